@@ -1,0 +1,252 @@
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include <gflags/gflags_declare.h>
+#include <glog/logging.h>
+
+#include "util/spinlock.h"
+#include "util/status.h"
+#include "util/thread-annotations.h"
+#include "util/unique-id.h"
+
+DECLARE_int32(registry_num_shards);
+
+namespace qr {
+
+/// RAII holder of a SpinLock, visible to the thread-safety analysis.
+class SCOPED_CAPABILITY SpinLockGuard {
+ public:
+  explicit SpinLockGuard(SpinLock* lock) ACQUIRE(lock) : lock_(lock) { lock_->lock(); }
+  ~SpinLockGuard() RELEASE() { lock_->unlock(); }
+  SpinLockGuard(const SpinLockGuard&) = delete;
+  SpinLockGuard& operator=(const SpinLockGuard&) = delete;
+
+ private:
+  SpinLock* const lock_;
+};
+
+/// OK if 'num_shards' is a power of two in [1, kMaxRegistryShards]; otherwise an error saying
+/// what is accepted.
+Status ValidateNumShards(int64_t num_shards);
+inline constexpr int kMaxRegistryShards = 4096;
+
+/// Statistics of one shard of a ShardedQueryMap. Read without the shard lock: each number is
+/// exact when read but the set is not a consistent snapshot.
+struct ShardStats {
+  uint64_t entries = 0;
+  uint64_t acquisitions = 0;
+  uint64_t contended_acquisitions = 0;
+  uint64_t sleeps = 0;
+};
+
+namespace internal {
+/// The map whose DoFuncForAllEntries() is running on this thread (debug builds only).
+inline thread_local const void* tls_iterating_map = nullptr;
+[[noreturn]] void DieOnReentry(const char* method);
+}  // namespace internal
+
+/// A process-wide registry of values keyed by query id, split into N shards, each an inner hash
+/// map guarded by its own SpinLock, so that lookups of different queries rarely contend. The
+/// shard is chosen from the id's 'hi' half (mixed, so sequential ids spread too); all fragment
+/// instances of a query (same 'hi') live in the query's shard.
+///
+/// Thread-safety: all methods are thread-safe. Callbacks of DoFuncForAllEntries() run with a
+/// shard lock held: they must be short and must not touch this map (debug builds abort if they
+/// do). Snapshot() and ForEachUnlocked() run user code with no lock held.
+/// Lock order: a shard lock is a leaf. The map never holds two shard locks at once, and callers
+/// must not take other locks while holding one (the coordinator's lock order writes this out).
+/// T should be cheap to copy (a pointer or a shared_ptr): Get() and Snapshot() copy it out.
+template <typename T, typename InnerMap = std::unordered_map<UniqueId, T, UniqueIdHash>>
+class ShardedQueryMap {
+ private:
+  struct Shard;
+
+ public:
+  using Map = InnerMap;
+
+  /// REQUIRES: ValidateNumShards(num_shards) is OK (checked: a bad value is a fatal error;
+  /// the --registry_num_shards flag is validated at flag-parsing time).
+  explicit ShardedQueryMap(int num_shards = FLAGS_registry_num_shards)
+      : num_shards_(num_shards), mask_(static_cast<uint64_t>(num_shards) - 1) {
+    Status s = ValidateNumShards(num_shards);
+    CHECK(s.ok()) << s.message();
+    shards_ = std::make_unique<Shard[]>(num_shards);
+  }
+  ShardedQueryMap(const ShardedQueryMap&) = delete;
+  ShardedQueryMap& operator=(const ShardedQueryMap&) = delete;
+
+  int num_shards() const { return num_shards_; }
+
+  /// The shard that owns 'id'. A salted mix of 'hi', so that it is independent of the inner
+  /// map's hash of the same id.
+  int ShardIndex(const UniqueId& id) const {
+    return static_cast<int>((Mix64(id.hi ^ 0x5bd1e9955bd1e995ULL) >> 32) & mask_);
+  }
+
+  /// RAII lock of the shard owning an id; '->' and '*' give that shard's inner map.
+  /// Keep it short-lived: no I/O, no other locks, no allocation-heavy work while it lives.
+  class ScopedShardedMapRef {
+   public:
+    ScopedShardedMapRef(const UniqueId& id, ShardedQueryMap* map) NO_THREAD_SAFETY_ANALYSIS
+        : map_(map), shard_(&map->shards_[map->ShardIndex(id)]) {
+      map_->CheckNotIterating("ScopedShardedMapRef");
+      shard_->lock.lock();
+    }
+    ~ScopedShardedMapRef() NO_THREAD_SAFETY_ANALYSIS {
+      shard_->PublishSize();
+      shard_->lock.unlock();
+    }
+    ScopedShardedMapRef(const ScopedShardedMapRef&) = delete;
+    ScopedShardedMapRef& operator=(const ScopedShardedMapRef&) = delete;
+
+    Map* get() NO_THREAD_SAFETY_ANALYSIS { return &shard_->map; }
+    Map* operator->() { return get(); }
+    Map& operator*() { return *get(); }
+
+   private:
+    ShardedQueryMap* const map_;
+    Shard* const shard_;
+  };
+
+  /// Inserts ('id', 'value'). AlreadyExists if 'id' is present (the map is unchanged).
+  Status Add(const UniqueId& id, T value) {
+    CheckNotIterating("Add");
+    Shard& s = ShardFor(id);
+    {
+      SpinLockGuard l(&s.lock);
+      if (s.map.try_emplace(id, std::move(value)).second) {
+        s.PublishSize();
+        return Status::OK();
+      }
+    }
+    return AlreadyExists("query id " + PrintId(id) + " is already registered");
+  }
+
+  /// A copy of the value registered for 'id', or nullopt.
+  std::optional<T> Get(const UniqueId& id) const {
+    CheckNotIterating("Get");
+    Shard& s = ShardFor(id);
+    SpinLockGuard l(&s.lock);
+    auto it = s.map.find(id);
+    if (it == s.map.end()) return std::nullopt;
+    return it->second;
+  }
+
+  /// Removes 'id', moving its value into 'removed' if not null. NotFound if absent.
+  /// The value is destroyed (or handed out) after the shard lock is released.
+  Status Delete(const UniqueId& id, T* removed = nullptr) {
+    CheckNotIterating("Delete");
+    Shard& s = ShardFor(id);
+    std::optional<T> victim;
+    {
+      SpinLockGuard l(&s.lock);
+      auto it = s.map.find(id);
+      if (it != s.map.end()) {
+        victim.emplace(std::move(it->second));
+        s.map.erase(it);
+        s.PublishSize();
+      }
+    }
+    if (!victim) return NotFound("query id " + PrintId(id) + " is not registered");
+    if (removed != nullptr) *removed = std::move(*victim);
+    return Status::OK();
+  }
+
+  /// Number of entries: the sum of the shards' sizes, each read at a different moment.
+  size_t Count() const {
+    size_t n = 0;
+    for (int i = 0; i < num_shards_; ++i) n += shards_[i].size.load(std::memory_order_relaxed);
+    return n;
+  }
+
+  /// Calls 'fn(const UniqueId&, T&)' for every entry, holding each shard's lock while visiting
+  /// that shard. 'fn' must be short and must not call into this map.
+  template <typename Fn>
+  void DoFuncForAllEntries(Fn&& fn) {
+    CheckNotIterating("DoFuncForAllEntries");
+    IterationMarker marker(this);
+    for (int i = 0; i < num_shards_; ++i) {
+      Shard& s = shards_[i];
+      SpinLockGuard l(&s.lock);
+      for (auto& [id, value] : s.map) fn(id, value);
+    }
+  }
+
+  /// Copies every (id, value) out, one shard lock at a time. The result is not an atomic
+  /// snapshot of the whole map: entries added or removed during the copy may be missed.
+  std::vector<std::pair<UniqueId, T>> Snapshot() const {
+    CheckNotIterating("Snapshot");
+    std::vector<std::pair<UniqueId, T>> out;
+    out.reserve(Count() + 16);
+    for (int i = 0; i < num_shards_; ++i) {
+      Shard& s = shards_[i];
+      SpinLockGuard l(&s.lock);
+      for (const auto& [id, value] : s.map) out.emplace_back(id, value);
+    }
+    return out;
+  }
+
+  /// Calls 'fn(const UniqueId&, const T&)' for every entry of a Snapshot(), with no lock held:
+  /// 'fn' may be slow and may call into the map.
+  template <typename Fn>
+  void ForEachUnlocked(Fn&& fn) const {
+    for (const auto& [id, value] : Snapshot()) fn(id, value);
+  }
+
+  ShardStats GetShardStats(int shard) const {
+    const Shard& s = shards_[shard];
+    return ShardStats{s.size.load(std::memory_order_relaxed), s.lock.acquisitions(),
+                      s.lock.contended_acquisitions(), s.lock.sleeps()};
+  }
+
+ private:
+  struct alignas(128) Shard {
+    /// Protects 'map'.
+    mutable SpinLock lock;
+    Map map GUARDED_BY(lock);
+    /// map.size() as of the last change, readable without the lock.
+    std::atomic<uint64_t> size{0};
+
+    void PublishSize() REQUIRES(lock) { size.store(map.size(), std::memory_order_relaxed); }
+  };
+
+  class IterationMarker {
+   public:
+    explicit IterationMarker(const void* map) {
+#ifndef NDEBUG
+      prev_ = internal::tls_iterating_map;
+      internal::tls_iterating_map = map;
+#endif
+    }
+    ~IterationMarker() {
+#ifndef NDEBUG
+      internal::tls_iterating_map = prev_;
+#endif
+    }
+
+   private:
+    [[maybe_unused]] const void* prev_ = nullptr;
+  };
+
+  Shard& ShardFor(const UniqueId& id) const { return shards_[ShardIndex(id)]; }
+
+  void CheckNotIterating(const char* method) const {
+#ifndef NDEBUG
+    if (internal::tls_iterating_map == this) internal::DieOnReentry(method);
+#endif
+  }
+
+  const int num_shards_;
+  const uint64_t mask_;
+  std::unique_ptr<Shard[]> shards_;
+};
+
+}  // namespace qr

@@ -1,0 +1,66 @@
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+
+#include "util/status.h"
+
+namespace qr {
+
+/// A 128-bit id of a query (and, in its low 32 bits of 'lo', of a fragment instance).
+/// Printed as 16 hex digits, ':', 16 hex digits, like Impala's TUniqueId.
+struct UniqueId {
+  uint64_t hi = 0;
+  uint64_t lo = 0;
+
+  constexpr bool operator==(const UniqueId&) const = default;
+  constexpr bool operator<(const UniqueId& o) const {
+    return hi < o.hi || (hi == o.hi && lo < o.lo);
+  }
+};
+
+/// MurmurHash3's 64-bit finalizer: every input bit affects every output bit.
+constexpr uint64_t Mix64(uint64_t x) {
+  x ^= x >> 33;
+  x *= 0xff51afd7ed558ccdULL;
+  x ^= x >> 33;
+  x *= 0xc4ceb9fe1a85ec53ULL;
+  x ^= x >> 33;
+  return x;
+}
+
+/// Hash for hash maps keyed by UniqueId; good in all 64 bits (open-addressing tables use both
+/// the high and the low bits).
+struct UniqueIdHash {
+  size_t operator()(const UniqueId& id) const {
+    return Mix64(id.hi ^ (id.lo * 0x9e3779b97f4a7c15ULL));
+  }
+};
+
+/// A new random query id. Uses a per-thread Mersenne Twister seeded once from the OS, so no
+/// system call is made per id. The low 32 bits of 'lo' are zero.
+/// Thread-safety: thread-safe.
+UniqueId GenerateQueryId();
+
+/// A random 64-bit value from the same per-thread generator (slugs, tokens).
+uint64_t RandomU64();
+
+/// "%016x:%016x", lowercase.
+std::string PrintId(const UniqueId& id);
+/// Writes the 33 characters of PrintId into 'out' (no terminator).
+void PrintId(const UniqueId& id, char out[33]);
+
+/// Parses exactly 16 hex digits, ':', 16 hex digits (either case). Anything else (empty halves,
+/// signs, spaces, a prefix such as 0x, more or fewer digits) is an InvalidArgument error whose
+/// message quotes the (truncated) input.
+Status ParseId(std::string_view s, UniqueId* out);
+
+}  // namespace qr
+
+template <>
+struct std::hash<qr::UniqueId> {
+  size_t operator()(const qr::UniqueId& id) const { return qr::UniqueIdHash()(id); }
+};

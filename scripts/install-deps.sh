@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Installs the Debian 12 packages the project needs, only those missing. Idempotent and quick
+# when everything is present; non-interactive (works with no stdin, as CI runs it).
+#   scripts/install-deps.sh [--e2e] [--browser]
+set -euo pipefail
+
+packages=(
+  build-essential cmake ninja-build clang pkg-config curl ca-certificates
+  libboost-dev libboost-thread-dev libgflags-dev libgoogle-glog-dev
+  libgtest-dev libgmock-dev libbenchmark-dev libsqlite3-dev nlohmann-json3-dev libabsl-dev
+  libtbb-dev libcuckoo-dev
+)
+for arg in "$@"; do
+  case "$arg" in
+    --e2e) packages+=(nodejs npm) ;;
+    --browser) packages+=(chromium) ;;
+    --bench) packages+=(valgrind python3-matplotlib nginx-light) ;;
+    *) echo "install-deps.sh: unknown option '$arg' (accepted: --e2e --browser --bench)" >&2; exit 2 ;;
+  esac
+done
+
+missing=()
+for p in "${packages[@]}"; do
+  # A package counts as present only when dpkg says it is fully installed.
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q '^install ok installed$'; then
+    missing+=("$p")
+  fi
+done
+# Node.js may come from outside Debian (e.g. a preinstalled toolchain); npm is what we need.
+if [[ " ${missing[*]} " == *" npm "* ]] && command -v npm >/dev/null 2>&1 && command -v node >/dev/null 2>&1; then
+  missing=("${missing[@]/npm}"); missing=("${missing[@]/nodejs}")
+fi
+read -r -a missing <<< "${missing[*]}"
+if [ ${#missing[@]} -eq 0 ]; then
+  exit 0
+fi
+
+echo "install-deps.sh: installing ${missing[*]}"
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" </dev/null

@@ -1,0 +1,225 @@
+#include "util/sharded-query-map-util.h"
+
+#include <algorithm>
+#include <atomic>
+#include <map>
+#include <memory>
+#include <random>
+#include <set>
+#include <thread>
+#include <vector>
+
+#include <gflags/gflags.h>
+#include <gtest/gtest.h>
+
+namespace qr {
+namespace {
+
+using IntMap = ShardedQueryMap<int>;
+
+UniqueId Id(uint64_t hi, uint64_t lo = 0) { return UniqueId{hi, lo}; }
+
+void ExpectUniform(const std::vector<UniqueId>& ids, int num_shards, const char* what) {
+  IntMap map(num_shards);
+  std::vector<int64_t> counts(num_shards, 0);
+  for (const UniqueId& id : ids) ++counts[map.ShardIndex(id)];
+  double mean = static_cast<double>(ids.size()) / num_shards;
+  for (int i = 0; i < num_shards; ++i) {
+    EXPECT_NEAR(counts[i], mean, mean * 0.05)
+        << what << " ids, " << num_shards << " shards: shard " << i << " is off the mean";
+  }
+}
+
+TEST(ShardedQueryMapTest, RandomIdsSpreadEvenly) {
+  std::vector<UniqueId> ids(1000000);
+  for (auto& id : ids) id = GenerateQueryId();
+  for (int n : {4, 16, 64}) ExpectUniform(ids, n, "random");
+}
+
+TEST(ShardedQueryMapTest, SequentialIdsSpreadEvenly) {
+  std::vector<UniqueId> ids(1000000);
+  for (size_t i = 0; i < ids.size(); ++i) ids[i] = Id(i + 1);
+  for (int n : {4, 16, 64}) ExpectUniform(ids, n, "sequential");
+  // Sequential from a random base, as a test harness might allocate them.
+  uint64_t base = GenerateQueryId().hi;
+  for (size_t i = 0; i < ids.size(); ++i) ids[i] = Id(base + i, 0);
+  for (int n : {4, 16, 64}) ExpectUniform(ids, n, "sequential from a random base");
+}
+
+TEST(ShardedQueryMapTest, ValidateNumShards) {
+  for (int64_t ok : std::initializer_list<int64_t>{1, 2, 4, 64, 256, 4096}) EXPECT_TRUE(ValidateNumShards(ok).ok()) << ok;
+  for (int64_t bad : std::initializer_list<int64_t>{0, -1, -64, 3, 6, 100, 8192, 1LL << 40}) {
+    Status s = ValidateNumShards(bad);
+    EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << bad;
+    EXPECT_NE(s.message().find("power of two"), std::string::npos) << s.message();
+  }
+}
+
+TEST(ShardedQueryMapTest, FlagRejectsBadShardCounts) {
+  // gflags runs the validator: an empty result means the value was refused.
+  EXPECT_EQ(gflags::SetCommandLineOption("registry_num_shards", "3"), "");
+  EXPECT_EQ(gflags::SetCommandLineOption("registry_num_shards", "0"), "");
+  EXPECT_NE(gflags::SetCommandLineOption("registry_num_shards", "16"), "");
+  EXPECT_EQ(FLAGS_registry_num_shards, 16);
+  IntMap map;
+  EXPECT_EQ(map.num_shards(), 16);
+}
+
+TEST(ShardedQueryMapTest, AddGetDelete) {
+  IntMap map(8);
+  EXPECT_EQ(map.Count(), 0u);
+  ASSERT_TRUE(map.Add(Id(1), 10).ok());
+  ASSERT_TRUE(map.Add(Id(2), 20).ok());
+  EXPECT_EQ(map.Count(), 2u);
+
+  Status dup = map.Add(Id(1), 11);
+  EXPECT_EQ(dup.code(), StatusCode::kAlreadyExists);
+  EXPECT_NE(dup.message().find(PrintId(Id(1))), std::string::npos) << dup.message();
+  EXPECT_EQ(map.Get(Id(1)), 10) << "a failed Add must not overwrite";
+
+  EXPECT_EQ(map.Get(Id(3)), std::nullopt);
+  int removed = 0;
+  ASSERT_TRUE(map.Delete(Id(2), &removed).ok());
+  EXPECT_EQ(removed, 20);
+  EXPECT_EQ(map.Delete(Id(2)).code(), StatusCode::kNotFound);
+  EXPECT_EQ(map.Get(Id(2)), std::nullopt);
+  EXPECT_EQ(map.Count(), 1u);
+}
+
+TEST(ShardedQueryMapTest, DeleteReleasesTheValueOutsideTheLock) {
+  ShardedQueryMap<std::shared_ptr<int>> map(4);
+  auto value = std::make_shared<int>(7);
+  ASSERT_TRUE(map.Add(Id(5), value).ok());
+  EXPECT_EQ(value.use_count(), 2);
+  ASSERT_TRUE(map.Delete(Id(5)).ok());
+  EXPECT_EQ(value.use_count(), 1);
+}
+
+TEST(ShardedQueryMapTest, ScopedRefLocksTheOwningShard) {
+  IntMap map(4);
+  {
+    IntMap::ScopedShardedMapRef ref(Id(9), &map);
+    (*ref)[Id(9)] = 90;
+    EXPECT_EQ(ref->size(), 1u);
+  }
+  EXPECT_EQ(map.Count(), 1u) << "the ref publishes the shard's new size on release";
+  EXPECT_EQ(map.Get(Id(9)), 90);
+  ShardStats stats = map.GetShardStats(map.ShardIndex(Id(9)));
+  EXPECT_EQ(stats.entries, 1u);
+  EXPECT_EQ(stats.acquisitions, 2u);
+  EXPECT_EQ(stats.contended_acquisitions, 0u);
+}
+
+TEST(ShardedQueryMapTest, DoFuncForAllEntriesVisitsEveryEntry) {
+  IntMap map(16);
+  for (int i = 1; i <= 1000; ++i) ASSERT_TRUE(map.Add(Id(i), i).ok());
+  int64_t sum = 0;
+  int visits = 0;
+  map.DoFuncForAllEntries([&](const UniqueId& id, int& v) {
+    EXPECT_EQ(static_cast<int>(id.hi), v);
+    sum += v;
+    ++visits;
+    v *= 2;
+  });
+  EXPECT_EQ(visits, 1000);
+  EXPECT_EQ(sum, 500500);
+  EXPECT_EQ(map.Get(Id(10)), 20) << "the callback may modify values in place";
+}
+
+TEST(ShardedQueryMapTest, SnapshotCallbacksMayCallBackIntoTheMap) {
+  IntMap map(16);
+  for (int i = 1; i <= 100; ++i) ASSERT_TRUE(map.Add(Id(i), i).ok());
+  int seen = 0;
+  map.ForEachUnlocked([&](const UniqueId& id, int v) {
+    ++seen;
+    EXPECT_EQ(map.Get(id), v);
+    if (v % 2 == 0) {
+      EXPECT_TRUE(map.Delete(id).ok());
+    }
+    EXPECT_TRUE(map.Add(Id(id.hi + 1000), v).ok());
+  });
+  EXPECT_EQ(seen, 100);
+  EXPECT_EQ(map.Count(), 150u);
+  std::vector<std::pair<UniqueId, int>> snap = map.Snapshot();
+  EXPECT_EQ(snap.size(), 150u);
+}
+
+TEST(ShardedQueryMapDeathTest, ReentryFromDoFuncForAllEntriesAborts) {
+#ifdef NDEBUG
+  GTEST_SKIP() << "re-entry detection is compiled into debug builds only";
+#else
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  IntMap map(4);
+  ASSERT_TRUE(map.Add(Id(1), 1).ok());
+  EXPECT_DEATH(map.DoFuncForAllEntries([&](const UniqueId& id, int&) { (void)map.Get(id); }),
+               "called from inside a DoFuncForAllEntries callback");
+  EXPECT_DEATH(map.DoFuncForAllEntries([&](const UniqueId&, int&) { (void)map.Add(Id(2), 2); }),
+               "ShardedQueryMap::Add");
+  // Another map may be used from the callback.
+  IntMap other(4);
+  map.DoFuncForAllEntries([&](const UniqueId& id, int& v) { EXPECT_TRUE(other.Add(id, v).ok()); });
+  EXPECT_EQ(other.Count(), 1u);
+#endif
+}
+
+// Each thread owns the ids it created and keeps a model of them; all threads share the map and
+// also look up and iterate over everyone's entries. At the end the map must hold exactly the
+// union of the models.
+TEST(ShardedQueryMapTest, StressAgainstPerThreadModels) {
+  constexpr int kThreads = 8;
+  constexpr int kOpsPerThread = 60000;
+  IntMap map(16);
+  std::vector<std::map<UniqueId, int>> models(kThreads);
+  std::atomic<int64_t> iterated{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      std::mt19937_64 rng(1234 + t);
+      std::map<UniqueId, int>& model = models[t];
+      std::vector<UniqueId> owned;
+      uint64_t next = 0;
+      for (int op = 0; op < kOpsPerThread; ++op) {
+        int dice = static_cast<int>(rng() % 100);
+        if (op % 2000 == 1999) {
+          int64_t n = 0;
+          map.DoFuncForAllEntries([&](const UniqueId&, int&) { ++n; });
+          iterated.fetch_add(n);
+        } else if (dice < 35 || owned.empty()) {
+          // Thread index in the top bits keeps ids disjoint between threads.
+          UniqueId id{(uint64_t(t) << 56) | ++next, rng() & 0xffffffff00000000ULL};
+          int v = static_cast<int>(rng() & 0xffffff);
+          ASSERT_TRUE(map.Add(id, v).ok());
+          model[id] = v;
+          owned.push_back(id);
+        } else if (dice < 60) {
+          size_t k = rng() % owned.size();
+          ASSERT_TRUE(map.Delete(owned[k]).ok());
+          model.erase(owned[k]);
+          owned[k] = owned.back();
+          owned.pop_back();
+        } else {
+          const UniqueId& id = owned[rng() % owned.size()];
+          ASSERT_EQ(map.Get(id), model[id]);
+          // Somebody else's id: present or not, but never a wrong type of answer.
+          (void)map.Get(UniqueId{(uint64_t((t + 1) % kThreads) << 56) | (rng() % next + 1), 0});
+        }
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+
+  std::map<UniqueId, int> expected;
+  for (auto& m : models) expected.insert(m.begin(), m.end());
+  std::vector<std::pair<UniqueId, int>> snap = map.Snapshot();
+  std::map<UniqueId, int> actual(snap.begin(), snap.end());
+  EXPECT_EQ(actual.size(), snap.size()) << "snapshot has duplicates";
+  EXPECT_EQ(actual, expected);
+  EXPECT_EQ(map.Count(), expected.size());
+  EXPECT_GT(iterated.load(), 0);
+  uint64_t acquisitions = 0;
+  for (int i = 0; i < map.num_shards(); ++i) acquisitions += map.GetShardStats(i).acquisitions;
+  EXPECT_GE(acquisitions, uint64_t{kThreads} * kOpsPerThread);
+}
+
+}  // namespace
+}  // namespace qr
