@@ -17,6 +17,13 @@ void WaitFor(Pred pred) {
   while (!pred()) std::this_thread::yield();
 }
 
+// Balanced for the thread-safety analysis: true when the lock was free (and is free again).
+bool TryLockAndRelease(SpinLock& lock) {
+  if (!lock.try_lock()) return false;
+  lock.unlock();
+  return true;
+}
+
 void HammerCounter(int num_threads, int increments_per_thread) {
   SpinLock lock;
   int64_t counter = 0;
@@ -44,14 +51,14 @@ TEST(SpinLockTest, ThirtyTwoThreadsOnTwoCoresFinish) {
 
 TEST(SpinLockTest, TryLockFailsWhileHeld) {
   SpinLock lock;
-  ASSERT_TRUE(lock.try_lock());
+  ASSERT_TRUE(TryLockAndRelease(lock));
+  lock.lock();
   lock.DCheckLocked();
-  std::thread other([&] { EXPECT_FALSE(lock.try_lock()); });
+  std::thread other([&] { EXPECT_FALSE(TryLockAndRelease(lock)); });
   other.join();
   lock.unlock();
-  EXPECT_TRUE(lock.try_lock());
-  lock.unlock();
-  EXPECT_EQ(lock.acquisitions(), 2u);
+  EXPECT_TRUE(TryLockAndRelease(lock));
+  EXPECT_EQ(lock.acquisitions(), 3u);
   EXPECT_EQ(lock.contended_acquisitions(), 0u);
 }
 
@@ -59,10 +66,9 @@ TEST(SpinLockTest, WorksWithBoostLockGuard) {
   SpinLock lock;
   {
     boost::lock_guard<SpinLock> l(lock);
-    EXPECT_FALSE(lock.try_lock());
+    EXPECT_FALSE(TryLockAndRelease(lock));
   }
-  EXPECT_TRUE(lock.try_lock());
-  lock.unlock();
+  EXPECT_TRUE(TryLockAndRelease(lock));
 }
 
 TEST(SpinLockTest, ContendedLockerSleepsAndIsWokenByUnlock) {

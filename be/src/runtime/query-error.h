@@ -1,0 +1,38 @@
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace qr {
+
+/// Trino's error types (PROTOCOL.md, "Errors and cancel").
+enum class ErrorType { kUserError, kInternalError, kInsufficientResources, kExternal };
+const char* ErrorTypeName(ErrorType type);  // "USER_ERROR", ...
+
+/// Why a query failed, in the terms of the Trino protocol: a numeric code, its name, its type,
+/// a message for the user, and (for syntax errors) a 1-based location inside the statement.
+struct QueryError {
+  int32_t code = 0;
+  std::string name;
+  ErrorType type = ErrorType::kUserError;
+  std::string message;
+  /// 1-based line and column inside the statement text; 0 when unknown.
+  int line = 0;
+  int column = 0;
+
+  static QueryError GenericUser(std::string msg);                         // 0
+  static QueryError Syntax(std::string msg, int line = 0, int column = 0);  // 1
+  static QueryError Abandoned(std::string msg);                           // 2
+  static QueryError UserCanceled();             // 3, "Query was canceled"
+  static QueryError PermissionDenied(std::string msg);                    // 4
+  static QueryError NotSupported(std::string msg);                        // 13
+  static QueryError TableNotFound(std::string msg);                       // 46
+  static QueryError ColumnNotFound(std::string msg);                      // 47
+  static QueryError Internal(std::string msg);                            // 65536
+  static QueryError ShuttingDown(std::string msg);                        // 65545
+  static QueryError InsufficientResources(std::string msg);               // 131072
+  static QueryError QueueFull(std::string msg);                           // 131074
+  static QueryError ExceededTimeLimit(std::string msg);                   // 131075
+};
+
+}  // namespace qr

@@ -1,0 +1,95 @@
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "runtime/query-state.h"
+#include "util/mutex.h"
+#include "util/sharded-query-map-util.h"
+#include "util/status.h"
+
+namespace qr {
+
+class QueryExecMgr;
+
+/// Holds one reference to a QueryState and releases it when destroyed. Movable, not copyable.
+class QueryStateHandle {
+ public:
+  QueryStateHandle() = default;
+  QueryStateHandle(QueryExecMgr* mgr, QueryState* qs) : mgr_(mgr), qs_(qs) {}
+  ~QueryStateHandle() { Reset(); }
+  QueryStateHandle(QueryStateHandle&& o) noexcept : mgr_(o.mgr_), qs_(o.qs_) { o.qs_ = nullptr; }
+  QueryStateHandle& operator=(QueryStateHandle&& o) noexcept;
+  QueryStateHandle(const QueryStateHandle&) = delete;
+  QueryStateHandle& operator=(const QueryStateHandle&) = delete;
+
+  QueryState* get() const { return qs_; }
+  QueryState* operator->() const { return qs_; }
+  explicit operator bool() const { return qs_ != nullptr; }
+  /// Releases the reference now.
+  void Reset();
+  /// A second reference to the same QueryState.
+  QueryStateHandle Clone() const;
+
+ private:
+  QueryExecMgr* mgr_ = nullptr;
+  QueryState* qs_ = nullptr;
+};
+
+/// Executor-side registry of live queries, keyed by query id.
+///
+/// Each QueryState carries a refcount guarded by its shard's lock: CreateQueryState() starts it
+/// at 1, GetQueryState() adds one under the lock, ReleaseQueryState() removes one, and the last
+/// release erases the entry under the lock and deletes the QueryState after unlocking.
+/// Bulk operations take references under the shard locks and act after releasing them.
+/// Thread-safety: all methods are thread-safe.
+/// Ownership: owns every QueryState; one lives while its refcount is above zero.
+/// Lock order: a shard lock is a leaf; a QueryState's own lock is never taken under it.
+class QueryExecMgr {
+ public:
+  explicit QueryExecMgr(int num_shards = FLAGS_registry_num_shards);
+  /// REQUIRES: every QueryState has been released (checked in debug builds).
+  ~QueryExecMgr();
+
+  /// Registers a new QueryState with refcount 1 and returns it in 'out'.
+  /// AlreadyExists if 'id' is registered.
+  Status CreateQueryState(const UniqueId& id, QueryContext ctx, QueryStateHandle* out);
+  /// Raw form of CreateQueryState: the caller owns one reference and must release it.
+  Status CreateQueryState(const UniqueId& id, QueryContext ctx, QueryState** out);
+
+  /// A new reference, or nullptr when 'id' is not registered.
+  QueryState* GetQueryState(const UniqueId& id);
+  QueryStateHandle GetQueryStateHandle(const UniqueId& id);
+  /// Drops one reference; the last one unregisters and deletes the QueryState.
+  void ReleaseQueryState(QueryState* qs);
+
+  /// Cancels every live query with 'reason'; returns how many were newly cancelled.
+  int CancelAll(const QueryError& reason);
+  /// Cancels every live query for which 'pred' holds. 'pred' runs with no lock held.
+  int CancelIf(const std::function<bool(const QueryState&)>& pred, const QueryError& reason);
+  /// References to every live query (each must be released: the handles do it).
+  std::vector<QueryStateHandle> GetAll();
+  /// Waits until no QueryState is live or 'timeout_ms' passes. True when drained.
+  bool WaitForDrain(int64_t timeout_ms);
+
+  int64_t num_live() const { return registry_.Count(); }
+  int64_t num_created() const { return created_.load(std::memory_order_relaxed); }
+  int64_t num_released() const { return released_.load(std::memory_order_relaxed); }
+
+  using Registry = ShardedQueryMap<QueryState*>;
+  const Registry& registry() const { return registry_; }
+
+ private:
+  Registry registry_;
+  std::atomic<int64_t> created_{0};
+  /// QueryStates deleted (their last reference released).
+  std::atomic<int64_t> released_{0};
+  /// Signalled when a QueryState is deleted while someone waits for drain.
+  Mutex drain_lock_;
+  CondVar drained_;
+  int drain_waiters_ GUARDED_BY(drain_lock_) = 0;
+};
+
+}  // namespace qr

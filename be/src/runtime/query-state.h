@@ -1,0 +1,87 @@
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "runtime/query-error.h"
+#include "runtime/result-buffer.h"
+#include "util/mutex.h"
+#include "util/thread-annotations.h"
+#include "util/unique-id.h"
+
+namespace qr {
+
+/// What the executor needs to know about a query.
+struct QueryContext {
+  /// The SQL text: one immutable buffer shared with the coordinator, never copied.
+  std::shared_ptr<const std::string> statement;
+  std::string user;
+  /// 0 = no limit. Measured from the start of execution.
+  int64_t exec_time_limit_ms = 0;
+  /// Backpressure limits of the result buffer.
+  int64_t result_buffer_max_rows = 16384;
+  int64_t result_buffer_max_bytes = 1 << 20;
+  /// Rows per page handed to the client.
+  int64_t page_max_rows = 1024;
+  int64_t page_max_bytes = 256 << 10;
+};
+
+/// Executor-side state of one query: its context, execution state and counters, its result
+/// buffer and its cancellation flag. Owned by QueryExecMgr and refcounted: obtain one through
+/// QueryExecMgr and hold it in a QueryStateHandle.
+/// Thread-safety: all methods are thread-safe.
+class QueryState {
+ public:
+  enum class ExecState { kCreated, kQueued, kRunning, kFinished, kFailed, kCancelled };
+  static const char* ExecStateName(ExecState s);
+
+  QueryState(const UniqueId& id, QueryContext ctx);
+  QueryState(const QueryState&) = delete;
+  QueryState& operator=(const QueryState&) = delete;
+
+  const UniqueId& query_id() const { return id_; }
+  const QueryContext& query_ctx() const { return ctx_; }
+  ResultBuffer* result_buffer() { return &result_buffer_; }
+
+  ExecState exec_state() const { return exec_state_.load(std::memory_order_acquire); }
+  void set_exec_state(ExecState s) { exec_state_.store(s, std::memory_order_release); }
+
+  /// Requests cancellation with 'reason' (the first reason wins). The engine's progress check
+  /// sees it within a few thousand SQLite VM steps; the result buffer is closed so a producer
+  /// blocked on backpressure wakes up. Returns false if already cancelled.
+  bool Cancel(QueryError reason);
+  /// Cheap enough for the engine's progress handler (one relaxed load).
+  bool is_cancelled() const { return cancelled_.load(std::memory_order_relaxed); }
+  /// The reason given to Cancel(), if any.
+  std::optional<QueryError> cancel_reason() const;
+
+  /// When execution started; the epoch when not started.
+  std::chrono::steady_clock::time_point exec_start() const;
+  void MarkExecStart();
+
+  // Counters, updated by the executor, read by anyone.
+  std::atomic<int64_t> rows_produced{0};
+  std::atomic<int64_t> bytes_produced{0};
+  std::atomic<int64_t> cpu_time_ns{0};
+
+ private:
+  friend class QueryExecMgr;
+
+  const UniqueId id_;
+  const QueryContext ctx_;
+  /// Guarded by the owning QueryExecMgr shard's lock.
+  int32_t refcount_ = 1;
+  std::atomic<ExecState> exec_state_{ExecState::kCreated};
+  std::atomic<bool> cancelled_{false};
+  std::atomic<int64_t> exec_start_ns_{0};
+  /// Protects 'cancel_reason_'.
+  mutable Mutex lock_;
+  std::optional<QueryError> cancel_reason_ GUARDED_BY(lock_);
+  ResultBuffer result_buffer_;
+};
+
+}  // namespace qr

@@ -1,0 +1,119 @@
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/beast/http/fields.hpp>
+#include <boost/beast/http/verb.hpp>
+
+#include "util/status.h"
+
+namespace qr {
+
+/// One parsed HTTP request, as a handler sees it.
+struct HttpRequest {
+  boost::beast::http::verb method = boost::beast::http::verb::unknown;
+  /// The method as sent (for 405 messages), e.g. "DELETE".
+  std::string method_string;
+  /// The target in origin form: an absolute-form target ("http://host:port/p?q") is reduced
+  /// to "/p?q" here, its authority kept in 'absolute_authority'.
+  std::string target;
+  /// 'target' without the query string, percent-decoding NOT applied.
+  std::string path;
+  /// The raw query string after '?', or empty.
+  std::string query;
+  std::string absolute_authority;
+  boost::beast::http::fields headers;
+  /// The body, already de-chunked.
+  std::string body;
+  /// "127.0.0.1:54321".
+  std::string remote_address;
+
+  /// A header's value, or empty. Case-insensitive name.
+  std::string_view Header(std::string_view name) const;
+  /// The value of query parameter 'name' (percent-decoded, '+' as space), or nullopt-like empty
+  /// with 'present' false.
+  std::string QueryParam(std::string_view name, bool* present = nullptr) const;
+};
+
+/// A response. 'body' is sent as is; when 'shared_body' is set the response body is
+/// body + *shared_body + body_tail, written with one gathered write and without copying the
+/// shared buffer (used to send a cached result page).
+struct HttpResponse {
+  unsigned status = 200;
+  std::string content_type = "application/json";
+  std::vector<std::pair<std::string, std::string>> headers;
+  std::string body;
+  std::shared_ptr<const std::string> shared_body;
+  std::string body_tail;
+
+  static HttpResponse Text(unsigned status, std::string text);
+  static HttpResponse Json(unsigned status, std::string json);
+};
+
+/// Completes a request. Call exactly once, from any thread, at any later time (a long-poll
+/// handler stores it and calls it when data arrives or its timer fires). Calling it after the
+/// client went away or the server stopped is harmless.
+using ResponseCallback = std::function<void(HttpResponse)>;
+using HttpHandler = std::function<void(HttpRequest& req, ResponseCallback respond)>;
+
+/// An asynchronous HTTP/1.1 server (Boost.Beast over Asio) with a fixed pool of I/O threads.
+///
+/// Keep-alive; limits on header size (431), body size (413) and idle connections (closed after
+/// 'idle_timeout'); malformed requests get 400 and the connection is closed; unknown paths 404;
+/// a known path with the wrong method 405 with an Allow header. Handlers run on an I/O thread
+/// and must not block: slow work is handed off and completed through the ResponseCallback, so no
+/// thread is parked per waiting request. Every response carries Content-Length (or is chunked
+/// if needed), "Server", and "Connection: close" when the server closes.
+/// Thread-safety: Register*() before Start(); everything else is thread-safe.
+class Webserver {
+ public:
+  struct Options {
+    std::string bind_address = "127.0.0.1";
+    /// 0 picks a free port (see port()).
+    int port = 8080;
+    int num_threads = 2;
+    size_t max_header_bytes = 16 * 1024;
+    size_t max_body_bytes = 1 << 20;
+    std::chrono::milliseconds idle_timeout{60000};
+    /// Maximum simultaneous connections; beyond it new connections are closed at once.
+    int max_connections = 10000;
+  };
+
+  explicit Webserver(Options options);
+  ~Webserver();  // Stop()s.
+
+  /// Routes requests whose path equals 'path' (or, when 'path' ends with '/', starts with it)
+  /// and whose method is 'method'. The longest matching path wins.
+  void RegisterHandler(boost::beast::http::verb method, std::string path, HttpHandler handler);
+
+  /// Binds, listens and starts the I/O threads. An address in use or a bad bind address is an
+  /// error naming it.
+  Status Start();
+  /// Stops accepting, closes connections, joins the I/O threads. Idempotent.
+  void Stop();
+
+  /// The bound port (after Start()).
+  int port() const;
+  /// For timers and posting work onto the I/O threads.
+  boost::asio::io_context& io_context();
+
+  /// Responses sent, by status code (index = status code, 100..599), for /metrics.
+  uint64_t responses_with_status(unsigned status) const;
+  uint64_t connections_accepted() const;
+  uint64_t connections_open() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace qr
