@@ -1,0 +1,122 @@
+#include "runtime/query-exec-mgr.h"
+
+#include <chrono>
+#include <utility>
+
+#include <glog/logging.h>
+
+namespace qr {
+
+QueryStateHandle& QueryStateHandle::operator=(QueryStateHandle&& o) noexcept {
+  if (this != &o) {
+    Reset();
+    mgr_ = o.mgr_;
+    qs_ = o.qs_;
+    o.qs_ = nullptr;
+  }
+  return *this;
+}
+
+void QueryStateHandle::Reset() {
+  if (qs_ != nullptr) {
+    mgr_->ReleaseQueryState(qs_);
+    qs_ = nullptr;
+  }
+}
+
+QueryStateHandle QueryStateHandle::Clone() const {
+  if (qs_ == nullptr) return QueryStateHandle();
+  QueryState* again = mgr_->GetQueryState(qs_->query_id());
+  DCHECK_EQ(again, qs_) << "a live handle's QueryState must still be registered";
+  return QueryStateHandle(mgr_, again);
+}
+
+QueryExecMgr::QueryExecMgr(int num_shards) : registry_(num_shards) {}
+
+QueryExecMgr::~QueryExecMgr() {
+  DCHECK_EQ(registry_.Count(), 0u) << "QueryExecMgr destroyed with live QueryStates";
+}
+
+Status QueryExecMgr::CreateQueryState(const UniqueId& id, QueryContext ctx, QueryState** out) {
+  // Allocate outside the shard lock; the lock only guards the insertion.
+  auto qs = std::make_unique<QueryState>(id, std::move(ctx));
+  RETURN_IF_ERROR(registry_.Add(id, qs.get()));
+  created_.fetch_add(1, std::memory_order_relaxed);
+  *out = qs.release();
+  return Status::OK();
+}
+
+Status QueryExecMgr::CreateQueryState(const UniqueId& id, QueryContext ctx,
+                                      QueryStateHandle* out) {
+  QueryState* qs = nullptr;
+  RETURN_IF_ERROR(CreateQueryState(id, std::move(ctx), &qs));
+  *out = QueryStateHandle(this, qs);
+  return Status::OK();
+}
+
+QueryState* QueryExecMgr::GetQueryState(const UniqueId& id) {
+  Registry::ScopedShardedMapRef ref(id, &registry_);
+  auto it = ref->find(id);
+  if (it == ref->end()) return nullptr;
+  ++it->second->refcount_;
+  return it->second;
+}
+
+QueryStateHandle QueryExecMgr::GetQueryStateHandle(const UniqueId& id) {
+  return QueryStateHandle(this, GetQueryState(id));
+}
+
+void QueryExecMgr::ReleaseQueryState(QueryState* qs) {
+  DCHECK(qs != nullptr);
+  {
+    Registry::ScopedShardedMapRef ref(qs->query_id(), &registry_);
+    DCHECK_GT(qs->refcount_, 0);
+    if (--qs->refcount_ > 0) return;
+    auto it = ref->find(qs->query_id());
+    DCHECK(it != ref->end() && it->second == qs);
+    ref->erase(it);
+  }
+  // The last reference: the entry is gone, so nobody can find it; delete outside the lock.
+  delete qs;
+  released_.fetch_add(1, std::memory_order_relaxed);
+  MutexLock l(&drain_lock_);
+  if (drain_waiters_ > 0) drained_.NotifyAll();
+}
+
+std::vector<QueryStateHandle> QueryExecMgr::GetAll() {
+  std::vector<QueryStateHandle> out;
+  out.reserve(registry_.Count() + 16);
+  // Take a reference to each under its shard lock (the callback does no allocation beyond
+  // the reserved vector's occasional growth), act on them after the locks are released.
+  registry_.DoFuncForAllEntries([&](const UniqueId&, QueryState*& qs) {
+    ++qs->refcount_;
+    out.emplace_back(this, qs);
+  });
+  return out;
+}
+
+int QueryExecMgr::CancelAll(const QueryError& reason) {
+  return CancelIf([](const QueryState&) { return true; }, reason);
+}
+
+int QueryExecMgr::CancelIf(const std::function<bool(const QueryState&)>& pred,
+                           const QueryError& reason) {
+  int n = 0;
+  for (QueryStateHandle& h : GetAll()) {
+    if (pred(*h.get()) && h->Cancel(reason)) ++n;
+  }
+  return n;
+}
+
+bool QueryExecMgr::WaitForDrain(int64_t timeout_ms) {
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  MutexLock l(&drain_lock_);
+  ++drain_waiters_;
+  while (registry_.Count() > 0) {
+    if (!drained_.WaitUntil(&drain_lock_, deadline) && registry_.Count() > 0) break;
+  }
+  --drain_waiters_;
+  return registry_.Count() == 0;
+}
+
+}  // namespace qr

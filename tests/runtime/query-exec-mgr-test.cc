@@ -1,0 +1,152 @@
+#include "runtime/query-exec-mgr.h"
+
+#include <atomic>
+#include <memory>
+#include <random>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+namespace qr {
+namespace {
+
+QueryContext Ctx(const std::string& user = "alice") {
+  QueryContext ctx;
+  ctx.statement = std::make_shared<const std::string>("SELECT 1");
+  ctx.user = user;
+  return ctx;
+}
+
+TEST(QueryExecMgrTest, LastReleaseDeletesState) {
+  QueryExecMgr mgr(8);
+  UniqueId id = GenerateQueryId();
+  QueryState* qs = nullptr;
+  ASSERT_TRUE(mgr.CreateQueryState(id, Ctx(), &qs).ok());
+  EXPECT_EQ(mgr.num_live(), 1);
+  QueryState* again = mgr.GetQueryState(id);
+  EXPECT_EQ(again, qs);
+  mgr.ReleaseQueryState(again);
+  EXPECT_EQ(mgr.num_live(), 1) << "one reference is still held";
+  EXPECT_EQ(mgr.num_released(), 0);
+  mgr.ReleaseQueryState(qs);
+  EXPECT_EQ(mgr.num_live(), 0);
+  EXPECT_EQ(mgr.num_created(), 1);
+  EXPECT_EQ(mgr.num_released(), 1);
+  EXPECT_EQ(mgr.GetQueryState(id), nullptr) << "Get after the last release is null";
+}
+
+TEST(QueryExecMgrTest, DuplicateIdIsAnError) {
+  QueryExecMgr mgr(4);
+  UniqueId id = GenerateQueryId();
+  QueryStateHandle h;
+  ASSERT_TRUE(mgr.CreateQueryState(id, Ctx(), &h).ok());
+  QueryStateHandle dup;
+  Status s = mgr.CreateQueryState(id, Ctx(), &dup);
+  EXPECT_EQ(s.code(), StatusCode::kAlreadyExists);
+  EXPECT_FALSE(dup);
+  EXPECT_EQ(mgr.num_created(), 1);
+}
+
+TEST(QueryExecMgrTest, HandlesReleaseOnDestructionAndMove) {
+  QueryExecMgr mgr(4);
+  UniqueId id = GenerateQueryId();
+  {
+    QueryStateHandle h;
+    ASSERT_TRUE(mgr.CreateQueryState(id, Ctx(), &h).ok());
+    QueryStateHandle clone = h.Clone();
+    EXPECT_EQ(clone.get(), h.get());
+    QueryStateHandle moved = std::move(clone);
+    EXPECT_FALSE(clone);
+    QueryStateHandle got = mgr.GetQueryStateHandle(id);
+    ASSERT_TRUE(got);
+    got = std::move(moved);  // releases got's reference, takes moved's
+    EXPECT_EQ(mgr.num_live(), 1);
+  }
+  EXPECT_EQ(mgr.num_live(), 0);
+  EXPECT_EQ(mgr.num_released(), 1);
+  EXPECT_FALSE(mgr.GetQueryStateHandle(id));
+}
+
+TEST(QueryExecMgrTest, CancelIfActsOnMatchingQueriesOnly) {
+  QueryExecMgr mgr(4);
+  std::vector<QueryStateHandle> handles(6);
+  for (int i = 0; i < 6; ++i) {
+    ASSERT_TRUE(mgr.CreateQueryState(GenerateQueryId(), Ctx(i % 2 ? "bob" : "alice"),
+                                     &handles[i]).ok());
+  }
+  int n = mgr.CancelIf([](const QueryState& qs) { return qs.query_ctx().user == "bob"; },
+                       QueryError::UserCanceled());
+  EXPECT_EQ(n, 3);
+  for (int i = 0; i < 6; ++i) EXPECT_EQ(handles[i]->is_cancelled(), i % 2 == 1);
+  EXPECT_EQ(mgr.CancelAll(QueryError::ShuttingDown("stop")), 3) << "already cancelled are not counted";
+  ASSERT_TRUE(handles[0]->cancel_reason().has_value());
+  EXPECT_EQ(handles[0]->cancel_reason()->name, "SERVER_SHUTTING_DOWN");
+  EXPECT_EQ(handles[1]->cancel_reason()->name, "USER_CANCELED") << "the first reason wins";
+  EXPECT_EQ(mgr.num_live(), 6) << "bulk operations release their references";
+}
+
+TEST(QueryExecMgrTest, WaitForDrainReturnsWhenTheLastStateGoes) {
+  QueryExecMgr mgr(4);
+  QueryStateHandle h;
+  ASSERT_TRUE(mgr.CreateQueryState(GenerateQueryId(), Ctx(), &h).ok());
+  EXPECT_FALSE(mgr.WaitForDrain(1)) << "a live query must time out the wait";
+  std::thread releaser([&] { h.Reset(); });
+  EXPECT_TRUE(mgr.WaitForDrain(60000));
+  releaser.join();
+  EXPECT_EQ(mgr.num_live(), 0);
+}
+
+// 8 threads: each creates private queries and gets/releases them, and all of them hammer a set
+// of shared queries. Refcounts must balance exactly: at the end only what is still held lives.
+TEST(QueryExecMgrTest, ConcurrentGetReleaseOnSharedAndPrivateIds) {
+  constexpr int kThreads = 8;
+  constexpr int kShared = 16;
+  constexpr int kIters = 20000;
+  QueryExecMgr mgr(16);
+  std::vector<QueryStateHandle> shared(kShared);
+  std::vector<UniqueId> shared_ids(kShared);
+  for (int i = 0; i < kShared; ++i) {
+    shared_ids[i] = GenerateQueryId();
+    ASSERT_TRUE(mgr.CreateQueryState(shared_ids[i], Ctx(), &shared[i]).ok());
+  }
+  std::atomic<int64_t> misses{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      std::mt19937 rng(t);
+      std::vector<QueryStateHandle> mine;
+      for (int i = 0; i < kIters; ++i) {
+        QueryState* qs = mgr.GetQueryState(shared_ids[rng() % kShared]);
+        if (qs == nullptr) {
+          misses.fetch_add(1);
+        } else {
+          qs->rows_produced.fetch_add(1, std::memory_order_relaxed);
+          mgr.ReleaseQueryState(qs);
+        }
+        if (i % 10 == 0) {
+          QueryStateHandle h;
+          ASSERT_TRUE(mgr.CreateQueryState(GenerateQueryId(), Ctx(), &h).ok());
+          mine.push_back(std::move(h));
+        } else if (!mine.empty() && i % 10 == 5) {
+          QueryStateHandle again = mine.back().Clone();
+          ASSERT_TRUE(again);
+          mine.pop_back();  // 'again' now holds the last reference; it dies at scope end
+        }
+      }
+      EXPECT_EQ(static_cast<int64_t>(mine.size()), 0);
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(misses.load(), 0) << "shared queries are held, so they must always be found";
+  int64_t total = 0;
+  for (auto& h : shared) total += h->rows_produced.load();
+  EXPECT_EQ(total, int64_t{kThreads} * kIters);
+  EXPECT_EQ(mgr.num_live(), kShared);
+  EXPECT_EQ(mgr.num_created() - mgr.num_released(), kShared);
+  shared.clear();
+  EXPECT_EQ(mgr.num_live(), 0);
+}
+
+}  // namespace
+}  // namespace qr
