@@ -1,6 +1,11 @@
 #include "util/unique-id.h"
 
+#include <sys/random.h>
+
+#include <cerrno>
 #include <cstring>
+
+#include <glog/logging.h>
 
 #include <boost/uuid/random_generator.hpp>
 #include <boost/uuid/uuid.hpp>
@@ -51,6 +56,23 @@ uint64_t RandomU64() {
   std::memcpy(&v, u.data, 6);
   v ^= static_cast<uint64_t>(u.data[10]) << 48 ^ static_cast<uint64_t>(u.data[11]) << 56;
   return v;
+}
+
+uint64_t SecureRandomU64() {
+  thread_local uint64_t pool[64];
+  thread_local int next = 64;
+  if (next == 64) {
+    size_t filled = 0;
+    char* buf = reinterpret_cast<char*>(pool);
+    while (filled < sizeof(pool)) {
+      ssize_t n = getrandom(buf + filled, sizeof(pool) - filled, 0);
+      if (n < 0 && errno == EINTR) continue;
+      PCHECK(n > 0) << "getrandom failed";
+      filled += static_cast<size_t>(n);
+    }
+    next = 0;
+  }
+  return pool[next++];
 }
 
 void PrintId(const UniqueId& id, char out[33]) {

@@ -45,8 +45,12 @@ struct UniqueIdHash {
 /// Thread-safety: thread-safe.
 UniqueId GenerateQueryId();
 
-/// A random 64-bit value from the same per-thread generator (slugs, tokens).
+/// A random 64-bit value from the same per-thread generator (not for secrets).
 uint64_t RandomU64();
+
+/// A random 64-bit value from the OS's cryptographic generator, for secrets such as the nextUri
+/// slug. Served from a per-thread pool refilled by getrandom(2): one system call per 64 values.
+uint64_t SecureRandomU64();
 
 /// "%016x:%016x", lowercase.
 std::string PrintId(const UniqueId& id);

@@ -1,0 +1,260 @@
+#include "service/client-request-state.h"
+
+#include <utility>
+
+#include <glog/logging.h>
+
+namespace qr {
+namespace {
+
+int64_t SteadyNowNs() { return std::chrono::steady_clock::now().time_since_epoch().count(); }
+
+std::string MakeSlug() {
+  static const char kHex[] = "0123456789abcdef";
+  uint64_t v = SecureRandomU64();
+  std::string s(16, '0');
+  for (int i = 0; i < 16; ++i) s[i] = kHex[(v >> (60 - 4 * i)) & 0xf];
+  return s;
+}
+
+int64_t MillisBetween(std::chrono::steady_clock::time_point a,
+                      std::chrono::steady_clock::time_point b) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(b - a).count();
+}
+
+}  // namespace
+
+const char* ClientRequestState::StateName(State s) {
+  switch (s) {
+    case State::kQueued: return "QUEUED";
+    case State::kRunning: return "RUNNING";
+    case State::kFinished: return "FINISHED";
+    case State::kFailed: return "FAILED";
+    case State::kCanceled: return "CANCELED";
+  }
+  return "UNKNOWN";
+}
+
+ClientRequestState::ClientRequestState(const UniqueId& id,
+                                       std::shared_ptr<const std::string> statement,
+                                       SessionInfo session)
+    : id_(id),
+      slug_(MakeSlug()),
+      statement_(std::move(statement)),
+      session_(std::move(session)),
+      submit_wall_(std::chrono::system_clock::now()),
+      submit_steady_(std::chrono::steady_clock::now()),
+      last_activity_ns_(submit_steady_.time_since_epoch().count()) {}
+
+bool ClientRequestState::SlugMatches(std::string_view candidate) const {
+  // Constant time in the content: a wrong guess learns nothing from the timing.
+  if (candidate.size() != slug_.size()) return false;
+  unsigned diff = 0;
+  for (size_t i = 0; i < slug_.size(); ++i) {
+    diff |= static_cast<unsigned char>(candidate[i]) ^ static_cast<unsigned char>(slug_[i]);
+  }
+  return diff == 0;
+}
+
+void ClientRequestState::Touch() {
+  last_activity_ns_.store(SteadyNowNs(), std::memory_order_relaxed);
+}
+
+ClientRequestState::State ClientRequestState::state() const {
+  MutexLock l(&lock_);
+  return state_;
+}
+
+ClientRequestState::Info ClientRequestState::GetInfo() const {
+  MutexLock l(&lock_);
+  auto now = std::chrono::steady_clock::now();
+  Info info;
+  info.state = state_;
+  info.rows_delivered = rows_delivered_;
+  info.bytes_delivered = bytes_delivered_;
+  info.rows_produced = exec_ ? exec_->rows_produced.load() : rows_produced_final_;
+  info.cpu_time_ns = exec_ ? exec_->cpu_time_ns.load() : cpu_time_ns_final_;
+  info.queued_ms = MillisBetween(submit_steady_, start_time_.value_or(end_time_.value_or(now)));
+  info.elapsed_ms = MillisBetween(submit_steady_, end_time_.value_or(now));
+  info.end_wall_time = end_wall_;
+  info.error = error_;
+  return info;
+}
+
+void ClientRequestState::AttachExecution(QueryStateHandle exec) {
+  MutexLock l(&lock_);
+  DCHECK(!exec_) << "execution attached twice";
+  exec_ = std::move(exec);
+}
+
+void ClientRequestState::ReleaseExecution() {
+  QueryStateHandle exec;
+  {
+    MutexLock l(&lock_);
+    if (!exec_) return;
+    rows_produced_final_ = exec_->rows_produced.load();
+    cpu_time_ns_final_ = exec_->cpu_time_ns.load();
+    exec = std::move(exec_);
+  }
+  // The last reference may delete the QueryState: done outside 'lock_'.
+}
+
+bool ClientRequestState::Fail(State terminal, QueryError error) {
+  DCHECK(terminal == State::kFailed || terminal == State::kCanceled);
+  QueryStateHandle exec;
+  Waiters waiters;
+  {
+    MutexLock l(&lock_);
+    if (IsTerminal(state_)) return false;
+    SetTerminalLocked(terminal, error);
+    if (exec_) exec = exec_.Clone();
+    waiters = TakeWaitersLocked();
+  }
+  if (exec) exec->Cancel(std::move(error));
+  for (auto& [id, fn] : waiters) fn();
+  return true;
+}
+
+void ClientRequestState::OnExecutionChange() {
+  Waiters waiters;
+  {
+    MutexLock l(&lock_);
+    waiters = TakeWaitersLocked();
+  }
+  for (auto& [id, fn] : waiters) fn();
+}
+
+ClientRequestState::Waiters ClientRequestState::TakeWaitersLocked() {
+  Waiters out;
+  out.swap(waiters_);
+  return out;
+}
+
+void ClientRequestState::RemoveWaiter(uint64_t waiter_id) {
+  std::function<void()> victim;  // destroyed outside the lock
+  MutexLock l(&lock_);
+  for (size_t i = 0; i < waiters_.size(); ++i) {
+    if (waiters_[i].first == waiter_id) {
+      victim = std::move(waiters_[i].second);
+      waiters_[i] = std::move(waiters_.back());
+      waiters_.pop_back();
+      return;
+    }
+  }
+}
+
+bool ClientRequestState::final_page_delivered() const {
+  MutexLock l(&lock_);
+  return final_delivered_;
+}
+
+bool ClientRequestState::execution_done() const {
+  MutexLock l(&lock_);
+  if (!exec_) return IsTerminal(state_);
+  QueryState::ExecState s = exec_->exec_state();
+  return s == QueryState::ExecState::kFinished || s == QueryState::ExecState::kFailed ||
+         s == QueryState::ExecState::kCancelled;
+}
+
+void ClientRequestState::SetTerminalLocked(State s, std::optional<QueryError> error) {
+  state_ = s;
+  error_ = std::move(error);
+  auto now = std::chrono::steady_clock::now();
+  if (!start_time_) start_time_ = now;
+  end_time_ = now;
+  end_wall_ = std::chrono::system_clock::now();
+}
+
+void ClientRequestState::FillHeaderLocked(QueryPage* out) {
+  if (state_ == State::kQueued && exec_ &&
+      exec_->exec_state() != QueryState::ExecState::kCreated &&
+      exec_->exec_state() != QueryState::ExecState::kQueued) {
+    state_ = State::kRunning;
+    start_time_ = std::chrono::steady_clock::now();
+  }
+  switch (state_) {
+    case State::kQueued: out->state = "QUEUED"; break;
+    case State::kRunning: out->state = "RUNNING"; break;
+    case State::kFinished: out->state = "FINISHED"; break;
+    case State::kFailed:
+    case State::kCanceled: out->state = "FAILED"; break;
+  }
+  out->queued = state_ == State::kQueued;
+  if (!columns_ && exec_) {
+    const std::vector<Column>* cols = exec_->result_buffer()->columns();
+    if (cols != nullptr) columns_ = std::make_shared<const std::vector<Column>>(*cols);
+  }
+  out->columns = columns_;
+  out->error = error_;
+}
+
+bool ClientRequestState::NextPageLocked(QueryPage* out) {
+  if (!IsTerminal(state_) && exec_) {
+    ResultPage page;
+    std::optional<QueryError> error;
+    switch (exec_->result_buffer()->TryGet(&page, &error)) {
+      case ResultBuffer::Next::kPage:
+        rows_delivered_ += page.num_rows;
+        bytes_delivered_ += page.num_bytes;
+        out->page = std::move(page);
+        break;
+      case ResultBuffer::Next::kEnd:
+        if (!error) {
+          SetTerminalLocked(State::kFinished, std::nullopt);
+        } else {
+          bool canceled = error->code == QueryError::UserCanceled().code;
+          SetTerminalLocked(canceled ? State::kCanceled : State::kFailed, std::move(error));
+        }
+        break;
+      case ResultBuffer::Next::kNotYet:
+        return false;
+    }
+  } else if (!IsTerminal(state_)) {
+    return false;  // waiting for admission
+  }
+  FillHeaderLocked(out);
+  return true;
+}
+
+ClientRequestState::FetchOutcome ClientRequestState::Fetch(int64_t token, bool may_wait,
+                                                           std::function<void()> waiter,
+                                                           QueryPage* page,
+                                                           uint64_t* waiter_id) {
+  Touch();
+  MutexLock l(&lock_);
+  if (last_page_ && token == next_token_ - 1) {
+    *page = *last_page_;  // an idempotent retry: the same page (shared rows), not a new one
+    return FetchOutcome::kPage;
+  }
+  if (token < next_token_ - 1) return FetchOutcome::kGone;
+  if (token != next_token_ || final_delivered_) return FetchOutcome::kNotFound;
+
+  QueryPage p;
+  if (!NextPageLocked(&p)) {
+    if (may_wait) {
+      *waiter_id = next_waiter_id_++;
+      waiters_.emplace_back(*waiter_id, std::move(waiter));
+      return FetchOutcome::kWait;
+    }
+    FillHeaderLocked(&p);  // the wait timed out: an answer with no rows
+  }
+  if (IsTerminal(state_)) {
+    final_delivered_ = true;
+  } else {
+    p.next_token = token + 1;
+  }
+  next_token_ = token + 1;
+  last_page_ = p;
+  *page = std::move(p);
+  return FetchOutcome::kPage;
+}
+
+QueryPage ClientRequestState::CurrentPage() {
+  MutexLock l(&lock_);
+  QueryPage p;
+  FillHeaderLocked(&p);
+  if (!IsTerminal(state_)) p.next_token = next_token_;
+  return p;
+}
+
+}  // namespace qr

@@ -1,0 +1,176 @@
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "runtime/query-error.h"
+#include "runtime/query-exec-mgr.h"
+#include "runtime/result-buffer.h"
+#include "util/mutex.h"
+#include "util/sharded-query-map-util.h"
+#include "util/thread-annotations.h"
+#include "util/unique-id.h"
+
+namespace qr {
+
+/// Who submitted a query and how (from the protocol headers).
+struct SessionInfo {
+  std::string user;
+  std::string source;
+  std::string catalog;
+  std::string schema;
+  std::string client_info;
+  /// X-*-Session properties as sent, "k=v" pairs.
+  std::vector<std::pair<std::string, std::string>> properties;
+};
+
+/// What one GET of a query's nextUri answers: the coordinator core's view of a protocol page.
+/// Rendered to JSON by the HTTP layer; 'page' is shared with the cache, never copied.
+struct QueryPage {
+  /// The protocol state ("QUEUED", "RUNNING", "FINISHED", "FAILED").
+  const char* state = "QUEUED";
+  /// Columns, once known.
+  std::shared_ptr<const std::vector<Column>> columns;
+  /// Rows of this page, if any.
+  std::optional<ResultPage> page;
+  /// The token of the next GET; nullopt on the final answer.
+  std::optional<int64_t> next_token;
+  /// True while the query waits for admission or an executor ("queued" in nextUri).
+  bool queued = true;
+  std::optional<QueryError> error;
+};
+
+/// Coordinator-side state of one client request: identity, statement, lifecycle, the result
+/// cursor that hands pages to the client, and parked long-poll waiters.
+///
+/// Lifecycle: QUEUED -> RUNNING -> FINISHED | FAILED | CANCELED. The query is FINISHED for the
+/// client once every row has been handed out (the executor may have finished earlier).
+/// Thread-safety: all methods are thread-safe.
+/// Lock order: 1. a ClientRequestStateMap shard lock, 2. this object's 'lock_'. Never take a
+/// shard lock while holding 'lock_' (waiter callbacks run after 'lock_' is released).
+class ClientRequestState {
+ public:
+  enum class State { kQueued, kRunning, kFinished, kFailed, kCanceled };
+  static const char* StateName(State s);
+  static bool IsTerminal(State s) { return s >= State::kFinished; }
+
+  ClientRequestState(const UniqueId& id, std::shared_ptr<const std::string> statement,
+                     SessionInfo session);
+
+  const UniqueId& query_id() const { return id_; }
+  /// 16 hex digits, random, a capability of the nextUri; compare with SlugMatches().
+  const std::string& slug() const { return slug_; }
+  bool SlugMatches(std::string_view candidate) const;
+  const std::shared_ptr<const std::string>& statement() const { return statement_; }
+  const SessionInfo& session() const { return session_; }
+  const std::string& user() const { return session_.user; }
+
+  /// Time points. Wall clock for display, steady clock for durations.
+  std::chrono::system_clock::time_point submit_wall_time() const { return submit_wall_; }
+  std::chrono::steady_clock::time_point submit_time() const { return submit_steady_; }
+
+  /// A snapshot of the fields the pages and /v1/query show.
+  struct Info {
+    State state;
+    int64_t rows_delivered;
+    int64_t bytes_delivered;
+    int64_t rows_produced;
+    int64_t cpu_time_ns;
+    int64_t queued_ms;
+    int64_t elapsed_ms;
+    std::optional<std::chrono::system_clock::time_point> end_wall_time;
+    std::optional<QueryError> error;
+  };
+  Info GetInfo() const;
+  State state() const;
+
+  // Lifecycle, driven by QueryCoordinator.
+  /// Attaches the executor-side query; its result buffer now feeds this request.
+  void AttachExecution(QueryStateHandle exec);
+  /// Moves to a terminal state with 'error' (FAILED or CANCELED) unless already terminal.
+  /// Cancels the executor-side query too. Returns false if already terminal.
+  bool Fail(State terminal, QueryError error);
+  /// Called on every change of the executor side: wakes parked waiters.
+  void OnExecutionChange();
+  /// Drops the executor-side reference (keeping its final counters): called once the request
+  /// leaves the registry, so the query log does not pin executor memory.
+  void ReleaseExecution();
+  /// True once the executor side has finished (or was never started and the request ended).
+  bool execution_done() const;
+
+  // The cursor.
+  enum class FetchOutcome {
+    kPage,       // 'page' is the answer
+    kWait,       // nothing new yet: a waiter was registered ('waiter_id' set)
+    kGone,       // 'token' is older than the last page: 410
+    kNotFound,   // 'token' is beyond the next one: 404
+  };
+  /// Answers a GET of 'token'. A repeat of the last answered token gets the same page again. A
+  /// GET of the next token takes the next page; if there is none yet and 'may_wait', registers
+  /// 'waiter' (called once, with no lock held, at the next change) and returns kWait.
+  FetchOutcome Fetch(int64_t token, bool may_wait, std::function<void()> waiter,
+                     QueryPage* page, uint64_t* waiter_id);
+  /// Removes a waiter that has not fired (its long poll timed out).
+  void RemoveWaiter(uint64_t waiter_id);
+  /// True once the client has been handed the final page (no nextUri).
+  bool final_page_delivered() const;
+  /// The answer to the POST: the current state, no rows, nextUri token = the next token.
+  QueryPage CurrentPage();
+
+  /// True while this request holds one of the coordinator's running-query slots. Owned by
+  /// QueryCoordinator (exchange() makes the release happen exactly once).
+  std::atomic<bool> holds_admission_slot{false};
+
+  /// Last time the client fetched a page (or submitted), steady clock nanoseconds.
+  int64_t last_activity_ns() const { return last_activity_ns_.load(std::memory_order_relaxed); }
+  void Touch();
+
+ private:
+  using Waiters = std::vector<std::pair<uint64_t, std::function<void()>>>;
+
+  /// Computes the next page from the executor's buffer, or returns false if nothing new.
+  bool NextPageLocked(QueryPage* out) REQUIRES(lock_);
+  void SetTerminalLocked(State s, std::optional<QueryError> error) REQUIRES(lock_);
+  void FillHeaderLocked(QueryPage* out) REQUIRES(lock_);
+  Waiters TakeWaitersLocked() REQUIRES(lock_);
+
+  const UniqueId id_;
+  const std::string slug_;
+  const std::shared_ptr<const std::string> statement_;
+  const SessionInfo session_;
+  const std::chrono::system_clock::time_point submit_wall_;
+  const std::chrono::steady_clock::time_point submit_steady_;
+  std::atomic<int64_t> last_activity_ns_;
+
+  /// Protects everything below.
+  mutable Mutex lock_;
+  State state_ GUARDED_BY(lock_) = State::kQueued;
+  std::optional<QueryError> error_ GUARDED_BY(lock_);
+  QueryStateHandle exec_ GUARDED_BY(lock_);
+  std::optional<std::chrono::steady_clock::time_point> start_time_ GUARDED_BY(lock_);
+  std::optional<std::chrono::steady_clock::time_point> end_time_ GUARDED_BY(lock_);
+  std::optional<std::chrono::system_clock::time_point> end_wall_ GUARDED_BY(lock_);
+  std::shared_ptr<const std::vector<Column>> columns_ GUARDED_BY(lock_);
+  /// The token the client should GET next, and the answer to the previous one (for retries).
+  int64_t next_token_ GUARDED_BY(lock_) = 0;
+  std::optional<QueryPage> last_page_ GUARDED_BY(lock_);
+  bool final_delivered_ GUARDED_BY(lock_) = false;
+  int64_t rows_delivered_ GUARDED_BY(lock_) = 0;
+  int64_t bytes_delivered_ GUARDED_BY(lock_) = 0;
+  int64_t rows_produced_final_ GUARDED_BY(lock_) = 0;
+  int64_t cpu_time_ns_final_ GUARDED_BY(lock_) = 0;
+  Waiters waiters_ GUARDED_BY(lock_);
+  uint64_t next_waiter_id_ GUARDED_BY(lock_) = 1;
+};
+
+/// The coordinator's process-wide registry of in-flight client requests.
+using ClientRequestStateMap = ShardedQueryMap<std::shared_ptr<ClientRequestState>>;
+
+}  // namespace qr

@@ -1,0 +1,307 @@
+#include "service/query-coordinator.h"
+
+#include <algorithm>
+#include <chrono>
+#include <utility>
+
+#include <glog/logging.h>
+
+namespace qr {
+namespace {
+
+using State = ClientRequestState::State;
+
+int64_t NowNs() { return std::chrono::steady_clock::now().time_since_epoch().count(); }
+
+std::string ShortStatement(const std::string& sql) {
+  std::string s = sql.substr(0, 120);
+  std::replace(s.begin(), s.end(), '\n', ' ');
+  return sql.size() > 120 ? s + "..." : s;
+}
+
+}  // namespace
+
+QueryCoordinator::QueryCoordinator(Options options, QueryExecMgr* exec_mgr, SqliteEngine* engine)
+    : options_(std::move(options)),
+      exec_mgr_(exec_mgr),
+      engine_(engine),
+      registry_(options_.num_shards > 0 ? options_.num_shards : FLAGS_registry_num_shards) {
+  expiration_thread_ = std::thread([this] { ExpirationLoop(); });
+}
+
+QueryCoordinator::~QueryCoordinator() {
+  {
+    MutexLock l(&stop_lock_);
+    stop_ = true;
+  }
+  stop_cv_.NotifyAll();
+  expiration_thread_.join();
+  for (auto& req : InFlight()) {
+    FailRequest(req, State::kFailed, QueryError::ShuttingDown("The server is shutting down"));
+  }
+  // Pending admissions hold no slot; drop them.
+  MutexLock l(&admission_lock_);
+  queue_.clear();
+}
+
+std::shared_ptr<ClientRequestState> QueryCoordinator::Submit(
+    std::shared_ptr<const std::string> statement, SessionInfo session) {
+  auto req = std::make_shared<ClientRequestState>(GenerateQueryId(), std::move(statement),
+                                                  std::move(session));
+  // Ids are random 96-bit values; a collision is a bug worth crashing on.
+  CHECK(registry_.Add(req->query_id(), req).ok());
+  submitted_.fetch_add(1, std::memory_order_relaxed);
+  LOG(INFO) << "Query " << PrintId(req->query_id()) << " submitted by user '" << req->user()
+            << "': " << ShortStatement(*req->statement());
+
+  std::optional<QueryError> rejection;
+  bool start = false;
+  {
+    MutexLock l(&admission_lock_);
+    if (shutting_down()) {
+      rejection = QueryError::ShuttingDown("The server is shutting down; no new queries");
+    } else if (running_ < options_.max_running_queries) {
+      ++running_;
+      req->holds_admission_slot.store(true);
+      start = true;
+    } else if (static_cast<int>(queue_.size()) < options_.max_queued_queries) {
+      queue_.push_back(req);
+    } else {
+      rejection = QueryError::QueueFull(
+          "Too many queued queries: " + std::to_string(options_.max_running_queries) +
+          " running and " + std::to_string(options_.max_queued_queries) +
+          " queued (--max_running_queries, --max_queued_queries)");
+    }
+  }
+  if (rejection) {
+    FailRequest(req, State::kFailed, std::move(*rejection));
+  } else if (start) {
+    StartExecution(req);
+  }
+  return req;
+}
+
+void QueryCoordinator::StartExecution(const std::shared_ptr<ClientRequestState>& req) {
+  QueryContext ctx = options_.exec_defaults;
+  ctx.statement = req->statement();
+  ctx.user = req->user();
+  ctx.exec_time_limit_ms = options_.exec_time_limit_ms;
+  QueryStateHandle exec;
+  Status s = exec_mgr_->CreateQueryState(req->query_id(), std::move(ctx), &exec);
+  if (!s.ok()) {
+    FailRequest(req, State::kFailed, QueryError::Internal(s.message()));
+    ReleaseSlot(req);
+    return;
+  }
+  std::weak_ptr<ClientRequestState> weak = req;
+  exec->result_buffer()->SetOnChange([this, weak] {
+    if (auto r = weak.lock()) OnExecutionChange(r);
+  });
+  exec->set_exec_state(QueryState::ExecState::kQueued);
+  req->AttachExecution(exec.Clone());
+  // A cancel that raced with admission: the request is terminal but its execution never saw it.
+  if (ClientRequestState::IsTerminal(req->state())) exec->Cancel(QueryError::UserCanceled());
+  engine_->Execute(std::move(exec));
+}
+
+void QueryCoordinator::OnExecutionChange(const std::shared_ptr<ClientRequestState>& req) {
+  req->OnExecutionChange();
+  if (req->execution_done()) ReleaseSlot(req);
+}
+
+void QueryCoordinator::ReleaseSlot(const std::shared_ptr<ClientRequestState>& req) {
+  if (!req->holds_admission_slot.exchange(false)) return;
+  std::shared_ptr<ClientRequestState> next;
+  {
+    MutexLock l(&admission_lock_);
+    --running_;
+    while (!queue_.empty() && !shutting_down()) {
+      std::shared_ptr<ClientRequestState> cand = std::move(queue_.front());
+      queue_.pop_front();
+      if (ClientRequestState::IsTerminal(cand->state())) continue;  // canceled while queued
+      ++running_;
+      cand->holds_admission_slot.store(true);
+      next = std::move(cand);
+      break;
+    }
+  }
+  slots_changed_.NotifyAll();
+  if (next) StartExecution(next);
+}
+
+std::shared_ptr<ClientRequestState> QueryCoordinator::Find(const UniqueId& id) const {
+  std::optional<std::shared_ptr<ClientRequestState>> r = registry_.Get(id);
+  if (r) return std::move(*r);
+  MutexLock l(&log_lock_);
+  auto it = log_index_.find(id);
+  return it == log_index_.end() ? nullptr : it->second;
+}
+
+ClientRequestState::FetchOutcome QueryCoordinator::Fetch(
+    const std::shared_ptr<ClientRequestState>& req, int64_t token, bool may_wait,
+    std::function<void()> waiter, QueryPage* page, uint64_t* waiter_id) {
+  auto outcome = req->Fetch(token, may_wait, std::move(waiter), page, waiter_id);
+  if (outcome == ClientRequestState::FetchOutcome::kPage && !page->next_token) Complete(req);
+  return outcome;
+}
+
+bool QueryCoordinator::FailRequest(const std::shared_ptr<ClientRequestState>& req,
+                                   State terminal, QueryError error) {
+  if (!req->Fail(terminal, std::move(error))) return false;
+  Complete(req);
+  return true;
+}
+
+Status QueryCoordinator::Cancel(const UniqueId& id) {
+  std::shared_ptr<ClientRequestState> req = Find(id);
+  if (!req) return NotFound("query " + PrintId(id) + " is not known (never existed, or expired)");
+  if (FailRequest(req, State::kCanceled, QueryError::UserCanceled())) {
+    LOG(INFO) << "Query " << PrintId(id) << " canceled";
+  }
+  return Status::OK();
+}
+
+void QueryCoordinator::Complete(const std::shared_ptr<ClientRequestState>& req) {
+  if (!registry_.Delete(req->query_id()).ok()) return;  // someone else completed it
+  req->ReleaseExecution();
+  RecordCompletion(*req);
+  std::shared_ptr<ClientRequestState> evicted;
+  {
+    MutexLock l(&log_lock_);
+    log_.push_back(req);
+    log_index_[req->query_id()] = req;
+    if (static_cast<int>(log_.size()) > std::max(0, options_.query_log_size)) {
+      evicted = std::move(log_.front());
+      log_.pop_front();
+      log_index_.erase(evicted->query_id());
+    }
+  }
+  // 'evicted' is destroyed here, outside the lock.
+}
+
+void QueryCoordinator::RecordCompletion(const ClientRequestState& req) {
+  ClientRequestState::Info info = req.GetInfo();
+  switch (info.state) {
+    case State::kFinished: finished_.fetch_add(1, std::memory_order_relaxed); break;
+    case State::kCanceled: canceled_.fetch_add(1, std::memory_order_relaxed); break;
+    default: failed_.fetch_add(1, std::memory_order_relaxed); break;
+  }
+  size_t bucket = 0;
+  while (bucket < kLatencyBucketsMs.size() && info.elapsed_ms > kLatencyBucketsMs[bucket]) {
+    ++bucket;
+  }
+  latency_buckets_[bucket].fetch_add(1, std::memory_order_relaxed);
+  latency_sum_ms_.fetch_add(info.elapsed_ms, std::memory_order_relaxed);
+  LOG(INFO) << "Query " << PrintId(req.query_id()) << " ended: user '" << req.user()
+            << "', state " << ClientRequestState::StateName(info.state) << ", "
+            << info.elapsed_ms << " ms, " << info.rows_delivered << " rows"
+            << (info.error ? ", error " + info.error->name + ": " + info.error->message : "");
+}
+
+std::vector<std::shared_ptr<ClientRequestState>> QueryCoordinator::InFlight() const {
+  std::vector<std::shared_ptr<ClientRequestState>> out;
+  for (auto& [id, req] : registry_.Snapshot()) out.push_back(std::move(req));
+  return out;
+}
+
+std::vector<std::shared_ptr<ClientRequestState>> QueryCoordinator::Completed() const {
+  MutexLock l(&log_lock_);
+  return std::vector<std::shared_ptr<ClientRequestState>>(log_.rbegin(), log_.rend());
+}
+
+int QueryCoordinator::Shutdown(int64_t grace_ms) {
+  std::deque<std::shared_ptr<ClientRequestState>> queued;
+  {
+    MutexLock l(&admission_lock_);
+    shutting_down_.store(true, std::memory_order_release);
+    queued.swap(queue_);
+  }
+  LOG(INFO) << "Shutting down: " << queued.size() << " queued queries fail, running ones get "
+            << grace_ms << " ms to finish";
+  for (auto& req : queued) {
+    FailRequest(req, State::kFailed, QueryError::ShuttingDown("The server is shutting down"));
+  }
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(grace_ms);
+  {
+    MutexLock l(&admission_lock_);
+    while (running_ > 0 && slots_changed_.WaitUntil(&admission_lock_, deadline)) {
+    }
+  }
+  int canceled = 0;
+  for (auto& req : InFlight()) {
+    if (!req->execution_done() &&
+        FailRequest(req, State::kFailed,
+                    QueryError::ShuttingDown("The server shut down before the query finished"))) {
+      ++canceled;
+    }
+  }
+  return canceled;
+}
+
+void QueryCoordinator::ExpireQueries() {
+  const int64_t now = NowNs();
+  const int64_t idle_ns = options_.idle_query_timeout_ms * 1000000;
+  const int64_t exec_ns = options_.exec_time_limit_ms * 1000000;
+  for (auto& req : InFlight()) {
+    if (idle_ns > 0 && now - req->last_activity_ns() > idle_ns) {
+      FailRequest(req, State::kFailed,
+                  QueryError::Abandoned("Query " + PrintId(req->query_id()) +
+                                        " was abandoned: no client request for " +
+                                        std::to_string(options_.idle_query_timeout_ms / 1000) +
+                                        " s (--idle_query_timeout_s)"));
+    } else if (exec_ns > 0 && !req->execution_done() &&
+               now - req->submit_time().time_since_epoch().count() > exec_ns + 1000000000LL) {
+      // The engine enforces the limit while SQLite runs; this catches a query blocked on a
+      // client that does not fetch (no SQLite step runs while the buffer is full).
+      FailRequest(req, State::kFailed,
+                  QueryError::ExceededTimeLimit("Query exceeded the maximum execution time of " +
+                                                std::to_string(options_.exec_time_limit_ms) +
+                                                " ms (--exec_time_limit_s)"));
+    }
+  }
+}
+
+void QueryCoordinator::ExpirationLoop() {
+  int64_t interval_ms = options_.expiration_interval_ms;
+  if (interval_ms <= 0) {
+    interval_ms = 1000;
+    if (options_.idle_query_timeout_ms > 0) {
+      interval_ms = std::min(interval_ms, std::max<int64_t>(10, options_.idle_query_timeout_ms / 4));
+    }
+  }
+  MutexLock l(&stop_lock_);
+  while (!stop_) {
+    stop_cv_.WaitUntil(&stop_lock_,
+                       std::chrono::steady_clock::now() + std::chrono::milliseconds(interval_ms));
+    if (stop_) break;
+    stop_lock_.unlock();
+    ExpireQueries();
+    stop_lock_.lock();
+  }
+}
+
+QueryCoordinator::Metrics QueryCoordinator::GetMetrics() const {
+  Metrics m;
+  m.submitted = submitted_.load();
+  m.finished = finished_.load();
+  m.failed = failed_.load();
+  m.canceled = canceled_.load();
+  m.in_flight = static_cast<int64_t>(registry_.Count());
+  MutexLock l(&admission_lock_);
+  m.running = running_;
+  m.queued = static_cast<int64_t>(queue_.size());
+  return m;
+}
+
+std::vector<int64_t> QueryCoordinator::LatencyHistogram(int64_t* sum_ms) const {
+  std::vector<int64_t> cumulative;
+  int64_t total = 0;
+  for (const auto& b : latency_buckets_) {
+    total += b.load(std::memory_order_relaxed);
+    cumulative.push_back(total);
+  }
+  *sum_ms = latency_sum_ms_.load(std::memory_order_relaxed);
+  return cumulative;
+}
+
+}  // namespace qr

@@ -1,0 +1,142 @@
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "runtime/query-exec-mgr.h"
+#include "runtime/sqlite-engine.h"
+#include "service/client-request-state.h"
+#include "util/mutex.h"
+#include "util/status.h"
+#include "util/thread-annotations.h"
+
+namespace qr {
+
+/// The server core of coordinatord, with no HTTP inside: submits statements, hands out result
+/// pages, cancels, admits queries under limits, expires abandoned ones, keeps a bounded log of
+/// completed queries, and counts what happens.
+///
+/// Call sequence: Submit() -> Fetch() (repeatedly, token by token) -> the final page completes
+/// the request; or Cancel(). A request lives in the registry (in flight) until it is terminal
+/// for the client, then moves to the completed-query log, where Find() still sees it.
+/// Thread-safety: all methods are thread-safe.
+/// Lock order: 1. a registry shard lock, 2. a ClientRequestState lock, 3. 'admission_lock_',
+/// 'log_lock_', 'stop_lock_' (leaves, never held together). In practice no two are nested:
+/// waiter callbacks and executor calls run after every lock is released.
+class QueryCoordinator {
+ public:
+  struct Options {
+    /// Queries executing at once; beyond it they queue.
+    int max_running_queries = 16;
+    /// Queries waiting for a running slot; beyond it a submission fails with QUERY_QUEUE_FULL.
+    int max_queued_queries = 1000;
+    /// A query whose client has not fetched for this long is abandoned (0: never).
+    int64_t idle_query_timeout_ms = 300000;
+    /// Execution time limit (0: none).
+    int64_t exec_time_limit_ms = 0;
+    /// Completed queries kept for the debug pages and late lookups.
+    int query_log_size = 200;
+    /// How often the expiration thread looks; 0 derives it from the timeouts.
+    int64_t expiration_interval_ms = 0;
+    int num_shards = 0;  // 0: --registry_num_shards
+    QueryContext exec_defaults;
+  };
+
+  QueryCoordinator(Options options, QueryExecMgr* exec_mgr, SqliteEngine* engine);
+  /// Stops the expiration thread. Queries still registered are canceled.
+  ~QueryCoordinator();
+
+  /// Registers a new request and admits it, queues it, or fails it (QUERY_QUEUE_FULL,
+  /// SERVER_SHUTTING_DOWN). The request is returned in every case; a failed one reports its
+  /// error on the first fetch, as the protocol wants.
+  std::shared_ptr<ClientRequestState> Submit(std::shared_ptr<const std::string> statement,
+                                             SessionInfo session);
+
+  /// An in-flight request, or a completed one still in the log; nullptr if neither.
+  std::shared_ptr<ClientRequestState> Find(const UniqueId& id) const;
+
+  /// ClientRequestState::Fetch(), plus completing the request once it is terminal.
+  ClientRequestState::FetchOutcome Fetch(const std::shared_ptr<ClientRequestState>& req,
+                                         int64_t token, bool may_wait,
+                                         std::function<void()> waiter, QueryPage* page,
+                                         uint64_t* waiter_id);
+
+  /// Cancels with USER_CANCELED. NotFound if unknown; OK (no-op) if already terminal.
+  Status Cancel(const UniqueId& id);
+  /// Fails 'req' with 'error' and completes it. False if it was already terminal.
+  bool FailRequest(const std::shared_ptr<ClientRequestState>& req,
+                   ClientRequestState::State terminal, QueryError error);
+
+  /// In-flight requests (a registry snapshot: no lock held while the caller works).
+  std::vector<std::shared_ptr<ClientRequestState>> InFlight() const;
+  /// Completed requests, newest first.
+  std::vector<std::shared_ptr<ClientRequestState>> Completed() const;
+
+  /// Graceful shutdown: new submissions and queued queries fail with SERVER_SHUTTING_DOWN,
+  /// running ones get until 'grace_ms' to finish executing, the rest are canceled. Returns
+  /// the number canceled.
+  int Shutdown(int64_t grace_ms);
+  bool shutting_down() const { return shutting_down_.load(std::memory_order_acquire); }
+
+  /// Runs one expiration pass now (the background thread calls it periodically).
+  void ExpireQueries();
+
+  struct Metrics {
+    int64_t submitted, finished, failed, canceled, running, queued, in_flight;
+  };
+  Metrics GetMetrics() const;
+  /// Upper bounds (ms) of the latency histogram buckets; the last bucket is +Inf.
+  static constexpr std::array<int64_t, 12> kLatencyBucketsMs = {
+      1, 5, 10, 25, 50, 100, 250, 500, 1000, 5000, 30000, 300000};
+  /// Cumulative counts per bucket (Prometheus style; the last entry is +Inf = total), and sum.
+  std::vector<int64_t> LatencyHistogram(int64_t* sum_ms) const;
+
+  const ClientRequestStateMap& registry() const { return registry_; }
+  const Options& options() const { return options_; }
+
+ private:
+  void StartExecution(const std::shared_ptr<ClientRequestState>& req);
+  void OnExecutionChange(const std::shared_ptr<ClientRequestState>& req);
+  void ReleaseSlot(const std::shared_ptr<ClientRequestState>& req);
+  /// Moves a terminal request from the registry to the log (idempotent).
+  void Complete(const std::shared_ptr<ClientRequestState>& req);
+  void RecordCompletion(const ClientRequestState& req);
+  void ExpirationLoop();
+
+  const Options options_;
+  QueryExecMgr* const exec_mgr_;
+  SqliteEngine* const engine_;
+  ClientRequestStateMap registry_;
+  std::atomic<bool> shutting_down_{false};
+
+  /// Protects the admission state.
+  mutable Mutex admission_lock_;
+  CondVar slots_changed_;
+  int running_ GUARDED_BY(admission_lock_) = 0;
+  std::deque<std::shared_ptr<ClientRequestState>> queue_ GUARDED_BY(admission_lock_);
+
+  /// Protects the completed-query log.
+  mutable Mutex log_lock_;
+  std::deque<std::shared_ptr<ClientRequestState>> log_ GUARDED_BY(log_lock_);
+  std::unordered_map<UniqueId, std::shared_ptr<ClientRequestState>, UniqueIdHash> log_index_
+      GUARDED_BY(log_lock_);
+
+  std::atomic<int64_t> submitted_{0}, finished_{0}, failed_{0}, canceled_{0};
+  std::array<std::atomic<int64_t>, kLatencyBucketsMs.size() + 1> latency_buckets_{};
+  std::atomic<int64_t> latency_sum_ms_{0};
+
+  /// Protects 'stop_' and wakes the expiration thread.
+  Mutex stop_lock_;
+  CondVar stop_cv_;
+  bool stop_ GUARDED_BY(stop_lock_) = false;
+  std::thread expiration_thread_;
+};
+
+}  // namespace qr
