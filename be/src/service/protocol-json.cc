@@ -1,0 +1,201 @@
+#include "service/protocol-json.h"
+
+#include <chrono>
+#include <ctime>
+
+#include "runtime/json-encoding.h"
+
+namespace qr {
+namespace {
+
+void AppendKey(const char* key, std::string* out) {
+  out->push_back('"');
+  out->append(key);
+  out->append("\":");
+}
+
+void AppendIntField(const char* key, int64_t v, std::string* out) {
+  AppendKey(key, out);
+  AppendJsonInt(v, out);
+  out->push_back(',');
+}
+
+void AppendNextUri(const ClientRequestState& req, const ResultsUris& uris, bool queued,
+                   int64_t token, std::string* out) {
+  out->append("\"nextUri\":\"");
+  out->append(uris.base);  // validated by the caller: no characters that need escaping
+  out->append(queued ? "/v1/statement/queued/" : "/v1/statement/executing/");
+  char id[33];
+  PrintId(req.query_id(), id);
+  out->append(id, 33);
+  out->push_back('/');
+  out->append(req.slug());
+  out->push_back('/');
+  AppendJsonInt(token, out);
+  out->append("\",");
+}
+
+void AppendHead(const ClientRequestState& req, const ResultsUris& uris, std::string* out) {
+  char id[33];
+  PrintId(req.query_id(), id);
+  out->append("{\"id\":\"");
+  out->append(id, 33);
+  out->append("\",\"infoUri\":\"");
+  out->append(uris.base);
+  out->append("/v1/query/");
+  out->append(id, 33);
+  out->append("\",");
+}
+
+void AppendColumns(const std::vector<Column>& columns, std::string* out) {
+  out->append("\"columns\":[");
+  for (size_t i = 0; i < columns.size(); ++i) {
+    if (i > 0) out->push_back(',');
+    out->append("{\"name\":");
+    AppendJsonString(columns[i].name, out);
+    out->append(",\"type\":");
+    AppendJsonString(columns[i].type, out);
+    out->append(",\"typeSignature\":");
+    out->append(columns[i].type_signature_json);
+    out->push_back('}');
+  }
+  out->append("],");
+}
+
+// The tail shared by every QueryResults answer: stats, warnings, closing brace.
+void AppendTail(const ClientRequestState& req, const char* state, std::string* out) {
+  AppendStatsJson(state, req.GetInfo(), out);
+  out->append(",\"warnings\":[]}");
+}
+
+}  // namespace
+
+void AppendStatsJson(const char* state, const ClientRequestState::Info& info, std::string* out) {
+  const bool queued = std::string_view(state) == "QUEUED";
+  out->append("\"stats\":{\"state\":\"");
+  out->append(state);
+  out->append("\",\"queued\":");
+  out->append(queued ? "true" : "false");
+  out->append(",\"scheduled\":");
+  out->append(queued ? "false" : "true");
+  out->push_back(',');
+  AppendIntField("nodes", queued ? 0 : 1, out);
+  AppendIntField("totalSplits", 0, out);
+  AppendIntField("queuedSplits", 0, out);
+  AppendIntField("runningSplits", 0, out);
+  AppendIntField("completedSplits", 0, out);
+  AppendIntField("cpuTimeMillis", info.cpu_time_ns / 1000000, out);
+  AppendIntField("wallTimeMillis", info.elapsed_ms, out);
+  AppendIntField("queuedTimeMillis", info.queued_ms, out);
+  AppendIntField("elapsedTimeMillis", info.elapsed_ms, out);
+  AppendIntField("processedRows", info.rows_produced, out);
+  AppendIntField("processedBytes", info.bytes_delivered, out);
+  AppendIntField("physicalInputBytes", 0, out);
+  AppendIntField("peakMemoryBytes", 0, out);
+  AppendKey("spilledBytes", out);
+  out->append("0}");
+}
+
+void AppendErrorJson(const QueryError& error, std::string* out) {
+  out->append("{\"message\":");
+  AppendJsonString(error.message, out);
+  out->push_back(',');
+  AppendIntField("errorCode", error.code, out);
+  out->append("\"errorName\":");
+  AppendJsonString(error.name, out);
+  out->append(",\"errorType\":\"");
+  out->append(ErrorTypeName(error.type));
+  out->append("\",");
+  if (error.line > 0 && error.column > 0) {
+    out->append("\"errorLocation\":{");
+    AppendIntField("lineNumber", error.line, out);
+    AppendKey("columnNumber", out);
+    AppendJsonInt(error.column, out);
+    out->append("},");
+  }
+  out->append("\"failureInfo\":{\"type\":");
+  AppendJsonString(error.name, out);
+  out->append(",\"message\":");
+  AppendJsonString(error.message, out);
+  out->append(",\"suppressed\":[],\"stack\":[]}}");
+}
+
+void RenderQueryResults(const ClientRequestState& req, const QueryPage& page,
+                        const ResultsUris& uris, HttpResponse* resp) {
+  std::string& out = resp->body;
+  out.reserve(1024);
+  AppendHead(req, uris, &out);
+  if (page.next_token) AppendNextUri(req, uris, page.queued, *page.next_token, &out);
+  if (page.columns) AppendColumns(*page.columns, &out);
+  if (page.error) {
+    out.append("\"error\":");
+    AppendErrorJson(*page.error, &out);
+    out.push_back(',');
+  }
+  std::string* tail = &out;
+  if (page.page && page.page->num_rows > 0 && page.page->json_rows) {
+    out.append("\"data\":[");
+    resp->shared_body = page.page->json_rows;
+    tail = &resp->body_tail;
+    tail->append("],");
+  }
+  AppendTail(req, page.state, tail);
+}
+
+void RenderSubmitted(const ClientRequestState& req, const ResultsUris& uris,
+                     HttpResponse* resp) {
+  std::string& out = resp->body;
+  AppendHead(req, uris, &out);
+  AppendNextUri(req, uris, /*queued=*/true, 0, &out);
+  ClientRequestState::Info info = req.GetInfo();
+  AppendStatsJson("QUEUED", info, &out);
+  out.append(",\"warnings\":[]}");
+}
+
+void AppendQueryInfoJson(const ClientRequestState& req, const ResultsUris& uris,
+                         std::string* out) {
+  ClientRequestState::Info info = req.GetInfo();
+  const char* state = ClientRequestState::StateName(info.state);
+  if (info.state == ClientRequestState::State::kCanceled) state = "FAILED";
+  char id[33];
+  PrintId(req.query_id(), id);
+  out->append("{\"queryId\":\"");
+  out->append(id, 33);
+  out->append("\",\"state\":\"");
+  out->append(state);
+  out->append("\",\"query\":");
+  AppendJsonString(*req.statement(), out);
+  out->append(",\"session\":{\"user\":");
+  AppendJsonString(req.session().user, out);
+  out->append(",\"source\":");
+  AppendJsonString(req.session().source, out);
+  out->append(",\"catalog\":");
+  AppendJsonString(req.session().catalog, out);
+  out->append(",\"schema\":");
+  AppendJsonString(req.session().schema, out);
+  out->append("},\"self\":\"");
+  out->append(uris.base);
+  out->append("/v1/query/");
+  out->append(id, 33);
+  out->append("\",\"createTime\":");
+  AppendJsonInt(std::chrono::duration_cast<std::chrono::milliseconds>(
+                    req.submit_wall_time().time_since_epoch()).count(), out);
+  out->append(",\"rowsDelivered\":");
+  AppendJsonInt(info.rows_delivered, out);
+  out->push_back(',');
+  if (info.error) {
+    out->append("\"errorCode\":{\"code\":");
+    AppendJsonInt(info.error->code, out);
+    out->append(",\"name\":");
+    AppendJsonString(info.error->name, out);
+    out->append(",\"type\":\"");
+    out->append(ErrorTypeName(info.error->type));
+    out->append("\"},\"error\":");
+    AppendErrorJson(*info.error, out);
+    out->push_back(',');
+  }
+  AppendStatsJson(state, info, out);
+  out->push_back('}');
+}
+
+}  // namespace qr

@@ -1,0 +1,39 @@
+#pragma once
+
+#include <string>
+
+#include "service/client-request-state.h"
+#include "util/webserver.h"
+
+/// Rendering of the Trino protocol's JSON documents (PROTOCOL.md). Hand-written writers: the
+/// QueryResults document is produced for every poll of every query, so it must not build a DOM.
+/// Thread-safety: pure functions.
+
+namespace qr {
+
+/// The parts of a QueryResults answer that depend on the HTTP request.
+struct ResultsUris {
+  /// "http://host:port", no trailing slash.
+  std::string base;
+};
+
+/// Fills 'resp' with a QueryResults document for 'req' and 'page'. The rows of the page are
+/// not copied: they go out as resp.shared_body between body and body_tail.
+void RenderQueryResults(const ClientRequestState& req, const QueryPage& page,
+                        const ResultsUris& uris, HttpResponse* resp);
+
+/// The POST /v1/statement answer: state QUEUED, nextUri token 0, no data.
+void RenderSubmitted(const ClientRequestState& req, const ResultsUris& uris,
+                     HttpResponse* resp);
+
+/// The "error" object of a failed query.
+void AppendErrorJson(const QueryError& error, std::string* out);
+
+/// The stats object.
+void AppendStatsJson(const char* state, const ClientRequestState::Info& info, std::string* out);
+
+/// One element of GET /v1/query: {queryId, state, query, session, ...}.
+void AppendQueryInfoJson(const ClientRequestState& req, const ResultsUris& uris,
+                         std::string* out);
+
+}  // namespace qr

@@ -1,0 +1,396 @@
+#include "service/statement-service.h"
+
+#include <charconv>
+#include <utility>
+
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <glog/logging.h>
+
+#include "runtime/json-encoding.h"
+#include "service/protocol-json.h"
+#include "util/http-message.h"
+
+namespace qr {
+
+namespace http = boost::beast::http;
+
+namespace {
+
+HttpResponse NotFoundText(const std::string& what) { return HttpResponse::Text(404, what + "\n"); }
+
+/// Value of X-Trino-<suffix>, else X-Presto-<suffix>.
+std::string ProtocolHeader(const HttpRequest& req, const std::string& suffix) {
+  std::string_view v = req.Header("X-Trino-" + suffix);
+  if (v.empty()) v = req.Header("X-Presto-" + suffix);
+  return std::string(v);
+}
+
+std::string DecodeBase64(std::string_view in) {
+  auto val = [](char c) -> int {
+    if (c >= 'A' && c <= 'Z') return c - 'A';
+    if (c >= 'a' && c <= 'z') return c - 'a' + 26;
+    if (c >= '0' && c <= '9') return c - '0' + 52;
+    if (c == '+') return 62;
+    if (c == '/') return 63;
+    return -1;
+  };
+  std::string out;
+  int bits = 0;
+  uint32_t acc = 0;
+  for (char c : in) {
+    int v = val(c);
+    if (v < 0) break;  // '=' padding or junk ends the value
+    acc = (acc << 6) | static_cast<uint32_t>(v);
+    bits += 6;
+    if (bits >= 8) {
+      bits -= 8;
+      out.push_back(static_cast<char>((acc >> bits) & 0xff));
+    }
+  }
+  return out;
+}
+
+void ParseSessionHeaders(const HttpRequest& req, SessionInfo* session) {
+  for (const char* name : {"X-Trino-Session", "X-Presto-Session"}) {
+    for (const auto& field : req.headers) {
+      if (!boost::beast::iequals(field.name_string(), name)) continue;
+      std::string_view v(field.value().data(), field.value().size());
+      while (!v.empty()) {
+        size_t comma = v.find(',');
+        std::string_view item = v.substr(0, comma);
+        size_t eq = item.find('=');
+        if (eq != std::string_view::npos) {
+          auto trim = [](std::string_view s) {
+            while (!s.empty() && s.front() == ' ') s.remove_prefix(1);
+            while (!s.empty() && s.back() == ' ') s.remove_suffix(1);
+            return s;
+          };
+          session->properties.emplace_back(std::string(trim(item.substr(0, eq))),
+                                           PercentDecode(trim(item.substr(eq + 1)), false));
+        }
+        if (comma == std::string_view::npos) break;
+        v.remove_prefix(comma + 1);
+      }
+    }
+  }
+}
+
+bool IsBlank(const std::string& s) {
+  for (char c : s) {
+    if (c != ' ' && c != '\t' && c != '\n' && c != '\r' && c != ';') return false;
+  }
+  return true;
+}
+
+/// Splits "/v1/statement/{queued|executing}/{id}/{slug}/{token}".
+bool ParseStatementPath(std::string_view path, UniqueId* id, std::string_view* slug,
+                        int64_t* token) {
+  constexpr std::string_view kPrefix = "/v1/statement/";
+  if (path.substr(0, kPrefix.size()) != kPrefix) return false;
+  path.remove_prefix(kPrefix.size());
+  std::string_view parts[4];
+  for (int i = 0; i < 4; ++i) {
+    size_t slash = path.find('/');
+    if ((i < 3) != (slash != std::string_view::npos)) return false;
+    parts[i] = path.substr(0, slash);
+    if (i < 3) path.remove_prefix(slash + 1);
+  }
+  if (parts[0] != "queued" && parts[0] != "executing") return false;
+  if (!ParseId(parts[1], id).ok()) return false;
+  *slug = parts[2];
+  const char* end = parts[3].data() + parts[3].size();
+  auto [ptr, ec] = std::from_chars(parts[3].data(), end, *token);
+  return ec == std::errc() && ptr == end && *token >= 0 && !parts[3].empty();
+}
+
+/// One long-poll GET of a nextUri, alive until it has answered. Fetch attempts are serialized
+/// by 'lock_': the first from the handler, later ones from the waiter (called by an executor
+/// thread when a page or state change arrives) or from the maxWait timer (an I/O thread).
+class PendingFetch : public std::enable_shared_from_this<PendingFetch> {
+ public:
+  PendingFetch(QueryCoordinator* coord, std::shared_ptr<ClientRequestState> req, int64_t token,
+               ResultsUris uris, ResponseCallback respond, boost::asio::io_context& io)
+      : coord_(coord), req_(std::move(req)), token_(token), uris_(std::move(uris)),
+        respond_(std::move(respond)), timer_(io) {}
+
+  void Start(std::chrono::milliseconds max_wait) {
+    MutexLock l(&lock_);
+    if (TryLocked(max_wait.count() > 0)) return;
+    timer_.expires_after(max_wait);
+    timer_.async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
+      if (!ec) self->OnTimeout();
+    });
+  }
+
+ private:
+  void OnWake() {
+    MutexLock l(&lock_);
+    if (!done_) TryLocked(true);
+  }
+
+  void OnTimeout() {
+    MutexLock l(&lock_);
+    if (done_) return;
+    if (waiter_id_ != 0) req_->RemoveWaiter(waiter_id_);
+    TryLocked(false);
+  }
+
+  /// Answers if it can (true), else leaves a waiter registered.
+  bool TryLocked(bool may_wait) REQUIRES(lock_) {
+    QueryPage page;
+    uint64_t waiter_id = 0;
+    std::weak_ptr<PendingFetch> weak = weak_from_this();
+    auto waiter = [weak] {
+      if (auto self = weak.lock()) self->OnWake();
+    };
+    auto outcome = coord_->Fetch(req_, token_, may_wait, waiter, &page, &waiter_id);
+    if (outcome == ClientRequestState::FetchOutcome::kWait) {
+      waiter_id_ = waiter_id;
+      return false;
+    }
+    done_ = true;
+    timer_.cancel();
+    HttpResponse resp;
+    if (outcome == ClientRequestState::FetchOutcome::kPage) {
+      RenderQueryResults(*req_, page, uris_, &resp);
+    } else if (outcome == ClientRequestState::FetchOutcome::kGone) {
+      resp = HttpResponse::Text(410, "Token " + std::to_string(token_) + " of query " +
+                                         PrintId(req_->query_id()) + " is gone\n");
+    } else {
+      resp = NotFoundText("Token " + std::to_string(token_) + " of query " +
+                          PrintId(req_->query_id()) + " does not exist");
+    }
+    respond_(std::move(resp));
+    return true;
+  }
+
+  QueryCoordinator* const coord_;
+  const std::shared_ptr<ClientRequestState> req_;
+  const int64_t token_;
+  const ResultsUris uris_;
+  const ResponseCallback respond_;
+  Mutex lock_;
+  boost::asio::steady_timer timer_ GUARDED_BY(lock_);
+  bool done_ GUARDED_BY(lock_) = false;
+  uint64_t waiter_id_ GUARDED_BY(lock_) = 0;
+};
+
+}  // namespace
+
+std::string RequestUser(const HttpRequest& req) {
+  std::string user = ProtocolHeader(req, "User");
+  if (!user.empty()) return user;
+  std::string_view auth = req.Header("Authorization");
+  if (auth.size() > 6 && boost::beast::iequals(boost::beast::string_view(auth.data(), 6), "Basic ")) {
+    std::string decoded = DecodeBase64(auth.substr(6));
+    return decoded.substr(0, decoded.find(':'));
+  }
+  return "";
+}
+
+bool IsSafeAuthority(std::string_view host) {
+  if (host.empty() || host.size() > 255) return false;
+  for (char c : host) {
+    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              c == '.' || c == '-' || c == ':' || c == '[' || c == ']' || c == '_';
+    if (!ok) return false;
+  }
+  return true;
+}
+
+bool ParseDuration(std::string_view s, std::chrono::milliseconds* out) {
+  double value = 0;
+  const char* end = s.data() + s.size();
+  auto [ptr, ec] = std::from_chars(s.data(), end, value);
+  if (ec != std::errc() || ptr == s.data() || value < 0) return false;
+  std::string_view unit(ptr, static_cast<size_t>(end - ptr));
+  double ms;
+  if (unit == "ns") ms = value / 1e6;
+  else if (unit == "us") ms = value / 1e3;
+  else if (unit == "ms") ms = value;
+  else if (unit == "s") ms = value * 1e3;
+  else if (unit == "m") ms = value * 60e3;
+  else if (unit == "h") ms = value * 3600e3;
+  else return false;
+  if (ms > 1e12) return false;
+  *out = std::chrono::milliseconds(static_cast<int64_t>(ms));
+  return true;
+}
+
+StatementService::StatementService(Options options, QueryCoordinator* coordinator,
+                                   Webserver* webserver)
+    : options_(std::move(options)),
+      coordinator_(coordinator),
+      webserver_(webserver),
+      start_time_(std::chrono::steady_clock::now()) {}
+
+void StatementService::RegisterHandlers() {
+  auto bind = [this](void (StatementService::*fn)(HttpRequest&, ResponseCallback)) {
+    return [this, fn](HttpRequest& req, ResponseCallback respond) {
+      (this->*fn)(req, std::move(respond));
+    };
+  };
+  webserver_->RegisterHandler(http::verb::post, "/v1/statement", bind(&StatementService::HandleSubmit));
+  webserver_->RegisterHandler(http::verb::get, "/v1/statement/", bind(&StatementService::HandleStatementGet));
+  webserver_->RegisterHandler(http::verb::delete_, "/v1/statement/", bind(&StatementService::HandleStatementDelete));
+  webserver_->RegisterHandler(http::verb::get, "/v1/info", bind(&StatementService::HandleInfo));
+  webserver_->RegisterHandler(http::verb::get, "/v1/info/state", bind(&StatementService::HandleInfoState));
+  webserver_->RegisterHandler(http::verb::get, "/v1/query", bind(&StatementService::HandleQueryList));
+  webserver_->RegisterHandler(http::verb::get, "/v1/query/", bind(&StatementService::HandleQueryGet));
+  webserver_->RegisterHandler(http::verb::delete_, "/v1/query/", bind(&StatementService::HandleQueryDelete));
+}
+
+std::string StatementService::BaseUri(const HttpRequest& req) const {
+  std::string scheme = "http";
+  std::string_view host = req.Header("Host");
+  if (options_.trust_forwarded_headers) {
+    std::string_view fwd_host = req.Header("X-Forwarded-Host");
+    std::string_view fwd_proto = req.Header("X-Forwarded-Proto");
+    if (!fwd_host.empty()) host = fwd_host;
+    if (fwd_proto == "https") scheme = "https";
+  }
+  if (!req.absolute_authority.empty() && host.empty()) host = req.absolute_authority;
+  if (!IsSafeAuthority(host)) host = options_.fallback_authority;
+  return scheme + "://" + std::string(host);
+}
+
+void StatementService::HandleSubmit(HttpRequest& req, ResponseCallback respond) {
+  if (IsBlank(req.body)) {
+    respond(HttpResponse::Text(400, "SQL statement is empty: send the SQL text as the POST body\n"));
+    return;
+  }
+  SessionInfo session;
+  session.user = RequestUser(req);
+  if (session.user.empty()) session.user = options_.default_user;
+  if (session.user.empty()) {
+    HttpResponse resp = HttpResponse::Text(
+        401, "No user: send the X-Trino-User (or X-Presto-User) header or Basic credentials\n");
+    resp.headers.emplace_back("WWW-Authenticate", "Basic realm=\"coordinatord\"");
+    respond(std::move(resp));
+    return;
+  }
+  session.source = ProtocolHeader(req, "Source");
+  session.catalog = ProtocolHeader(req, "Catalog");
+  session.schema = ProtocolHeader(req, "Schema");
+  session.client_info = ProtocolHeader(req, "Client-Info");
+  ParseSessionHeaders(req, &session);
+  // The statement text moves into one shared immutable buffer: never copied again.
+  auto statement = std::make_shared<const std::string>(std::move(req.body));
+  std::shared_ptr<ClientRequestState> state =
+      coordinator_->Submit(std::move(statement), std::move(session));
+  HttpResponse resp;
+  RenderSubmitted(*state, ResultsUris{BaseUri(req)}, &resp);
+  respond(std::move(resp));
+}
+
+void StatementService::HandleStatementGet(HttpRequest& req, ResponseCallback respond) {
+  UniqueId id;
+  std::string_view slug;
+  int64_t token = 0;
+  if (!ParseStatementPath(req.path, &id, &slug, &token)) {
+    respond(NotFoundText("Not a statement URI: " + QuoteForError(req.path, 120)));
+    return;
+  }
+  std::shared_ptr<ClientRequestState> state = coordinator_->Find(id);
+  if (state == nullptr || !state->SlugMatches(slug)) {
+    respond(NotFoundText("Query not found: " + PrintId(id)));
+    return;
+  }
+  std::chrono::milliseconds max_wait = options_.default_max_wait;
+  bool has_max_wait = false;
+  std::string max_wait_text = req.QueryParam("maxWait", &has_max_wait);
+  if (has_max_wait && !ParseDuration(max_wait_text, &max_wait)) {
+    respond(HttpResponse::Text(400, "Invalid maxWait " + QuoteForError(max_wait_text) +
+                                        ": expected a duration such as 1s or 500ms\n"));
+    return;
+  }
+  max_wait = std::min(max_wait, options_.max_max_wait);
+  auto op = std::make_shared<PendingFetch>(coordinator_, std::move(state), token,
+                                           ResultsUris{BaseUri(req)}, std::move(respond),
+                                           webserver_->io_context());
+  op->Start(max_wait);
+}
+
+void StatementService::HandleStatementDelete(HttpRequest& req, ResponseCallback respond) {
+  UniqueId id;
+  std::string_view slug;
+  int64_t token = 0;
+  if (!ParseStatementPath(req.path, &id, &slug, &token)) {
+    respond(NotFoundText("Not a statement URI: " + QuoteForError(req.path, 120)));
+    return;
+  }
+  std::shared_ptr<ClientRequestState> state = coordinator_->Find(id);
+  if (state == nullptr || !state->SlugMatches(slug)) {
+    respond(NotFoundText("Query not found: " + PrintId(id)));
+    return;
+  }
+  (void)coordinator_->Cancel(id);  // OK for a finished query too: DELETE is idempotent
+  respond(HttpResponse::Text(204, ""));
+}
+
+void StatementService::HandleInfo(HttpRequest& req, ResponseCallback respond) {
+  double uptime_m = std::chrono::duration<double>(std::chrono::steady_clock::now() -
+                                                  start_time_).count() / 60.0;
+  char uptime[32];
+  snprintf(uptime, sizeof(uptime), "%.2fm", uptime_m);
+  std::string body = "{\"nodeVersion\":{\"version\":\"" QR_VERSION_STRING "\"},\"environment\":";
+  AppendJsonString(options_.environment, &body);
+  body += ",\"coordinator\":true,\"starting\":false,\"uptime\":\"";
+  body += uptime;
+  body += "\"}";
+  respond(HttpResponse::Json(200, std::move(body)));
+}
+
+void StatementService::HandleInfoState(HttpRequest& req, ResponseCallback respond) {
+  respond(HttpResponse::Json(
+      200, coordinator_->shutting_down() ? "\"SHUTTING_DOWN\"" : "\"ACTIVE\""));
+}
+
+void StatementService::HandleQueryList(HttpRequest& req, ResponseCallback respond) {
+  ResultsUris uris{BaseUri(req)};
+  std::string body = "[";
+  bool first = true;
+  auto add = [&](const std::shared_ptr<ClientRequestState>& q) {
+    if (!first) body.push_back(',');
+    first = false;
+    AppendQueryInfoJson(*q, uris, &body);
+  };
+  for (const auto& q : coordinator_->InFlight()) add(q);
+  for (const auto& q : coordinator_->Completed()) add(q);
+  body.push_back(']');
+  respond(HttpResponse::Json(200, std::move(body)));
+}
+
+void StatementService::HandleQueryGet(HttpRequest& req, ResponseCallback respond) {
+  std::string_view id_text = std::string_view(req.path).substr(strlen("/v1/query/"));
+  UniqueId id;
+  Status s = ParseId(id_text, &id);
+  if (!s.ok()) {
+    respond(HttpResponse::Text(400, s.message() + "\n"));
+    return;
+  }
+  std::shared_ptr<ClientRequestState> q = coordinator_->Find(id);
+  if (q == nullptr) {
+    respond(HttpResponse::Text(410, "Query " + PrintId(id) + " is unknown or expired\n"));
+    return;
+  }
+  std::string body;
+  AppendQueryInfoJson(*q, ResultsUris{BaseUri(req)}, &body);
+  respond(HttpResponse::Json(200, std::move(body)));
+}
+
+void StatementService::HandleQueryDelete(HttpRequest& req, ResponseCallback respond) {
+  std::string_view id_text = std::string_view(req.path).substr(strlen("/v1/query/"));
+  UniqueId id;
+  Status s = ParseId(id_text, &id);
+  if (!s.ok()) {
+    respond(HttpResponse::Text(400, s.message() + "\n"));
+    return;
+  }
+  // Idempotent, like DELETE of a nextUri: an unknown or finished query is not an error.
+  (void)coordinator_->Cancel(id);
+  respond(HttpResponse::Text(204, ""));
+}
+
+}  // namespace qr

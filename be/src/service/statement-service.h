@@ -1,0 +1,65 @@
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <string>
+
+#include "service/query-coordinator.h"
+#include "util/webserver.h"
+
+namespace qr {
+
+/// The Trino client REST protocol (PROTOCOL.md) on top of a QueryCoordinator:
+/// POST /v1/statement, GET/DELETE of nextUri, /v1/info, /v1/info/state, /v1/query[/{id}].
+///
+/// A GET of a nextUri never parks a thread: when no page is ready it registers a waiter on the
+/// request and an Asio timer for 'maxWait'; whichever fires first completes the response.
+/// Thread-safety: handlers run concurrently on the webserver's I/O threads; all state is in the
+/// coordinator.
+class StatementService {
+ public:
+  struct Options {
+    /// User when a request names none (empty: such requests get 401).
+    std::string default_user;
+    /// Build nextUri from X-Forwarded-Proto/Host (behind a trusted proxy only).
+    bool trust_forwarded_headers = false;
+    std::chrono::milliseconds default_max_wait{1000};
+    std::chrono::milliseconds max_max_wait{10000};
+    std::string environment = "qr";
+    /// Where the server listens, for nextUri when a request has no usable Host header.
+    std::string fallback_authority = "127.0.0.1:8080";
+  };
+
+  StatementService(Options options, QueryCoordinator* coordinator, Webserver* webserver);
+
+  /// Registers every protocol route. Call before Webserver::Start().
+  void RegisterHandlers();
+
+ private:
+  void HandleSubmit(HttpRequest& req, ResponseCallback respond);
+  void HandleStatementGet(HttpRequest& req, ResponseCallback respond);
+  void HandleStatementDelete(HttpRequest& req, ResponseCallback respond);
+  void HandleInfo(HttpRequest& req, ResponseCallback respond);
+  void HandleInfoState(HttpRequest& req, ResponseCallback respond);
+  void HandleQueryList(HttpRequest& req, ResponseCallback respond);
+  void HandleQueryGet(HttpRequest& req, ResponseCallback respond);
+  void HandleQueryDelete(HttpRequest& req, ResponseCallback respond);
+
+  /// "http://host:port" for absolute URIs in answers to 'req'.
+  std::string BaseUri(const HttpRequest& req) const;
+
+  const Options options_;
+  QueryCoordinator* const coordinator_;
+  Webserver* const webserver_;
+  const std::chrono::steady_clock::time_point start_time_;
+};
+
+/// The user of a request: X-Trino-User or X-Presto-User, else the user name of Basic
+/// authorization, else empty.
+std::string RequestUser(const HttpRequest& req);
+/// True when 'host' is safe to echo into a URI (host names, IPv4, [IPv6], optional :port).
+bool IsSafeAuthority(std::string_view host);
+/// Parses a Trino duration ("1s", "500ms", "1.5m", "10.00s"). False if malformed.
+bool ParseDuration(std::string_view s, std::chrono::milliseconds* out);
+
+}  // namespace qr
