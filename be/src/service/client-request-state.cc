@@ -156,6 +156,14 @@ bool ClientRequestState::execution_done() const {
          s == QueryState::ExecState::kCancelled;
 }
 
+int64_t ClientRequestState::exec_elapsed_ms() const {
+  MutexLock l(&lock_);
+  if (!exec_) return -1;
+  auto start = exec_->exec_start();
+  if (start.time_since_epoch().count() == 0) return -1;
+  return MillisBetween(start, std::chrono::steady_clock::now());
+}
+
 void ClientRequestState::SetTerminalLocked(State s, std::optional<QueryError> error) {
   state_ = s;
   error_ = std::move(error);

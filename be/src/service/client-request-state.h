@@ -104,6 +104,8 @@ class ClientRequestState {
   void ReleaseExecution();
   /// True once the executor side has finished (or was never started and the request ended).
   bool execution_done() const;
+  /// Milliseconds since an executor thread started the query; -1 if it has not started.
+  int64_t exec_elapsed_ms() const;
 
   // The cursor.
   enum class FetchOutcome {

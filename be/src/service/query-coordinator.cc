@@ -241,7 +241,9 @@ int QueryCoordinator::Shutdown(int64_t grace_ms) {
 void QueryCoordinator::ExpireQueries() {
   const int64_t now = NowNs();
   const int64_t idle_ns = options_.idle_query_timeout_ms * 1000000;
-  const int64_t exec_ns = options_.exec_time_limit_ms * 1000000;
+  const int64_t exec_limit_ms = options_.exec_time_limit_ms;
+  // The engine's own check is exact; this backstop gives it a moment to act first.
+  constexpr int64_t kExecLimitSlackMs = 500;
   for (auto& req : InFlight()) {
     if (idle_ns > 0 && now - req->last_activity_ns() > idle_ns) {
       FailRequest(req, State::kFailed,
@@ -249,8 +251,8 @@ void QueryCoordinator::ExpireQueries() {
                                         " was abandoned: no client request for " +
                                         std::to_string(options_.idle_query_timeout_ms / 1000) +
                                         " s (--idle_query_timeout_s)"));
-    } else if (exec_ns > 0 && !req->execution_done() &&
-               now - req->submit_time().time_since_epoch().count() > exec_ns + 1000000000LL) {
+    } else if (exec_limit_ms > 0 && !req->execution_done() &&
+               req->exec_elapsed_ms() > exec_limit_ms + kExecLimitSlackMs) {
       // The engine enforces the limit while SQLite runs; this catches a query blocked on a
       // client that does not fetch (no SQLite step runs while the buffer is full).
       FailRequest(req, State::kFailed,

@@ -1,0 +1,234 @@
+#include "service/query-coordinator.h"
+
+#include <chrono>
+#include <memory>
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "../runtime/runtime-test-util.h"
+#include "runtime/sample-db.h"
+
+namespace qr {
+namespace {
+
+using State = ClientRequestState::State;
+using Outcome = ClientRequestState::FetchOutcome;
+using testing::ScopedTempDir;
+using testing::WaitFor;
+
+constexpr char kForever[] =
+    "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM c) SELECT count(*) FROM c";
+
+/// The coordinator core on the sample database, without HTTP.
+class QueryCoordinatorTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = new ScopedTempDir();
+    ASSERT_TRUE(EnsureSampleDatabase(dir_->path(), 0.001, &db_path_).ok());
+  }
+  static void TearDownTestSuite() { delete dir_; }
+
+  void Start(QueryCoordinator::Options opts) {
+    exec_mgr_ = std::make_unique<QueryExecMgr>(8);
+    SqliteEngine::Options eo;
+    eo.database_path = db_path_;
+    eo.num_threads = 2;
+    ASSERT_TRUE(SqliteEngine::Create(eo, &engine_).ok());
+    opts.num_shards = 8;
+    coord_ = std::make_unique<QueryCoordinator>(opts, exec_mgr_.get(), engine_.get());
+  }
+
+  void TearDown() override {
+    coord_.reset();
+    engine_.reset();
+    if (exec_mgr_) {
+      EXPECT_TRUE(exec_mgr_->WaitForDrain(10000));
+    }
+  }
+
+  std::shared_ptr<ClientRequestState> Submit(const std::string& sql, const std::string& user = "u") {
+    SessionInfo s;
+    s.user = user;
+    return coord_->Submit(std::make_shared<const std::string>(sql), s);
+  }
+
+  /// Fetches 'token', waiting (on the request's waiter, bounded) until a page is ready.
+  Outcome FetchWait(const std::shared_ptr<ClientRequestState>& req, int64_t token,
+                    QueryPage* page) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (std::chrono::steady_clock::now() < deadline) {
+      auto woken = std::make_shared<std::atomic<bool>>(false);
+      uint64_t waiter = 0;
+      Outcome o = coord_->Fetch(req, token, true, [woken] { woken->store(true); }, page, &waiter);
+      if (o != Outcome::kWait) return o;
+      if (!WaitFor([&] { return woken->load(); }, std::chrono::milliseconds(200))) {
+        req->RemoveWaiter(waiter);
+      }
+    }
+    ADD_FAILURE() << "no page within 60 s";
+    return Outcome::kNotFound;
+  }
+
+  /// Runs a request to its final page; returns the rows and the final page.
+  int64_t Drain(const std::shared_ptr<ClientRequestState>& req, QueryPage* last) {
+    int64_t rows = 0;
+    for (int64_t token = 0;; ++token) {
+      EXPECT_EQ(FetchWait(req, token, last), Outcome::kPage);
+      if (last->page) rows += last->page->num_rows;
+      if (!last->next_token) return rows;
+      EXPECT_EQ(*last->next_token, token + 1);
+    }
+  }
+
+  static ScopedTempDir* dir_;
+  static std::string db_path_;
+  std::unique_ptr<QueryExecMgr> exec_mgr_;
+  std::unique_ptr<SqliteEngine> engine_;
+  std::unique_ptr<QueryCoordinator> coord_;
+};
+
+ScopedTempDir* QueryCoordinatorTest::dir_ = nullptr;
+std::string QueryCoordinatorTest::db_path_;
+
+TEST_F(QueryCoordinatorTest, QueryRunsToFinishedAndMovesToTheLog) {
+  Start({});
+  auto req = Submit("SELECT * FROM nation");
+  QueryPage last;
+  EXPECT_EQ(Drain(req, &last), 25);
+  EXPECT_STREQ(last.state, "FINISHED");
+  EXPECT_FALSE(last.error.has_value());
+  EXPECT_EQ(coord_->registry().Count(), 0u);
+  ASSERT_EQ(coord_->Completed().size(), 1u);
+  EXPECT_EQ(coord_->Find(req->query_id()), req) << "completed queries stay findable";
+  QueryCoordinator::Metrics m = coord_->GetMetrics();
+  EXPECT_EQ(m.submitted, 1);
+  EXPECT_EQ(m.finished, 1);
+  EXPECT_EQ(m.running, 0);
+  int64_t sum = 0;
+  EXPECT_EQ(coord_->LatencyHistogram(&sum).back(), 1);
+}
+
+TEST_F(QueryCoordinatorTest, RetriedTokenReturnsTheSameSharedPage) {
+  Start({});
+  auto req = Submit("SELECT n_name FROM nation");
+  QueryPage first;
+  int64_t token = 0;
+  do {  // skip answers without rows
+    ASSERT_EQ(FetchWait(req, token, &first), Outcome::kPage);
+    ++token;
+  } while (!first.page);
+  QueryPage again;
+  ASSERT_EQ(FetchWait(req, token - 1, &again), Outcome::kPage);
+  ASSERT_TRUE(again.page.has_value());
+  EXPECT_EQ(again.page->json_rows.get(), first.page->json_rows.get()) << "shared, not copied";
+  EXPECT_EQ(again.next_token, first.next_token);
+  QueryPage p;
+  ASSERT_EQ(FetchWait(req, token, &p), Outcome::kPage);
+  EXPECT_EQ(coord_->Fetch(req, token - 1, false, nullptr, &p, nullptr), Outcome::kGone);
+  EXPECT_EQ(coord_->Fetch(req, token + 5, false, nullptr, &p, nullptr), Outcome::kNotFound);
+}
+
+TEST_F(QueryCoordinatorTest, AdmissionQueuesThenRejectsWithQueueFull) {
+  QueryCoordinator::Options o;
+  o.max_running_queries = 1;
+  o.max_queued_queries = 1;
+  Start(o);
+  auto running = Submit(kForever);
+  auto queued = Submit("SELECT 1");
+  auto rejected = Submit("SELECT 1");
+  QueryPage p;
+  ASSERT_EQ(FetchWait(rejected, 0, &p), Outcome::kPage);
+  ASSERT_TRUE(p.error.has_value());
+  EXPECT_EQ(p.error->name, "QUERY_QUEUE_FULL");
+  EXPECT_EQ(p.error->code, 131074);
+  EXPECT_FALSE(p.next_token.has_value());
+  EXPECT_EQ(queued->state(), State::kQueued);
+  EXPECT_EQ(coord_->GetMetrics().queued, 1);
+  ASSERT_TRUE(coord_->Cancel(running->query_id()).ok());
+  // The slot frees once the canceled execution ends; the queued query then runs.
+  QueryPage last;
+  EXPECT_EQ(Drain(queued, &last), 1);
+  EXPECT_STREQ(last.state, "FINISHED");
+  ASSERT_TRUE(WaitFor([&] { return coord_->GetMetrics().running == 0; }));
+}
+
+TEST_F(QueryCoordinatorTest, CancelEndsARunningQueryAsUserCanceled) {
+  Start({});
+  auto req = Submit(kForever);
+  ASSERT_TRUE(WaitFor([&] { return req->exec_elapsed_ms() >= 0; }));
+  ASSERT_TRUE(coord_->Cancel(req->query_id()).ok());
+  EXPECT_TRUE(coord_->Cancel(req->query_id()).ok()) << "cancel is idempotent";
+  QueryPage last;
+  Drain(req, &last);
+  EXPECT_STREQ(last.state, "FAILED");
+  ASSERT_TRUE(last.error.has_value());
+  EXPECT_EQ(last.error->name, "USER_CANCELED");
+  EXPECT_EQ(last.error->message, "Query was canceled");
+  EXPECT_EQ(coord_->GetMetrics().canceled, 1);
+  EXPECT_EQ(coord_->Cancel(GenerateQueryId()).code(), StatusCode::kNotFound);
+}
+
+TEST_F(QueryCoordinatorTest, IdleQueryIsAbandoned) {
+  QueryCoordinator::Options o;
+  o.idle_query_timeout_ms = 100;
+  o.expiration_interval_ms = 10;
+  Start(o);
+  auto req = Submit(kForever);
+  ASSERT_TRUE(WaitFor([&] { return ClientRequestState::IsTerminal(req->state()); }));
+  ClientRequestState::Info info = req->GetInfo();
+  ASSERT_TRUE(info.error.has_value());
+  EXPECT_EQ(info.error->name, "ABANDONED_QUERY");
+  EXPECT_EQ(coord_->registry().Count(), 0u);
+  ASSERT_TRUE(WaitFor([&] { return exec_mgr_->num_live() == 0; })) << "execution stopped";
+}
+
+TEST_F(QueryCoordinatorTest, ExecTimeLimitFailsTheQuery) {
+  QueryCoordinator::Options o;
+  o.exec_time_limit_ms = 100;
+  Start(o);
+  auto req = Submit(kForever);
+  QueryPage last;
+  Drain(req, &last);
+  ASSERT_TRUE(last.error.has_value());
+  EXPECT_EQ(last.error->name, "EXCEEDED_TIME_LIMIT");
+}
+
+TEST_F(QueryCoordinatorTest, ShutdownCancelsRunningAndRefusesNewQueries) {
+  QueryCoordinator::Options o;
+  o.max_running_queries = 1;
+  Start(o);
+  auto running = Submit(kForever);
+  auto queued = Submit("SELECT 1");
+  ASSERT_TRUE(WaitFor([&] { return running->exec_elapsed_ms() >= 0; }));
+  EXPECT_EQ(coord_->Shutdown(50), 1);
+  EXPECT_TRUE(coord_->shutting_down());
+  for (const auto& req : {running, queued, Submit("SELECT 1")}) {
+    QueryPage last;
+    Drain(req, &last);
+    ASSERT_TRUE(last.error.has_value());
+    EXPECT_EQ(last.error->name, "SERVER_SHUTTING_DOWN");
+  }
+  QueryCoordinator::Metrics m = coord_->GetMetrics();
+  EXPECT_EQ(m.submitted, 3);
+  EXPECT_EQ(m.finished + m.failed + m.canceled, m.submitted);
+}
+
+TEST_F(QueryCoordinatorTest, QueryLogIsBounded) {
+  QueryCoordinator::Options o;
+  o.query_log_size = 3;
+  Start(o);
+  std::vector<std::shared_ptr<ClientRequestState>> reqs;
+  for (int i = 0; i < 5; ++i) {
+    reqs.push_back(Submit("SELECT " + std::to_string(i)));
+    QueryPage last;
+    Drain(reqs.back(), &last);
+  }
+  auto log = coord_->Completed();
+  ASSERT_EQ(log.size(), 3u);
+  EXPECT_EQ(log.front(), reqs.back()) << "newest first";
+  EXPECT_EQ(coord_->Find(reqs.front()->query_id()), nullptr) << "evicted";
+}
+
+}  // namespace
+}  // namespace qr
