@@ -249,8 +249,8 @@ void QueryCoordinator::ExpireQueries() {
       FailRequest(req, State::kFailed,
                   QueryError::Abandoned("Query " + PrintId(req->query_id()) +
                                         " was abandoned: no client request for " +
-                                        std::to_string(options_.idle_query_timeout_ms / 1000) +
-                                        " s (--idle_query_timeout_s)"));
+                                        std::to_string(options_.idle_query_timeout_ms) +
+                                        " ms (--idle_query_timeout_s)"));
     } else if (exec_limit_ms > 0 && !req->execution_done() &&
                req->exec_elapsed_ms() > exec_limit_ms + kExecLimitSlackMs) {
       // The engine enforces the limit while SQLite runs; this catches a query blocked on a
