@@ -63,6 +63,8 @@ struct HttpResponse {
 /// handler stores it and calls it when data arrives or its timer fires). Calling it after the
 /// client went away or the server stopped is harmless.
 using ResponseCallback = std::function<void(HttpResponse)>;
+/// Runs on an I/O thread. 'req' is valid only during the call: move out what a deferred
+/// response needs. A handler that lets every copy of 'respond' die uncalled answers 500.
 using HttpHandler = std::function<void(HttpRequest& req, ResponseCallback respond)>;
 
 /// An asynchronous HTTP/1.1 server (Boost.Beast over Asio) with a fixed pool of I/O threads.
