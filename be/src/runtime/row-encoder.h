@@ -1,0 +1,145 @@
+#pragma once
+
+#include <sqlite3.h>
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "runtime/json-encoding.h"
+#include "runtime/result-buffer.h"
+
+/// Mapping of SQLite result columns to Trino columns (PROTOCOL.md, "Types and values in data")
+/// and encoding of their values as JSON.
+/// Thread-safety: pure functions.
+
+namespace qr {
+
+/// The Trino type of a result column.
+enum class ColumnKind : uint8_t {
+  /// Not decided yet: no usable declared type, so the values decide.
+  kUndecided,
+  /// Trino's "unknown": every value seen while deciding was NULL.
+  kUnknown,
+  kBigint,
+  kDouble,
+  kVarchar,
+  kVarbinary,
+  kBoolean,
+};
+
+/// The kind a declared column type maps to, by SQLite's own substring rules (INT* -> bigint;
+/// CHAR/CLOB/TEXT and DATE/TIME -> varchar; BLOB -> varbinary; REAL/FLOA/DOUB/NUMERIC/DECIMAL
+/// -> double; BOOL -> boolean); kUndecided for NULL (an expression) or an unrecognized type.
+ColumnKind KindFromDeclType(const char* decl_type);
+
+/// The kind of a value of SQLite storage class 'sqlite_type'; kUndecided for SQLITE_NULL.
+ColumnKind KindFromStorageClass(int sqlite_type);
+
+/// Folds the kind of one more value into the kind decided so far for an expression column:
+/// the first non-NULL value decides, except that bigint widens to double when a REAL value
+/// follows, and numbers widen to varchar when TEXT follows (so no value is forced into a type
+/// that cannot hold it).
+ColumnKind MergeValueKind(ColumnKind so_far, ColumnKind value);
+
+/// The Trino column for SQLite column 'index' named 'sqlite_name' of kind 'kind'
+/// (kUndecided is published as unknown). The name is "_col<index>" when SQLite's name is
+/// unusable (see IsUsableColumnName).
+Column MakeColumn(const char* sqlite_name, int index, ColumnKind kind);
+
+/// False for names that are not names: empty, all blanks, or the text of a bare literal, which
+/// is what SQLite calls an unaliased literal column ("1", "-2.5", "'a'", "X'00'", "NULL",
+/// "TRUE"); Trino calls those "_col<N>". (A column explicitly aliased AS "1" is renamed too.)
+bool IsUsableColumnName(std::string_view name);
+
+/// Reads values through the sqlite3_column_* functions of a statement positioned on a row.
+struct StmtValues {
+  sqlite3_stmt* stmt;
+  int type(int i) const { return sqlite3_column_type(stmt, i); }
+  int64_t int64(int i) const { return sqlite3_column_int64(stmt, i); }
+  double dbl(int i) const { return sqlite3_column_double(stmt, i); }
+  std::string_view text(int i) const {
+    const auto* p = reinterpret_cast<const char*>(sqlite3_column_text(stmt, i));
+    return p ? std::string_view(p, sqlite3_column_bytes(stmt, i)) : std::string_view();
+  }
+  std::string_view blob(int i) const {
+    const auto* p = static_cast<const char*>(sqlite3_column_blob(stmt, i));
+    return p ? std::string_view(p, sqlite3_column_bytes(stmt, i)) : std::string_view();
+  }
+};
+
+/// Reads values of one row held as protected sqlite3_value copies (sqlite3_value_dup()); the
+/// sqlite3_value_* conversions are the same as sqlite3_column_*'s.
+struct CopiedValues {
+  sqlite3_value* const* row;
+  int type(int i) const { return sqlite3_value_type(row[i]); }
+  int64_t int64(int i) const { return sqlite3_value_int64(row[i]); }
+  double dbl(int i) const { return sqlite3_value_double(row[i]); }
+  std::string_view text(int i) const {
+    const auto* p = reinterpret_cast<const char*>(sqlite3_value_text(row[i]));
+    return p ? std::string_view(p, sqlite3_value_bytes(row[i])) : std::string_view();
+  }
+  std::string_view blob(int i) const {
+    const auto* p = static_cast<const char*>(sqlite3_value_blob(row[i]));
+    return p ? std::string_view(p, sqlite3_value_bytes(row[i])) : std::string_view();
+  }
+};
+
+/// 1 for "true", 0 for "false" (any case), -1 for any other text.
+int BoolFromText(std::string_view text);
+
+/// Appends value 'i' of 'values' as JSON of column kind 'kind'; returns its size for the
+/// processedBytes statistic (8 per number, the length of text and blobs, 0 for NULL).
+///
+/// A value whose storage class differs from the column's type is converted the way SQLite's
+/// CAST converts it, so that every value is valid for the published type:
+///  - bigint: REAL is truncated toward zero (clamped to the int64 range); TEXT/BLOB take their
+///    leading integer ("12abc" -> 12, "abc" -> 0), like CAST(x AS INTEGER).
+///  - double: INTEGER becomes "3.0"; TEXT/BLOB take their leading number, like CAST(x AS REAL).
+///  - varchar: numbers are rendered as SQLite renders them as text ("3", "2.5"); BLOB bytes are
+///    taken as text (invalid UTF-8 replaced by U+FFFD).
+///  - varbinary: the bytes of the value's text form, base64-encoded.
+///  - boolean: nonzero numbers are true; TEXT "true"/"false" (any case), else its number.
+///  - unknown (NULL throughout the rows that decided the type): a later non-NULL value is sent
+///    in its natural JSON form rather than silently dropped.
+template <typename Values>
+int64_t AppendValue(const Values& values, int i, ColumnKind kind, std::string* out) {
+  const int type = values.type(i);
+  if (type == SQLITE_NULL) {
+    out->append("null");
+    return 0;
+  }
+  if (kind == ColumnKind::kUnknown || kind == ColumnKind::kUndecided) {
+    kind = KindFromStorageClass(type);
+  }
+  switch (kind) {
+    case ColumnKind::kBigint: AppendJsonInt(values.int64(i), out); return 8;
+    case ColumnKind::kDouble: AppendJsonDouble(values.dbl(i), out); return 8;
+    case ColumnKind::kBoolean: {
+      int b;
+      if (type == SQLITE_INTEGER) {
+        b = values.int64(i) != 0;
+      } else if (type == SQLITE_FLOAT) {
+        b = values.dbl(i) != 0.0;
+      } else if ((b = BoolFromText(values.text(i))) < 0) {
+        b = values.dbl(i) != 0.0;
+      }
+      out->append(b ? "true" : "false");
+      return 1;
+    }
+    case ColumnKind::kVarbinary: {
+      std::string_view bytes = values.blob(i);
+      out->push_back('"');
+      AppendBase64(bytes, out);
+      out->push_back('"');
+      return static_cast<int64_t>(bytes.size());
+    }
+    default: {
+      std::string_view text = values.text(i);
+      AppendJsonString(text, out);
+      return static_cast<int64_t>(text.size());
+    }
+  }
+}
+
+}  // namespace qr

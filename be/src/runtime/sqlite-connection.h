@@ -1,0 +1,73 @@
+#pragma once
+
+#include <sqlite3.h>
+
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "runtime/query-error.h"
+#include "util/status.h"
+
+namespace qr {
+
+/// The version string answered by SQL's version(), e.g. "qr-coordinatord 0.1.0 (SQLite 3.40.1)".
+std::string EngineVersionString();
+
+/// One read-only SQLite connection, locked down for untrusted SQL: opened with
+/// SQLITE_OPEN_READONLY, `PRAGMA query_only=1`, extension loading off, no attached databases,
+/// defensive mode, and an authorizer that allows only reads (SELECT, recursive CTEs, functions
+/// other than load_extension(), and read-only PRAGMAs). Statements that would write anyway
+/// (sqlite3_stmt_readonly() false) are refused as well.
+/// Thread-safety: not thread-safe; one executor thread owns it (SQLITE_OPEN_NOMUTEX).
+class SqliteConnection {
+ public:
+  /// Opens 'path' and checks that it is a readable SQLite database. A missing, unreadable or
+  /// non-SQLite file is an error that names the path and the reason.
+  static Status Open(const std::string& path, std::unique_ptr<SqliteConnection>* out);
+  ~SqliteConnection();
+  SqliteConnection(const SqliteConnection&) = delete;
+  SqliteConnection& operator=(const SqliteConnection&) = delete;
+
+  /// Prepares the one statement in 'sql' into '*stmt'. On failure returns false with '*error'
+  /// set: a syntax error (with its location), a missing table or column, a refused write,
+  /// more than one statement, or an empty query.
+  bool Prepare(std::string_view sql, sqlite3_stmt** stmt, QueryError* error);
+
+  /// The error of a failed sqlite3_step() with result code 'rc' (not SQLITE_INTERRUPT).
+  QueryError StepError(int rc);
+
+  /// Calls 'fn(arg)' about every 1000 virtual machine instructions; a nonzero return
+  /// interrupts the running statement with SQLITE_INTERRUPT. nullptr removes the handler.
+  void SetProgressHandler(int (*fn)(void*), void* arg);
+
+  sqlite3* db() const { return db_; }
+
+ private:
+  explicit SqliteConnection(sqlite3* db) : db_(db) {}
+  Status Configure(const std::string& path);
+  static int Authorize(void* self, int action, const char* arg1, const char* arg2,
+                       const char* db_name, const char* trigger);
+  /// The error for a failed prepare, with result code 'rc', of the statement that starts at
+  /// byte 'base' of 'sql' (SQLite's error offset is relative to that start).
+  QueryError PrepareError(int rc, std::string_view sql, size_t base);
+  QueryError ReadOnlyError() const;
+  /// " (tables: a, b, ...)": what a user who named a missing table can choose from.
+  std::string TableHint();
+
+  sqlite3* const db_;
+  /// What the authorizer refused during the current prepare ("INSERT into lineitem"), for the
+  /// error message; empty when nothing was refused.
+  std::string denied_;
+};
+
+/// 1-based line and column (in code points) of byte 'offset' of 'text'. 'offset' is clamped
+/// to the last character; an empty text gives 0, 0.
+void LineAndColumn(std::string_view text, size_t offset, int* line, int* column);
+
+/// The first position at or after 'pos' that is not whitespace, a semicolon or a comment.
+size_t SkipBlankSql(std::string_view sql, size_t pos);
+/// True when 'sql' holds nothing but whitespace, semicolons and comments.
+bool IsBlankSql(std::string_view sql);
+
+}  // namespace qr

@@ -1,0 +1,408 @@
+#include "runtime/sqlite-engine.h"
+
+#include <pthread.h>
+#include <sqlite3.h>
+#include <time.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <utility>
+
+#include <glog/logging.h>
+
+#include "runtime/row-encoder.h"
+#include "runtime/sqlite-connection.h"
+
+namespace qr {
+
+namespace {
+
+int64_t ThreadCpuNanos() {
+  timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+}
+
+/// A duration the way Trino prints one in its messages: "200.00ms", "5.00s", "2.50m".
+std::string FormatDuration(int64_t ms) {
+  char buf[48];
+  if (ms < 1000) {
+    std::snprintf(buf, sizeof(buf), "%.2fms", static_cast<double>(ms));
+  } else if (ms < 60'000) {
+    std::snprintf(buf, sizeof(buf), "%.2fs", ms / 1e3);
+  } else if (ms < 3'600'000) {
+    std::snprintf(buf, sizeof(buf), "%.2fm", ms / 6e4);
+  } else {
+    std::snprintf(buf, sizeof(buf), "%.2fh", ms / 3.6e6);
+  }
+  return buf;
+}
+
+struct StmtFinalizer {
+  void operator()(sqlite3_stmt* s) const { sqlite3_finalize(s); }
+};
+
+/// Ends a query that never ran (cancelled while queued, or refused at shutdown).
+void FinishUnstarted(QueryState* query, const QueryError& reason) {
+  query->Cancel(reason);
+  std::optional<QueryError> actual = query->cancel_reason();
+  query->set_exec_state(QueryState::ExecState::kCancelled);
+  query->result_buffer()->Finish(actual ? std::move(*actual) : reason);
+}
+
+/// The rows of a first page, held as value copies while the types of expression columns are
+/// decided from their values (columns must be published before the first page).
+class PendingRows {
+ public:
+  explicit PendingRows(int num_columns) : num_columns_(num_columns) {}
+  ~PendingRows() {
+    for (sqlite3_value* v : values_) sqlite3_value_free(v);
+  }
+  PendingRows(const PendingRows&) = delete;
+  PendingRows& operator=(const PendingRows&) = delete;
+
+  /// Copies the current row of 'stmt'; false when out of memory.
+  bool Add(sqlite3_stmt* stmt) {
+    for (int i = 0; i < num_columns_; ++i) {
+      sqlite3_value* v = sqlite3_value_dup(sqlite3_column_value(stmt, i));
+      if (v == nullptr) return false;
+      values_.push_back(v);
+      bytes_ += 8 + sqlite3_value_bytes(v);
+    }
+    ++rows_;
+    return true;
+  }
+  int64_t num_rows() const { return rows_; }
+  int64_t approx_bytes() const { return bytes_; }
+  CopiedValues Row(int64_t r) const { return CopiedValues{values_.data() + r * num_columns_}; }
+
+ private:
+  const int num_columns_;
+  std::vector<sqlite3_value*> values_;
+  int64_t rows_ = 0;
+  int64_t bytes_ = 0;
+};
+
+/// Executes one query on one connection, from prepare to ResultBuffer::Finish().
+/// Thread-safety: used by one executor thread; only its progress check reads shared state.
+class QueryRunner {
+ public:
+  QueryRunner(SqliteConnection* conn, QueryState* query)
+      : conn_(conn), query_(query), ctx_(query->query_ctx()) {}
+
+  /// Runs the query to its end; afterwards its exec_state is final and its buffer finished.
+  void Run();
+
+ private:
+  enum class End { kSucceeded, kFailed, kInterrupted, kRefused };
+
+  static int OnProgress(void* self);
+  End Execute();
+  /// Steps the first page into copies, decides the column types, publishes the columns and
+  /// encodes the copies. '*rc' is the last step's result (SQLITE_ROW if more may follow).
+  bool FirstPage(int* rc, End* end);
+  void PublishColumns();
+  /// Appends one row to the page; true when the page is full.
+  template <typename Values>
+  bool AppendRow(const Values& values);
+  /// Hands the page to the result buffer; false when the query was cancelled.
+  bool Flush();
+  End EndOfSteps(int rc);
+  void FinishInterrupted();
+  void FinishCancelled();
+  void Finish(QueryState::ExecState state, std::optional<QueryError> error);
+
+  SqliteConnection* const conn_;
+  QueryState* const query_;
+  const QueryContext& ctx_;
+  std::unique_ptr<sqlite3_stmt, StmtFinalizer> stmt_;
+  std::vector<ColumnKind> kinds_;
+  std::optional<QueryError> error_;
+  std::string page_;
+  int64_t page_rows_ = 0;
+  int64_t page_value_bytes_ = 0;
+  bool has_deadline_ = false;
+  std::chrono::steady_clock::time_point deadline_;
+  bool timed_out_ = false;
+  int64_t cpu_start_ns_ = 0;
+};
+
+void QueryRunner::Run() {
+  query_->set_exec_state(QueryState::ExecState::kRunning);
+  query_->MarkExecStart();
+  cpu_start_ns_ = ThreadCpuNanos();
+  if (ctx_.exec_time_limit_ms > 0) {
+    has_deadline_ = true;
+    deadline_ = query_->exec_start() + std::chrono::milliseconds(ctx_.exec_time_limit_ms);
+  }
+  if (query_->is_cancelled()) return FinishCancelled();
+  conn_->SetProgressHandler(&QueryRunner::OnProgress, this);
+  const End end = Execute();
+  conn_->SetProgressHandler(nullptr, nullptr);
+  stmt_.reset();  // ends the read transaction before anyone learns that the query ended
+  switch (end) {
+    case End::kSucceeded: return Finish(QueryState::ExecState::kFinished, std::nullopt);
+    case End::kFailed: return Finish(QueryState::ExecState::kFailed, std::move(error_));
+    case End::kInterrupted: return FinishInterrupted();
+    case End::kRefused: return FinishCancelled();
+  }
+}
+
+int QueryRunner::OnProgress(void* self_ptr) {
+  auto* self = static_cast<QueryRunner*>(self_ptr);
+  if (self->query_->is_cancelled()) return 1;
+  if (self->has_deadline_ && std::chrono::steady_clock::now() >= self->deadline_) {
+    self->timed_out_ = true;
+    return 1;
+  }
+  return 0;
+}
+
+QueryRunner::End QueryRunner::Execute() {
+  sqlite3_stmt* stmt = nullptr;
+  QueryError error;
+  if (!conn_->Prepare(*ctx_.statement, &stmt, &error)) {
+    // The progress handler also runs while the schema is read.
+    if (query_->is_cancelled() || timed_out_) return End::kInterrupted;
+    error_ = std::move(error);
+    return End::kFailed;
+  }
+  stmt_.reset(stmt);
+  kinds_.resize(sqlite3_column_count(stmt));
+  bool undecided = false;
+  for (size_t i = 0; i < kinds_.size(); ++i) {
+    kinds_[i] = KindFromDeclType(sqlite3_column_decltype(stmt, static_cast<int>(i)));
+    undecided |= kinds_[i] == ColumnKind::kUndecided;
+  }
+  int rc = SQLITE_ROW;
+  if (undecided) {
+    End end;
+    if (!FirstPage(&rc, &end)) return end;
+    if (rc != SQLITE_ROW) return EndOfSteps(rc);  // stepping again would restart it
+  } else {
+    PublishColumns();
+  }
+  while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
+    if (AppendRow(StmtValues{stmt}) && !Flush()) return End::kRefused;
+  }
+  return EndOfSteps(rc);
+}
+
+bool QueryRunner::FirstPage(int* rc, End* end) {
+  sqlite3_stmt* stmt = stmt_.get();
+  std::vector<bool> from_values(kinds_.size());
+  for (size_t i = 0; i < kinds_.size(); ++i) from_values[i] = kinds_[i] == ColumnKind::kUndecided;
+  PendingRows rows(static_cast<int>(kinds_.size()));
+  while (rows.num_rows() < ctx_.page_max_rows && rows.approx_bytes() < ctx_.page_max_bytes &&
+         (*rc = sqlite3_step(stmt)) == SQLITE_ROW) {
+    if (!rows.Add(stmt)) {
+      error_ = QueryError::InsufficientResources("out of memory while reading the first rows");
+      *end = End::kFailed;
+      return false;
+    }
+    for (size_t i = 0; i < kinds_.size(); ++i) {
+      if (!from_values[i]) continue;
+      kinds_[i] = MergeValueKind(
+          kinds_[i], KindFromStorageClass(sqlite3_column_type(stmt, static_cast<int>(i))));
+    }
+  }
+  for (size_t i = 0; i < kinds_.size(); ++i) {
+    if (kinds_[i] == ColumnKind::kUndecided) kinds_[i] = ColumnKind::kUnknown;
+  }
+  PublishColumns();
+  for (int64_t r = 0; r < rows.num_rows(); ++r) {
+    if (AppendRow(rows.Row(r)) && !Flush()) {
+      *end = End::kRefused;
+      return false;
+    }
+  }
+  return true;
+}
+
+void QueryRunner::PublishColumns() {
+  std::vector<Column> columns;
+  columns.reserve(kinds_.size());
+  for (size_t i = 0; i < kinds_.size(); ++i) {
+    const int index = static_cast<int>(i);
+    columns.push_back(MakeColumn(sqlite3_column_name(stmt_.get(), index), index, kinds_[i]));
+  }
+  query_->result_buffer()->SetColumns(std::move(columns));
+}
+
+template <typename Values>
+bool QueryRunner::AppendRow(const Values& values) {
+  if (page_rows_ > 0) page_.push_back(',');
+  page_.push_back('[');
+  for (size_t i = 0; i < kinds_.size(); ++i) {
+    if (i > 0) page_.push_back(',');
+    page_value_bytes_ += AppendValue(values, static_cast<int>(i), kinds_[i], &page_);
+  }
+  page_.push_back(']');
+  ++page_rows_;
+  return page_rows_ >= ctx_.page_max_rows ||
+         static_cast<int64_t>(page_.size()) >= ctx_.page_max_bytes;
+}
+
+bool QueryRunner::Flush() {
+  if (page_rows_ == 0) return true;
+  const size_t size = page_.size();
+  ResultPage page{std::make_shared<const std::string>(std::move(page_)), page_rows_,
+                  page_value_bytes_};
+  page_ = std::string();
+  page_.reserve(size + size / 8);  // the next page is likely the same size: grow once
+  query_->rows_produced.fetch_add(page_rows_, std::memory_order_relaxed);
+  query_->bytes_produced.fetch_add(page_value_bytes_, std::memory_order_relaxed);
+  query_->cpu_time_ns.store(ThreadCpuNanos() - cpu_start_ns_, std::memory_order_relaxed);
+  page_rows_ = 0;
+  page_value_bytes_ = 0;
+  // Blocks while the client is not fetching; false once the query is cancelled.
+  return query_->result_buffer()->Put(std::move(page));
+}
+
+QueryRunner::End QueryRunner::EndOfSteps(int rc) {
+  if (rc == SQLITE_DONE) return Flush() ? End::kSucceeded : End::kRefused;
+  if ((rc & 0xff) == SQLITE_INTERRUPT) return End::kInterrupted;
+  error_ = conn_->StepError(rc);
+  return End::kFailed;
+}
+
+void QueryRunner::FinishInterrupted() {
+  if (timed_out_ && !query_->is_cancelled()) {
+    QueryError error = QueryError::ExceededTimeLimit(
+        "Query exceeded the maximum execution time limit of " +
+        FormatDuration(ctx_.exec_time_limit_ms));
+    // Cancel() drops the buffered pages; losing that race to a user's cancel keeps theirs.
+    if (query_->Cancel(error)) return Finish(QueryState::ExecState::kFailed, std::move(error));
+  }
+  FinishCancelled();
+}
+
+void QueryRunner::FinishCancelled() {
+  std::optional<QueryError> reason = query_->cancel_reason();
+  Finish(QueryState::ExecState::kCancelled, reason ? std::move(reason) : QueryError::UserCanceled());
+}
+
+void QueryRunner::Finish(QueryState::ExecState state, std::optional<QueryError> error) {
+  query_->cpu_time_ns.store(ThreadCpuNanos() - cpu_start_ns_, std::memory_order_relaxed);
+  // The state first: whoever is woken by Finish() sees the final state.
+  query_->set_exec_state(state);
+  query_->result_buffer()->Finish(std::move(error));
+}
+
+}  // namespace
+
+struct SqliteEngine::Impl {
+  void ExecutorLoop(int index, SqliteConnection* conn);
+
+  /// Protects the queue and the bookkeeping below; held only for O(1) work (and, in the
+  /// destructor, for cancelling the running queries). Never held while running SQL.
+  /// Lock order: before a QueryState's and a ResultBuffer's locks.
+  mutable Mutex lock;
+  CondVar work_available;
+  std::deque<QueryStateHandle> queue GUARDED_BY(lock);
+  /// Queries being executed; each pointer is kept alive by its executor's handle.
+  std::vector<QueryState*> running GUARDED_BY(lock);
+  /// Executor threads waiting for work: Execute() wakes one only if there is one.
+  int idle GUARDED_BY(lock) = 0;
+  bool shutting_down GUARDED_BY(lock) = false;
+  /// One per thread, each used only by its thread once the threads run.
+  std::vector<std::unique_ptr<SqliteConnection>> connections;
+  std::vector<std::thread> threads;
+};
+
+void SqliteEngine::Impl::ExecutorLoop(int index, SqliteConnection* conn) {
+  char name[16];
+  std::snprintf(name, sizeof(name), "qr-exec-%d", index);
+  pthread_setname_np(pthread_self(), name);
+  for (;;) {
+    QueryStateHandle query;
+    {
+      MutexLock l(&lock);
+      ++idle;
+      while (queue.empty() && !shutting_down) work_available.Wait(&lock);
+      --idle;
+      if (queue.empty()) return;
+      query = std::move(queue.front());
+      queue.pop_front();
+      running.push_back(query.get());
+    }
+    QueryRunner(conn, query.get()).Run();
+    {
+      MutexLock l(&lock);
+      running.erase(std::find(running.begin(), running.end(), query.get()));
+    }
+    // 'query' drops the engine's reference here, with no lock held.
+  }
+}
+
+SqliteEngine::SqliteEngine(Options options)
+    : options_(std::move(options)), impl_(std::make_unique<Impl>()) {}
+
+Status SqliteEngine::Create(const Options& options, std::unique_ptr<SqliteEngine>* out) {
+  if (options.num_threads < 1) {
+    return InvalidArgument("the engine needs at least one executor thread, got " +
+                           std::to_string(options.num_threads));
+  }
+  std::unique_ptr<SqliteEngine> engine(new SqliteEngine(options));
+  Impl* impl = engine->impl_.get();
+  for (int i = 0; i < options.num_threads; ++i) {
+    std::unique_ptr<SqliteConnection> conn;
+    RETURN_IF_ERROR(SqliteConnection::Open(options.database_path, &conn));
+    impl->connections.push_back(std::move(conn));
+  }
+  for (int i = 0; i < options.num_threads; ++i) {
+    SqliteConnection* conn = impl->connections[i].get();
+    impl->threads.emplace_back([impl, i, conn] { impl->ExecutorLoop(i, conn); });
+  }
+  LOG(INFO) << "SQLite engine serving '" << options.database_path << "' read-only with "
+            << options.num_threads << " executor threads (" << EngineVersionString() << ")";
+  *out = std::move(engine);
+  return Status::OK();
+}
+
+SqliteEngine::~SqliteEngine() {
+  std::deque<QueryStateHandle> queued;
+  {
+    MutexLock l(&impl_->lock);
+    impl_->shutting_down = true;
+    queued.swap(impl_->queue);
+    // Cancel() only sets a flag and closes the buffer (leaf locks, see the lock order).
+    for (QueryState* query : impl_->running) query->Cancel(QueryError::UserCanceled());
+  }
+  impl_->work_available.NotifyAll();
+  for (QueryStateHandle& query : queued) FinishUnstarted(query.get(), QueryError::UserCanceled());
+  queued.clear();
+  for (std::thread& t : impl_->threads) t.join();
+}
+
+void SqliteEngine::Execute(QueryStateHandle query) {
+  DCHECK(query);
+  QueryState* const qs = query.get();
+  qs->set_exec_state(QueryState::ExecState::kQueued);
+  bool wake = false;
+  {
+    MutexLock l(&impl_->lock);
+    if (!impl_->shutting_down) {
+      impl_->queue.push_back(std::move(query));
+      wake = impl_->idle > 0;
+    }
+  }
+  if (query) {  // not queued: the engine is shutting down
+    FinishUnstarted(qs, QueryError::ShuttingDown("The server is shutting down"));
+    return;
+  }
+  if (wake) impl_->work_available.NotifyOne();
+}
+
+int64_t SqliteEngine::num_queued() const {
+  MutexLock l(&impl_->lock);
+  return static_cast<int64_t>(impl_->queue.size());
+}
+
+int64_t SqliteEngine::num_running() const {
+  MutexLock l(&impl_->lock);
+  return static_cast<int64_t>(impl_->running.size());
+}
+
+}  // namespace qr

@@ -1,0 +1,482 @@
+#include "runtime/sqlite-engine.h"
+
+#include <sqlite3.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <fstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "runtime/sample-db.h"
+#include "runtime-test-util.h"
+
+namespace qr {
+namespace {
+
+using qr::testing::Drain;
+using qr::testing::QueryOutcome;
+using qr::testing::ScopedTempDir;
+using qr::testing::Submit;
+using qr::testing::WaitFor;
+using ExecState = QueryState::ExecState;
+using Json = nlohmann::json;
+
+// Counts to ten million: runs for seconds, long enough to be cancelled while running.
+constexpr const char* kEndless =
+    "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT count(*) FROM c";
+constexpr const char* kTenMillionRows =
+    "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c LIMIT 10000000) "
+    "SELECT x FROM c";
+
+/// Creates a small database whose columns hold values of every storage class, some of them
+/// not of the column's declared type.
+void WriteTypesDatabase(const std::string& path) {
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  const char* sql = R"sql(
+    CREATE TABLE mixed (id INTEGER, i BIGINT, d DOUBLE, t VARCHAR(10), b BLOB, flag BOOLEAN,
+                        untyped, odd JSON);
+    INSERT INTO mixed VALUES (1, 7, 2.5, 'a', X'01', 1, 1, 10);
+    INSERT INTO mixed VALUES (2, 2.75, 'abc', 42, 'hi', 'true', 'x', 'y');
+    INSERT INTO mixed VALUES (3, '12abc', '1.5e3xyz', NULL, 42, 0.0, NULL, NULL);
+    INSERT INTO mixed VALUES (4, 1e30, 3, 2.5, NULL, 'FALSE', 2.5, 3);
+  )sql";
+  char* err = nullptr;
+  EXPECT_EQ(sqlite3_exec(db, sql, nullptr, nullptr, &err), SQLITE_OK) << (err ? err : "");
+  sqlite3_free(err);
+  sqlite3_close(db);
+}
+
+class SqliteEngineTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = new ScopedTempDir();
+    // Small: every test process (ctest runs each test alone) generates its own.
+    ASSERT_TRUE(EnsureSampleDatabase(dir_->path(), 0.002, &sample_path_).ok());
+    types_path_ = dir_->path() + "/types.db";
+    WriteTypesDatabase(types_path_);
+  }
+  static void TearDownTestSuite() {
+    delete dir_;
+    dir_ = nullptr;
+  }
+
+  void SetUp() override { engine_ = MakeEngine(sample_path_, 2); }
+
+  static std::unique_ptr<SqliteEngine> MakeEngine(const std::string& path, int threads) {
+    std::unique_ptr<SqliteEngine> engine;
+    Status st = SqliteEngine::Create({path, threads}, &engine);
+    EXPECT_TRUE(st.ok()) << st.ToString();
+    return engine;
+  }
+
+  QueryOutcome Run(const std::string& sql, QueryContext ctx = QueryContext()) {
+    return qr::testing::Run(&mgr_, engine_.get(), sql, std::move(ctx));
+  }
+  /// Runs 'sql', expects success, and returns its rows parsed.
+  Json Rows(const std::string& sql, QueryOutcome* outcome = nullptr) {
+    QueryOutcome out = Run(sql);
+    EXPECT_TRUE(out.ended);
+    EXPECT_FALSE(out.error.has_value()) << sql << ": " << out.error->message;
+    EXPECT_EQ(out.state, ExecState::kFinished);
+    if (outcome != nullptr) *outcome = out;
+    return Json::parse(out.RowsJson());
+  }
+  /// Runs 'sql' and expects it to fail with 'code'.
+  QueryError Fails(const std::string& sql, int32_t code) {
+    QueryOutcome out = Run(sql);
+    EXPECT_TRUE(out.ended) << sql;
+    EXPECT_TRUE(out.error.has_value()) << sql;
+    if (!out.error.has_value()) return QueryError();
+    EXPECT_EQ(out.error->code, code) << sql << ": " << out.error->name << ": "
+                                     << out.error->message;
+    EXPECT_EQ(out.state, ExecState::kFailed) << sql;
+    return *out.error;
+  }
+
+  static ScopedTempDir* dir_;
+  static std::string sample_path_;
+  static std::string types_path_;
+  QueryExecMgr mgr_{8};
+  std::unique_ptr<SqliteEngine> engine_;
+};
+
+ScopedTempDir* SqliteEngineTest::dir_ = nullptr;
+std::string SqliteEngineTest::sample_path_;
+std::string SqliteEngineTest::types_path_;
+
+TEST_F(SqliteEngineTest, SelectOneAnswersBigintColumnNamedCol0) {
+  QueryOutcome out;
+  EXPECT_EQ(Rows("SELECT 1", &out), Json::parse("[[1]]"));
+  ASSERT_EQ(out.columns.size(), 1u);
+  EXPECT_EQ(out.columns[0].name, "_col0");
+  EXPECT_EQ(out.columns[0].type, "bigint");
+  EXPECT_EQ(out.columns[0].type_signature_json, R"({"rawType":"bigint","arguments":[]})");
+  EXPECT_EQ(out.pages, std::vector<std::string>{"[1]"});
+}
+
+TEST_F(SqliteEngineTest, DeclaredTypesDecideColumnTypes) {
+  QueryOutcome out;
+  Json rows = Rows(
+      "SELECT l_orderkey, l_quantity, l_returnflag, l_shipdate, l_comment FROM lineitem "
+      "ORDER BY l_orderkey, l_linenumber LIMIT 3",
+      &out);
+  ASSERT_EQ(out.columns.size(), 5u);
+  const char* types[] = {"bigint", "double", "varchar", "varchar", "varchar"};
+  for (int i = 0; i < 5; ++i) EXPECT_EQ(out.columns[i].type, types[i]) << i;
+  EXPECT_EQ(out.columns[1].name, "l_quantity");
+  EXPECT_EQ(out.columns[2].type_signature_json,
+            R"({"rawType":"varchar","arguments":[{"kind":"LONG","value":2147483647}]})");
+  ASSERT_EQ(rows.size(), 3u);
+  EXPECT_TRUE(rows[0][1].is_number_float());
+  EXPECT_EQ(rows[0][3].get<std::string>().size(), 10u) << "dates are 'YYYY-MM-DD' strings";
+  EXPECT_NE(out.pages[0].find(".0,"), std::string::npos) << "integral doubles keep a '.0'";
+}
+
+TEST_F(SqliteEngineTest, ExpressionColumnsTakeTheTypeOfTheirValues) {
+  QueryOutcome out;
+  Json rows = Rows("SELECT 1 AS i, 1.5 AS d, 'x' AS t, X'00ff' AS b, NULL AS n", &out);
+  ASSERT_EQ(out.columns.size(), 5u);
+  const char* types[] = {"bigint", "double", "varchar", "varbinary", "unknown"};
+  for (int i = 0; i < 5; ++i) EXPECT_EQ(out.columns[i].type, types[i]) << i;
+  EXPECT_EQ(out.columns[4].type_signature_json, R"({"rawType":"unknown","arguments":[]})");
+  EXPECT_EQ(out.columns[3].type_signature_json, R"({"rawType":"varbinary","arguments":[]})");
+  EXPECT_EQ(rows, Json::parse(R"([[1, 1.5, "x", "AP8=", null]])"));
+}
+
+TEST_F(SqliteEngineTest, FirstNonNullValueDecidesAndNumbersWiden) {
+  QueryOutcome out;
+  Json rows = Rows(
+      "WITH t(x) AS (VALUES (1), (2), (3)) SELECT CASE WHEN x > 1 THEN x END AS late_int, "
+      "CASE WHEN x = 3 THEN 2.5 ELSE x END AS int_then_real, "
+      "CASE WHEN x = 2 THEN 'two' ELSE x END AS int_then_text FROM t",
+      &out);
+  ASSERT_EQ(out.columns.size(), 3u);
+  EXPECT_EQ(out.columns[0].type, "bigint");
+  EXPECT_EQ(out.columns[1].type, "double");
+  EXPECT_EQ(out.columns[2].type, "varchar");
+  EXPECT_EQ(rows, Json::parse(R"([[null, 1.0, "1"], [2, 2.0, "two"], [3, 2.5, "3"]])"));
+  EXPECT_EQ(out.pages[0], R"([null,1.0,"1"],[2,2.0,"two"],[3,2.5,"3"])");
+}
+
+TEST_F(SqliteEngineTest, ColumnNullThroughoutTheFirstPageIsUnknownAndKeepsLaterValues) {
+  QueryContext ctx;
+  ctx.page_max_rows = 2;
+  QueryOutcome out = Run(
+      "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c LIMIT 5) "
+      "SELECT CASE WHEN x > 3 THEN x END AS late FROM c",
+      ctx);
+  ASSERT_FALSE(out.error.has_value());
+  ASSERT_EQ(out.columns.size(), 1u);
+  EXPECT_EQ(out.columns[0].type, "unknown");
+  // Trino's unknown holds only NULL; a later value is sent as it is rather than dropped.
+  EXPECT_EQ(out.RowsJson(), "[[null],[null],[null],[4],[5]]");
+}
+
+TEST_F(SqliteEngineTest, ValuesOfAnotherStorageClassAreConvertedToTheColumnType) {
+  std::unique_ptr<SqliteEngine> engine = MakeEngine(types_path_, 1);
+  QueryOutcome out = qr::testing::Run(
+      &mgr_, engine.get(), "SELECT i, d, t, b, flag, untyped, odd FROM mixed ORDER BY id");
+  ASSERT_FALSE(out.error.has_value()) << out.error->message;
+  // 'untyped' and 'odd' (an unknown declared type) take their types from their values:
+  // integers and text seen in the first page make varchar.
+  const char* types[] = {"bigint", "double", "varchar", "varbinary", "boolean", "varchar",
+                         "varchar"};
+  ASSERT_EQ(out.columns.size(), 7u);
+  for (int i = 0; i < 7; ++i) EXPECT_EQ(out.columns[i].type, types[i]) << i;
+  // bigint: REAL truncated, TEXT's leading integer, out-of-range REAL clamped (CAST semantics).
+  // double: TEXT's leading number. varchar: numbers as SQLite writes them. varbinary: bytes
+  // of the text form. boolean: numbers != 0, "true"/"false" in any case.
+  EXPECT_EQ(Json::parse(out.RowsJson()), Json::parse(R"([
+      [7, 2.5, "a", "AQ==", true, "1", "10"],
+      [2, 0.0, "42", "aGk=", true, "x", "y"],
+      [12, 1500.0, null, "NDI=", false, null, null],
+      [9223372036854775807, 3.0, "2.5", null, false, "2.5", "3"]])"));
+}
+
+TEST_F(SqliteEngineTest, DoublesAlwaysLookLikeDoublesAndInfinitiesAreStrings) {
+  QueryOutcome out;
+  Rows("SELECT CAST(3 AS REAL), 1e999, -1e999, 0.1, 1e300, sum(l_quantity) FROM lineitem "
+       "WHERE l_orderkey = 1",
+       &out);
+  ASSERT_EQ(out.pages.size(), 1u);
+  EXPECT_EQ(out.pages[0].rfind(R"([3.0,"Infinity","-Infinity",0.1,1e+300,)", 0), 0u)
+      << out.pages[0];
+  EXPECT_EQ(out.pages[0].substr(out.pages[0].size() - 3), ".0]") << out.pages[0];
+  for (const Column& c : out.columns) EXPECT_EQ(c.type, "double") << c.name;
+}
+
+TEST_F(SqliteEngineTest, StringsAreEscapedAndInvalidUtf8IsReplaced) {
+  QueryOutcome out;
+  Json rows = Rows(
+      "SELECT 'q\"b\\s' || char(10) || char(9) || char(1) || 'é€😀', CAST(X'61ff62' AS TEXT)",
+      &out);
+  EXPECT_EQ(rows[0][0].get<std::string>(), "q\"b\\s\n\t\x01" "é€😀");
+  EXPECT_EQ(rows[0][1].get<std::string>(), "a\xEF\xBF\xBD" "b");
+  EXPECT_NE(out.pages[0].find(R"(q\"b\\s\u000a\u0009\u0001é€😀)"), std::string::npos)
+      << out.pages[0];
+}
+
+TEST_F(SqliteEngineTest, UnusableColumnNamesBecomeColN) {
+  QueryOutcome out;
+  Rows("SELECT 1, 'x', 2 AS two, count(*), NULL, -2.5e3 FROM region", &out);
+  std::vector<std::string> names;
+  for (const Column& c : out.columns) names.push_back(c.name);
+  EXPECT_EQ(names, (std::vector<std::string>{"_col0", "_col1", "two", "count(*)", "_col4",
+                                             "_col5"}));
+}
+
+TEST_F(SqliteEngineTest, VersionFunctionNamesTheServerAndSqlite) {
+  Json rows = Rows("SELECT version()");
+  const std::string v = rows[0][0].get<std::string>();
+  EXPECT_EQ(v.rfind("qr-coordinatord ", 0), 0u) << v;
+  EXPECT_NE(v.find("(SQLite 3."), std::string::npos) << v;
+}
+
+TEST_F(SqliteEngineTest, PagesHoldAtMostPageMaxRows) {
+  QueryContext ctx;
+  ctx.page_max_rows = 100;
+  for (const char* sql :
+       {"WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c LIMIT 1050) "
+        "SELECT x FROM c",
+        "SELECT o_orderkey FROM orders WHERE o_orderkey <= 1050 ORDER BY o_orderkey"}) {
+    auto q = Submit(&mgr_, engine_.get(), sql, ctx);
+    QueryOutcome out = Drain(q);
+    ASSERT_FALSE(out.error.has_value()) << out.error->message;
+    EXPECT_EQ(q->rows_produced.load(), 1050);
+    EXPECT_EQ(q->bytes_produced.load(), 1050 * 8) << "8 bytes per number";
+    EXPECT_GT(q->cpu_time_ns.load(), 0);
+    ASSERT_EQ(out.page_rows.size(), 11u) << sql;
+    for (size_t i = 0; i < 10; ++i) EXPECT_EQ(out.page_rows[i], 100) << i;
+    EXPECT_EQ(out.page_rows[10], 50);
+    Json rows = Json::parse(out.RowsJson());
+    ASSERT_EQ(rows.size(), 1050u);
+    for (int i = 0; i < 1050; ++i) ASSERT_EQ(rows[i][0].get<int64_t>(), i + 1);
+  }
+}
+
+TEST_F(SqliteEngineTest, PagesHoldAtMostPageMaxBytesPlusOneRow) {
+  QueryContext ctx;
+  ctx.page_max_bytes = 4096;
+  QueryOutcome out = Run("SELECT l_comment, l_shipmode FROM lineitem LIMIT 5000", ctx);
+  ASSERT_FALSE(out.error.has_value());
+  ASSERT_GT(out.pages.size(), 10u);
+  int64_t rows = 0;
+  for (size_t i = 0; i < out.pages.size(); ++i) {
+    EXPECT_LT(out.pages[i].size(), 4096u + 128) << i;
+    rows += out.page_rows[i];
+  }
+  EXPECT_EQ(rows, 5000);
+}
+
+TEST_F(SqliteEngineTest, SyntaxErrorsCarryLineAndColumn) {
+  QueryError e = Fails("SELECT 1\nFROM lineitem\nWHERE WHERE", 1);
+  EXPECT_EQ(e.name, "SYNTAX_ERROR");
+  EXPECT_EQ(e.line, 3);
+  EXPECT_EQ(e.column, 7);
+  EXPECT_NE(e.message.find("line 3:7: near \"WHERE\": syntax error"), std::string::npos)
+      << e.message;
+  e = Fails("SELEC 1", 1);
+  EXPECT_EQ(e.line, 1);
+  EXPECT_EQ(e.column, 1);
+  e = Fails("SELECT * FROM lineitem WHERE  ", 1);
+  EXPECT_EQ(e.line, 1);
+  EXPECT_EQ(e.column, 28) << "an incomplete statement points at its last character";
+  e = Fails("SELECT 'é', \"x", 1);
+  EXPECT_EQ(e.column, 13) << "columns count characters, not bytes";
+}
+
+TEST_F(SqliteEngineTest, MissingTableAndColumnHaveTheirOwnCodes) {
+  QueryError e = Fails("SELECT * FROM nosuch", 46);
+  EXPECT_EQ(e.name, "TABLE_NOT_FOUND");
+  EXPECT_NE(e.message.find("no such table: nosuch"), std::string::npos) << e.message;
+  EXPECT_NE(e.message.find("lineitem"), std::string::npos) << "lists the tables: " << e.message;
+  e = Fails("SELECT nocol FROM region", 47);
+  EXPECT_EQ(e.name, "COLUMN_NOT_FOUND");
+  EXPECT_EQ(e.line, 1);
+  EXPECT_EQ(e.column, 8);
+  Fails("SELECT nofunc(1)", 0);
+}
+
+TEST_F(SqliteEngineTest, WritesAttachPragmaWritesAndExtensionsAreRefused) {
+  const std::string other = dir_->path() + "/other.db";
+  for (const std::string& sql : std::vector<std::string>{
+           "INSERT INTO region VALUES (9, 'x', 'y')", "CREATE TABLE t (x)",
+           "CREATE TEMP VIEW v AS SELECT 1", "DELETE FROM region",
+           "UPDATE region SET r_name = 'x'", "DROP TABLE region", "ALTER TABLE region ADD x",
+           "CREATE INDEX i ON region (r_name)", "ATTACH '" + other + "' AS o", "DETACH main",
+           "PRAGMA user_version = 5", "PRAGMA query_only = 0", "PRAGMA writable_schema = 1",
+           "SELECT load_extension('libm')", "BEGIN", "VACUUM", "VACUUM INTO '" + other + "'",
+           "REINDEX", "ANALYZE", "UPDATE sqlite_master SET sql = ''"}) {
+    QueryError e = Fails(sql, 4);
+    EXPECT_EQ(e.name, "PERMISSION_DENIED");
+    EXPECT_NE(e.message.find("read-only"), std::string::npos) << sql << ": " << e.message;
+  }
+  EXPECT_NE(Fails("SELECT load_extension('libm')", 4).message.find("load_extension()"),
+            std::string::npos);
+  EXPECT_NE(Fails("INSERT INTO region VALUES (9, 'x', 'y')", 4).message.find("INSERT into region"),
+            std::string::npos);
+  EXPECT_EQ(Rows("SELECT count(*) FROM region"), Json::parse("[[5]]"));
+  EXPECT_FALSE(std::filesystem::exists(other)) << "nothing was written";
+}
+
+TEST_F(SqliteEngineTest, ReadOnlyPragmasWork) {
+  EXPECT_EQ(Rows("PRAGMA table_info(lineitem)").size(), 16u);
+  EXPECT_EQ(Rows("PRAGMA user_version"), Json::parse("[[0]]"));
+  EXPECT_EQ(Rows("SELECT name FROM pragma_table_info('region') ORDER BY cid"),
+            Json::parse(R"([["r_regionkey"], ["r_name"], ["r_comment"]])"));
+}
+
+TEST_F(SqliteEngineTest, OnlyOneStatementPerQuery) {
+  QueryError e = Fails("SELECT 1; SELECT 2", 13);
+  EXPECT_EQ(e.name, "NOT_SUPPORTED");
+  EXPECT_NE(e.message.find("one statement"), std::string::npos) << e.message;
+  EXPECT_NE(e.message.find("line 1, column 11"), std::string::npos) << e.message;
+  e = Fails("SELECT 1; -- one\n/* two */ DROP TABLE region", 13);
+  EXPECT_NE(e.message.find("line 2, column 11"), std::string::npos) << e.message;
+  EXPECT_EQ(Rows("SELECT 1; -- done\n ; /* really */ "), Json::parse("[[1]]"));
+  EXPECT_EQ(Rows(";; SELECT 2;"), Json::parse("[[2]]"));
+  EXPECT_NE(Fails("  ; -- nothing", 0).message.find("empty"), std::string::npos);
+}
+
+TEST_F(SqliteEngineTest, CancelStopsARunningStatement) {
+  auto q = Submit(&mgr_, engine_.get(), kEndless);
+  ASSERT_TRUE(WaitFor([&] { return q->exec_state() == ExecState::kRunning; }));
+  EXPECT_TRUE(q->Cancel(QueryError::UserCanceled()));
+  ASSERT_TRUE(WaitFor([&] { return q->exec_state() == ExecState::kCancelled; }));
+  QueryOutcome out = Drain(q);
+  ASSERT_TRUE(out.ended);
+  ASSERT_TRUE(out.error.has_value());
+  EXPECT_EQ(out.error->name, "USER_CANCELED");
+  EXPECT_EQ(out.error->code, 3);
+  EXPECT_EQ(out.error->message, "Query was canceled");
+  EXPECT_TRUE(out.pages.empty());
+}
+
+TEST_F(SqliteEngineTest, TimeLimitFailsTheQuery) {
+  QueryContext ctx;
+  ctx.exec_time_limit_ms = 200;
+  auto q = Submit(&mgr_, engine_.get(), kEndless, ctx);
+  QueryOutcome out = Drain(q);
+  ASSERT_TRUE(out.ended);
+  EXPECT_EQ(out.state, ExecState::kFailed);
+  ASSERT_TRUE(out.error.has_value());
+  EXPECT_EQ(out.error->name, "EXCEEDED_TIME_LIMIT");
+  EXPECT_EQ(out.error->code, 131075);
+  EXPECT_EQ(out.error->type, ErrorType::kInsufficientResources);
+  EXPECT_EQ(out.error->message, "Query exceeded the maximum execution time limit of 200.00ms");
+  EXPECT_TRUE(q->is_cancelled());
+}
+
+TEST_F(SqliteEngineTest, UnreadResultsBlockTheProducerWithinTheBufferLimit) {
+  QueryContext ctx;
+  ctx.result_buffer_max_bytes = 64 << 10;
+  ctx.result_buffer_max_rows = 1 << 30;
+  ctx.page_max_bytes = 8 << 10;
+  ctx.page_max_rows = 1 << 30;
+  auto q = Submit(&mgr_, engine_.get(), kTenMillionRows, ctx);
+  ResultBuffer* buf = q->result_buffer();
+  // Full: the next page would not fit, so the producer waits in Put().
+  ASSERT_TRUE(WaitFor([&] { return buf->buffered_bytes() > (64 << 10) - (8 << 10) - 64; }));
+  EXPECT_LE(buf->peak_buffered_bytes(), (64 << 10) + (8 << 10) + 64);
+  const int64_t produced = q->rows_produced.load();
+  EXPECT_LE(produced, buf->buffered_rows() + 8 * 1024) << "at most one page beyond the buffer";
+  EXPECT_EQ(q->exec_state(), ExecState::kRunning);
+  q->Cancel(QueryError::UserCanceled());
+  ASSERT_TRUE(WaitFor([&] { return q->exec_state() == ExecState::kCancelled; }));
+  EXPECT_LE(buf->peak_buffered_bytes(), (64 << 10) + (8 << 10) + 64);
+  EXPECT_LT(q->rows_produced.load(), 1'000'000);
+}
+
+TEST_F(SqliteEngineTest, QueuedQueriesWaitForAFreeThreadAndCanBeCancelled) {
+  engine_ = MakeEngine(sample_path_, 1);
+  auto running = Submit(&mgr_, engine_.get(), kEndless);
+  ASSERT_TRUE(WaitFor([&] { return running->exec_state() == ExecState::kRunning; }));
+  auto queued = Submit(&mgr_, engine_.get(), "SELECT 1");
+  EXPECT_EQ(queued->exec_state(), ExecState::kQueued);
+  EXPECT_EQ(engine_->num_queued(), 1);
+  EXPECT_EQ(engine_->num_running(), 1);
+  queued->Cancel(QueryError::UserCanceled());
+  running->Cancel(QueryError::UserCanceled());
+  QueryOutcome out = Drain(queued);
+  EXPECT_EQ(out.state, ExecState::kCancelled);
+  EXPECT_EQ(out.error->name, "USER_CANCELED");
+  EXPECT_EQ(queued->rows_produced.load(), 0);
+  EXPECT_EQ(Drain(running).state, ExecState::kCancelled);
+}
+
+TEST_F(SqliteEngineTest, DestroyingTheEngineCancelsQueuedAndRunningQueries) {
+  engine_ = MakeEngine(sample_path_, 1);
+  auto running = Submit(&mgr_, engine_.get(), kEndless);
+  ASSERT_TRUE(WaitFor([&] { return running->exec_state() == ExecState::kRunning; }));
+  auto queued = Submit(&mgr_, engine_.get(), kEndless);
+  engine_.reset();
+  for (const auto* q : {&running, &queued}) {
+    EXPECT_EQ((*q)->exec_state(), ExecState::kCancelled);
+    QueryOutcome out = Drain(*q);
+    ASSERT_TRUE(out.ended);
+    EXPECT_EQ(out.error->name, "USER_CANCELED");
+  }
+}
+
+TEST_F(SqliteEngineTest, ManyConcurrentQueriesAllComplete) {
+  constexpr int kThreads = 4, kQueriesPerThread = 25;
+  std::atomic<int> ok{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < kQueriesPerThread; ++i) {
+        const int n = t * 1000 + i;
+        QueryOutcome out = Run("SELECT " + std::to_string(n) + " + count(*) FROM nation");
+        if (out.ended && !out.error && out.RowsJson() == "[[" + std::to_string(n + 25) + "]]") {
+          ok.fetch_add(1);
+        }
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(ok.load(), kThreads * kQueriesPerThread);
+  EXPECT_TRUE(WaitFor([&] { return engine_->num_running() == 0 && engine_->num_queued() == 0; }));
+}
+
+TEST_F(SqliteEngineTest, CreateRejectsMissingUnusableAndNonSqliteFiles) {
+  std::unique_ptr<SqliteEngine> engine;
+  const std::string missing = dir_->path() + "/missing.db";
+  Status st = SqliteEngine::Create({missing, 1}, &engine);
+  EXPECT_EQ(st.code(), StatusCode::kNotFound);
+  EXPECT_NE(st.message().find(missing), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find("No such file"), std::string::npos) << st.message();
+
+  st = SqliteEngine::Create({dir_->path(), 1}, &engine);
+  EXPECT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("is a directory"), std::string::npos) << st.message();
+
+  const std::string text = dir_->path() + "/not-a-db.txt";
+  std::ofstream(text) << std::string(4096, 'x');
+  st = SqliteEngine::Create({text, 1}, &engine);
+  EXPECT_FALSE(st.ok());
+  EXPECT_NE(st.message().find(text), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find("not a database"), std::string::npos) << st.message();
+  EXPECT_EQ(engine, nullptr);
+}
+
+TEST_F(SqliteEngineTest, CreateRejectsAnUnreadableFile) {
+  if (::geteuid() == 0) GTEST_SKIP() << "root reads any file";
+  const std::string path = dir_->path() + "/unreadable.db";
+  std::filesystem::copy_file(sample_path_, path);
+  ASSERT_EQ(::chmod(path.c_str(), 0), 0);
+  std::unique_ptr<SqliteEngine> engine;
+  Status st = SqliteEngine::Create({path, 1}, &engine);
+  EXPECT_EQ(st.code(), StatusCode::kPermissionDenied);
+  EXPECT_NE(st.message().find(path), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find("Permission denied"), std::string::npos) << st.message();
+}
+
+}  // namespace
+}  // namespace qr
