@@ -377,6 +377,29 @@ TEST_F(WebserverTest, HeadIsServedByTheGetHandlerWithoutBody) {
   EXPECT_EQ(RoundTrip(c, Get("/echo")).status, 200);
 }
 
+// Found by http-request-fuzzer: error answers to HEAD carried a body, which a kept-alive
+// client reads as the next response.
+TEST_F(WebserverTest, HeadErrorAnswersHaveNoBody) {
+  StartServer();
+  Client c(server_->port());
+  for (std::string head : {std::string("HEAD /nope HTTP/1.1\r\nHost: t\r\n\r\n"),
+                           std::string("HEAD /echo HTTP/1.1\r\nHost: t\r\n\r\n")}) {
+    c.Send(head);
+    Response r;
+    ASSERT_TRUE(c.Read(&r, /*head=*/true));
+    EXPECT_TRUE(r.status == 404 || r.status == 200) << r.status;
+    EXPECT_TRUE(r.body.empty());
+    // Had a body been sent, this would parse it as the status line.
+    EXPECT_EQ(RoundTrip(c, Get("/echo")).status, 200);
+  }
+  Client bad(server_->port());
+  bad.Send("HEAD \xff/x HTTP/1.1\r\nHost: t\r\n\r\n");
+  Response r;
+  ASSERT_TRUE(bad.Read(&r, /*head=*/true));
+  EXPECT_EQ(r.status, 400);
+  EXPECT_TRUE(bad.WaitForClose());
+}
+
 TEST_F(WebserverTest, MalformedRequestsAre400AndClose) {
   StartServer();
   for (std::string bad : {std::string("GARBAGE\r\n\r\n"),

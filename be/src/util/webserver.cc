@@ -357,6 +357,9 @@ void Webserver::Impl::Session::OnReadHeader(const beast::error_code& ec) {
   const auto& msg = parser_->get();
   req_.method = msg.method();
   req_.method_string.assign(ToStd(msg.method_string()));
+  // An answer to HEAD never has a body, whatever it is (404, 405, 400 included): a body would
+  // be read as the start of the next response on a kept-alive connection.
+  head_request_ = req_.method == http::verb::head;
   keep_alive_ = msg.keep_alive();
   http10_ = msg.version() == 10;
   if (!ParseRequestTarget(ToStd(msg.target()), &req_)) {
@@ -417,7 +420,8 @@ void Webserver::Impl::Session::Dispatch() {
   if (route == nullptr) {
     return WriteResponse(HttpResponse::Text(404, "Not found: " + QuoteForError(req_.path, 200)));
   }
-  const HttpHandler* handler = route->Find(req_.method, &head_request_);
+  bool head_as_get = false;
+  const HttpHandler* handler = route->Find(req_.method, &head_as_get);
   if (handler == nullptr) {
     HttpResponse r = HttpResponse::Text(
         405, "Method " + QuoteForError(req_.method_string, 32) + " is not allowed for " +
