@@ -292,6 +292,27 @@ TEST_F(SqliteEngineTest, SyntaxErrorsCarryLineAndColumn) {
   EXPECT_EQ(e.column, 13) << "columns count characters, not bytes";
 }
 
+// Found by statement-fuzzer: SQLite stops at a NUL byte without consuming it, and the loop
+// that skips empty statements spun forever on one (the executor thread was lost).
+TEST_F(SqliteEngineTest, NulByteWhereAStatementStartsIsASyntaxError) {
+  QueryError e = Fails(std::string("\0SELECT 1", 9), 1);
+  EXPECT_EQ(e.line, 1);
+  EXPECT_EQ(e.column, 1);
+  e = Fails(std::string(" ;\n\0INSERT INTO region VALUES (9, 'x', 'y')", 43), 1);
+  EXPECT_EQ(e.line, 2);
+  EXPECT_EQ(e.column, 1);
+  EXPECT_NE(e.message.find("NUL"), std::string::npos) << e.message;
+  EXPECT_EQ(Rows("SELECT 1").size(), 1u) << "the executor thread is still there";
+}
+
+// Found by statement-fuzzer: one huge value (SELECT zeroblob(1e8)) bypassed the result
+// buffer's memory bound; values are capped at 16 MiB.
+TEST_F(SqliteEngineTest, HugeValuesFailWithInsufficientResources) {
+  QueryError e = Fails("SELECT zeroblob(17000000)", 131072);
+  EXPECT_NE(e.message.find("too big"), std::string::npos) << e.message;
+  EXPECT_EQ(Rows("SELECT length(zeroblob(1000000))")[0][0], 1000000);
+}
+
 TEST_F(SqliteEngineTest, MissingTableAndColumnHaveTheirOwnCodes) {
   QueryError e = Fails("SELECT * FROM nosuch", 46);
   EXPECT_EQ(e.name, "TABLE_NOT_FOUND");

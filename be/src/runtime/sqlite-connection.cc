@@ -170,6 +170,11 @@ Status SqliteConnection::Configure(const std::string& path) {
   sqlite3_db_config(db_, SQLITE_DBCONFIG_DEFENSIVE, 1, &unused);
   sqlite3_db_config(db_, SQLITE_DBCONFIG_TRUSTED_SCHEMA, 0, &unused);
   sqlite3_limit(db_, SQLITE_LIMIT_ATTACHED, 0);
+  // One value (string, BLOB or row) may not exceed 16 MiB (SQLite's default is 1e9): the page
+  // buffer bounds a result's memory only if no single value is huge, and SELECT
+  // zeroblob(999999999) would otherwise cost gigabytes (the value, then its base64 JSON).
+  // Larger values fail with GENERIC_INSUFFICIENT_RESOURCES ("string or blob too big").
+  sqlite3_limit(db_, SQLITE_LIMIT_LENGTH, 16 << 20);
   sqlite3_busy_timeout(db_, 1000);
   // Reading the schema is what detects a file that is not a database.
   if (sqlite3_exec(db_, "PRAGMA query_only=1; SELECT count(*) FROM sqlite_master;", nullptr,
