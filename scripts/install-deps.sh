@@ -5,7 +5,7 @@
 set -euo pipefail
 
 packages=(
-  build-essential cmake ninja-build clang pkg-config curl ca-certificates
+  build-essential cmake ninja-build clang libclang-rt-14-dev pkg-config curl ca-certificates
   libboost-dev libboost-thread-dev libgflags-dev libgoogle-glog-dev
   libgtest-dev libgmock-dev libbenchmark-dev libsqlite3-dev nlohmann-json3-dev libabsl-dev
   libtbb-dev libcuckoo-dev

@@ -51,6 +51,8 @@ std::string DecodeBase64(std::string_view in) {
   return out;
 }
 
+}  // namespace
+
 void ParseSessionHeaders(const HttpRequest& req, SessionInfo* session) {
   for (const char* name : {"X-Trino-Session", "X-Presto-Session"}) {
     for (const auto& field : req.headers) {
@@ -75,6 +77,8 @@ void ParseSessionHeaders(const HttpRequest& req, SessionInfo* session) {
     }
   }
 }
+
+namespace {
 
 bool IsBlank(const std::string& s) {
   for (char c : s) {

@@ -61,5 +61,9 @@ std::string RequestUser(const HttpRequest& req);
 bool IsSafeAuthority(std::string_view host);
 /// Parses a Trino duration ("1s", "500ms", "1.5m", "10.00s"). False if malformed.
 bool ParseDuration(std::string_view s, std::chrono::milliseconds* out);
+/// Appends the "name=value" items of every X-Trino-Session / X-Presto-Session header of 'req'
+/// (comma-separated, names and values trimmed of spaces, values percent-decoded) to
+/// session->properties; items without '=' are ignored.
+void ParseSessionHeaders(const HttpRequest& req, SessionInfo* session);
 
 }  // namespace qr

@@ -1,0 +1,282 @@
+// Random bytes as SQL through the execution engine: each input is one query, registered in a
+// QueryExecMgr and executed by a SqliteEngine over a tiny sample database, with a 200 ms
+// execution time limit and a small result buffer; the fuzzer drains its ResultBuffer like the
+// coordinator does.
+//
+// Properties:
+//  - the query ends (no hang) in a terminal state that matches its outcome: FINISHED without
+//    error, or FAILED with a QueryError whose code, name and type are one of Trino's, with a
+//    message; CANCELLED only when the fuzzer cancelled it (after reading too many rows);
+//  - a reported error location (line, column) lies inside the statement's text;
+//  - a finished query published its columns before any row, each with a known Trino type, and
+//    every page is JSON: rows of exactly one value per column, each value valid for its type;
+//  - the database stays read-only: its file is unchanged, and no connection ever holds a
+//    temporary table, view or trigger.
+
+#include <sqlite3.h>
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <fstream>
+#include <functional>
+#include <iterator>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include <glog/logging.h>
+#include <nlohmann/json.hpp>
+
+#include "fuzz-util.h"
+#include "runtime/query-exec-mgr.h"
+#include "runtime/sample-db.h"
+#include "runtime/sqlite-engine.h"
+#include "util/mutex.h"
+
+namespace {
+
+using namespace std::chrono_literals;
+using qr::QueryError;
+using qr::QueryState;
+using ExecState = QueryState::ExecState;
+using Json = nlohmann::json;
+
+constexpr int64_t kTimeLimitMs = 200;
+/// A query that is still running this long after its submission hangs.
+constexpr auto kDeadline = 20s;
+/// Rows read before the fuzzer cancels the query (which also exercises cancellation).
+constexpr int64_t kMaxRows = 4096;
+/// Pages larger than this are not parsed as JSON (a single value may be up to 16 MiB).
+constexpr size_t kMaxParsedPageBytes = 1 << 20;
+/// Inputs between two read-only checks.
+constexpr int kReadOnlyCheckEvery = 256;
+
+struct Fixture {
+  std::string db_path;
+  std::string db_contents;
+  std::unique_ptr<qr::QueryExecMgr> mgr;
+  std::unique_ptr<qr::SqliteEngine> engine;
+};
+Fixture* g = nullptr;
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+/// Wakes the draining fuzzer when the result buffer changes.
+struct Changes {
+  qr::Mutex mu;
+  qr::CondVar cv;
+  uint64_t count GUARDED_BY(mu) = 0;
+};
+
+bool IsKnownError(const QueryError& e) {
+  struct Known {
+    int32_t code;
+    const char* name;
+    qr::ErrorType type;
+  };
+  static constexpr Known kKnown[] = {
+      {0, "GENERIC_USER_ERROR", qr::ErrorType::kUserError},
+      {1, "SYNTAX_ERROR", qr::ErrorType::kUserError},
+      {4, "PERMISSION_DENIED", qr::ErrorType::kUserError},
+      {13, "NOT_SUPPORTED", qr::ErrorType::kUserError},
+      {46, "TABLE_NOT_FOUND", qr::ErrorType::kUserError},
+      {47, "COLUMN_NOT_FOUND", qr::ErrorType::kUserError},
+      {131072, "GENERIC_INSUFFICIENT_RESOURCES", qr::ErrorType::kInsufficientResources},
+      {131075, "EXCEEDED_TIME_LIMIT", qr::ErrorType::kInsufficientResources},
+  };
+  for (const Known& k : kKnown) {
+    if (e.code == k.code && e.name == k.name && e.type == k.type) return true;
+  }
+  return false;
+}
+
+/// Code points of 'line' (UTF-8 continuation bytes do not count).
+int CodePoints(std::string_view line) {
+  int n = 0;
+  for (unsigned char c : line) n += (c & 0xC0) != 0x80;
+  return n;
+}
+
+void CheckErrorLocation(std::string_view sql, const QueryError& e) {
+  if (e.line == 0 && e.column == 0) return;
+  FUZZ_CHECK(e.line >= 1 && e.column >= 1, "error location not 1-based", e.message);
+  std::string_view rest = sql;
+  for (int l = 1; l < e.line; ++l) {
+    const size_t nl = rest.find('\n');
+    FUZZ_CHECK(nl != std::string_view::npos, "error line past the statement's lines", e.message);
+    rest.remove_prefix(nl + 1);
+  }
+  const std::string_view line = rest.substr(0, rest.find('\n'));
+  // The column may point just past the line's last character (an incomplete statement).
+  FUZZ_CHECK(e.column <= CodePoints(line) + 1, "error column past its line's end", e.message);
+}
+
+void CheckValue(const Json& v, const std::string& type, const std::string& page) {
+  if (v.is_null()) return;
+  if (type == "bigint") {
+    FUZZ_CHECK(v.is_number_integer(), "bigint value not an integer", page);
+  } else if (type == "double") {
+    FUZZ_CHECK(v.is_number() || v == "NaN" || v == "Infinity" || v == "-Infinity",
+               "double value not a number", page);
+  } else if (type == "varchar" || type == "varbinary") {
+    FUZZ_CHECK(v.is_string(), "varchar/varbinary value not a string", page);
+  } else if (type == "boolean") {
+    FUZZ_CHECK(v.is_boolean(), "boolean value not true/false", page);
+  } else {
+    FUZZ_CHECK(type == "unknown", "unexpected column type", type);
+    FUZZ_CHECK(false, "non-null value in an unknown column", page);
+  }
+}
+
+void CheckPage(const qr::ResultPage& page, const std::vector<qr::Column>* columns) {
+  FUZZ_CHECK(columns != nullptr, "a page arrived before the columns");
+  const std::string& rows = *page.json_rows;
+  if (rows.size() > kMaxParsedPageBytes) {
+    // Parsing megabytes of JSON with instrumented code takes seconds: check the framing only.
+    FUZZ_CHECK(rows.front() == '[' && rows.back() == ']', "a large page is not rows");
+    return;
+  }
+  const Json parsed = Json::parse("[" + rows + "]", nullptr, /*allow_exceptions=*/false);
+  FUZZ_CHECK(!parsed.is_discarded(), "a page is not JSON", rows);
+  FUZZ_CHECK(static_cast<int64_t>(parsed.size()) == page.num_rows, "page row count", rows);
+  for (const Json& row : parsed) {
+    FUZZ_CHECK(row.is_array() && row.size() == columns->size(), "row width != columns", rows);
+    for (size_t i = 0; i < row.size(); ++i) CheckValue(row[i], (*columns)[i].type, rows);
+  }
+}
+
+void CheckColumns(const std::vector<qr::Column>& columns) {
+  for (const qr::Column& c : columns) {
+    FUZZ_CHECK(!c.name.empty(), "empty column name");
+    FUZZ_CHECK(c.type == "bigint" || c.type == "double" || c.type == "varchar" ||
+                   c.type == "varbinary" || c.type == "boolean" || c.type == "unknown",
+               "unexpected column type", c.type);
+    FUZZ_CHECK(Json::accept(c.type_signature_json), "typeSignature is not JSON",
+               c.type_signature_json);
+  }
+}
+
+struct Outcome {
+  ExecState state;
+  std::optional<QueryError> error;
+  bool cancelled_by_us = false;
+};
+
+/// Runs 'sql' to its end, checking every page on the way.
+Outcome RunQuery(std::string sql) {
+  qr::QueryContext ctx;
+  ctx.statement = std::make_shared<const std::string>(std::move(sql));
+  ctx.user = "fuzz";
+  ctx.exec_time_limit_ms = kTimeLimitMs;
+  ctx.result_buffer_max_rows = 256;
+  ctx.result_buffer_max_bytes = 64 << 10;
+  ctx.page_max_rows = 64;
+  ctx.page_max_bytes = 16 << 10;
+  qr::QueryStateHandle query;
+  FUZZ_CHECK(g->mgr->CreateQueryState(qr::GenerateQueryId(), std::move(ctx), &query).ok());
+  auto changes = std::make_shared<Changes>();
+  qr::ResultBuffer* buf = query->result_buffer();
+  buf->SetOnChange([changes] {
+    qr::MutexLock l(&changes->mu);
+    ++changes->count;
+    changes->cv.NotifyAll();
+  });
+  g->engine->Execute(query.Clone());
+  Outcome out;
+  int64_t rows = 0;
+  const auto deadline = std::chrono::steady_clock::now() + kDeadline;
+  for (;;) {
+    uint64_t seen;
+    {
+      qr::MutexLock l(&changes->mu);
+      seen = changes->count;
+    }
+    qr::ResultPage page;
+    std::optional<QueryError> error;
+    const qr::ResultBuffer::Next next = buf->TryGet(&page, &error);
+    if (next == qr::ResultBuffer::Next::kPage) {
+      CheckPage(page, buf->columns());
+      rows += page.num_rows;
+      if (rows > kMaxRows && !out.cancelled_by_us) {
+        out.cancelled_by_us = query->Cancel(QueryError::UserCanceled());
+      }
+      continue;
+    }
+    if (next == qr::ResultBuffer::Next::kEnd) {
+      out.error = std::move(error);
+      break;
+    }
+    qr::MutexLock l(&changes->mu);
+    while (changes->count == seen) {
+      FUZZ_CHECK(std::chrono::steady_clock::now() < deadline, "the query never ended",
+                 *query->query_ctx().statement);
+      changes->cv.WaitUntil(&changes->mu, deadline);
+    }
+  }
+  out.state = query->exec_state();
+  if (out.state == ExecState::kFinished && buf->columns() != nullptr) CheckColumns(*buf->columns());
+  return out;
+}
+
+/// The database file is unchanged and no connection has a temporary schema object.
+void CheckReadOnly() {
+  FUZZ_CHECK(ReadFile(g->db_path) == g->db_contents, "the database file changed");
+  // One executor thread: this runs on the very connection the inputs ran on.
+  const Outcome temp = RunQuery("SELECT count(*) FROM sqlite_temp_master");
+  FUZZ_CHECK(temp.state == ExecState::kFinished, "cannot read sqlite_temp_master");
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerInitialize(int* /*argc*/, char*** /*argv*/) {
+  if (getenv("QR_FUZZ_VERBOSE") == nullptr) FLAGS_minloglevel = google::GLOG_ERROR;
+  g = new Fixture;
+  qr::Status s = qr::EnsureSampleDatabase(qr::fuzz::DataDir(), qr::fuzz::kSampleScale, &g->db_path);
+  FUZZ_CHECK(s.ok(), "cannot create the sample database", s.message());
+  g->db_contents = ReadFile(g->db_path);
+  FUZZ_CHECK(!g->db_contents.empty(), "cannot read the sample database", g->db_path);
+  g->mgr = std::make_unique<qr::QueryExecMgr>();
+  s = qr::SqliteEngine::Create({g->db_path, /*num_threads=*/1}, &g->engine);
+  FUZZ_CHECK(s.ok(), "cannot start the engine", s.message());
+  atexit([] {
+    g->engine.reset();
+    g->mgr.reset();
+    delete g;
+    g = nullptr;
+  });
+  return 0;
+}
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  static int inputs = 0;
+  const std::string sql(reinterpret_cast<const char*>(data), size);
+  const Outcome out = RunQuery(sql);
+  switch (out.state) {
+    case ExecState::kFinished:
+      FUZZ_CHECK(!out.error.has_value(), "finished with an error", out.error->message);
+      break;
+    case ExecState::kFailed:
+      FUZZ_CHECK(out.error.has_value(), "failed without an error", sql);
+      FUZZ_CHECK(IsKnownError(*out.error), "unknown error code/name/type",
+                 std::to_string(out.error->code) + " " + out.error->name + ": " +
+                     out.error->message);
+      FUZZ_CHECK(!out.error->message.empty(), "empty error message", sql);
+      CheckErrorLocation(sql, *out.error);
+      break;
+    case ExecState::kCancelled:
+      FUZZ_CHECK(out.cancelled_by_us, "cancelled, but nobody cancelled it", sql);
+      FUZZ_CHECK(out.error.has_value() && out.error->name == "USER_CANCELED",
+                 "a cancelled query does not say USER_CANCELED", sql);
+      break;
+    default:
+      FUZZ_CHECK(false, "the query ended in a non-terminal state", QueryState::ExecStateName(out.state));
+  }
+  if (++inputs % kReadOnlyCheckEvery == 0) CheckReadOnly();
+  return 0;
+}
