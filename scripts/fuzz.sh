@@ -27,7 +27,7 @@ while [ $# -gt 0 ]; do
     --work) work="$2"; shift 2 ;;
     --work=*) work="${1#--work=}"; shift ;;
     --no-build) build=0; shift ;;
-    -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
     -*) echo "fuzz.sh: unknown option '$1' (see --help)" >&2; exit 2 ;;
     *)
       if [[ " ${all_targets[*]} " != *" $1 "* ]]; then
