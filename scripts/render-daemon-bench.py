@@ -132,7 +132,8 @@ def rss_mib(rep):
 def results_table(res):
     header = ["server", "workload", "requests/s", "queries/s", "requests/query",
               "p50 / p99 latency (ms)", "server CPU per request (us user + sys)",
-              "switches / request", "syscalls / request", "server RSS (MiB)", "errors"]
+              "switches / request", "syscalls / request", "server RSS (MiB)",
+              "loadgen CPU per request (us)", "errors"]
     rows = []
     for server, workload, desc in WORKLOADS:
         if not res.values(server, workload, lambda r: 1):
@@ -152,7 +153,9 @@ def results_table(res):
             f"{fmt(user, 1)} + {fmt(sys_, 1)}",
             fmt(v(lambda r: server_stat(r, "per_request", "switches")), 3),
             fmt(v(lambda r: server_stat(r, "per_request", "syscalls")), 1),
-            fmt(v(rss_mib), 1), str(errors)])
+            fmt(v(rss_mib), 1),
+            fmt(v(lambda r: (r["loadgen"]["user_s"] + r["loadgen"]["sys_s"]) * 1e6 / r["requests"]), 1),
+            str(errors)])
     return "\n".join([
         f"### Results (medians of {len(res.repeats)} repeats)", "",
         "Latency is per query for the query workloads, per request otherwise. Server CPU, "
@@ -163,16 +166,34 @@ def results_table(res):
         table(header, rows)])
 
 
+def server_cpu_us(rep):
+    return (rep["server"]["user_s"] + rep["server"]["sys_s"]) * 1e6 / rep["requests"]
+
+
+def both_cpu_us(rep):
+    """Server plus loadgen CPU per request: what bounds requests/s when the cores are shared."""
+    lg = rep["loadgen"]
+    return server_cpu_us(rep) + (lg["user_s"] + lg["sys_s"]) * 1e6 / rep["requests"]
+
+
 def ratio_rows(res):
     rps = lambda r: r["requests_per_s"]
+    per_server_cpu = lambda r: 1.0 / server_cpu_us(r)
+    per_both_cpu = lambda r: 1.0 / both_cpu_us(r)
     qps = lambda r: r["queries_per_s"]
     rows = [
         ("coordinatord poll requests/s / nginx requests/s", ("sharded", "poll"), ("nginx", "get"), rps, 2),
         ("coordinatord, 1 shard, poll / nginx", ("global", "poll"), ("nginx", "get"), rps, 2),
+        ("coordinatord poll / nginx, requests per server CPU-second", ("sharded", "poll"),
+         ("nginx", "get"), per_server_cpu, 2),
+        ("coordinatord poll / nginx, requests per CPU-second of server + loadgen",
+         ("sharded", "poll"), ("nginx", "get"), per_both_cpu, 2),
         ("coordinatord / Trino, poll requests/s", ("sharded", "poll"), ("trino", "poll"), rps, 1),
         ("coordinatord / Trino, SELECT 1 queries/s", ("sharded", "select1"), ("trino", "select1"), qps, 1),
         ("coordinatord / Trino, Q1 queries/s", ("sharded", "q1"), ("trino", "q1"), qps, 2),
         ("sharded / 1 shard, poll requests/s", ("sharded", "poll"), ("global", "poll"), rps, 3),
+        ("sharded / 1 shard, poll requests per server CPU-second", ("sharded", "poll"),
+         ("global", "poll"), per_server_cpu, 3),
         ("sharded / 1 shard, SELECT 1 queries/s", ("sharded", "select1"), ("global", "select1"), qps, 3),
         ("sharded / 1 shard, SELECT 1 with 64 clients, queries/s", ("sharded", "select1x64"),
          ("global", "select1x64"), qps, 3),
@@ -191,8 +212,13 @@ def ratios_table(res):
     rows = ratio_rows(res)
     if not rows:
         return ""
-    return "\n".join(["### Ratios (within each repeat, then the median)", "",
-                      table(["ratio", "median", "per repeat"], rows)])
+    return "\n".join([
+        "### Ratios (within each repeat, then the median)", "",
+        "Requests/s depend on how much of the 2 cores the other processes on the machine leave; "
+        "requests per CPU-second (the inverse of the CPU time per request) do not, so both are "
+        "shown. When server and loadgen share the cores and nothing else runs, requests/s "
+        "follow the server + loadgen figure.", "",
+        table(["ratio", "median", "per repeat"], rows)])
 
 
 def mixed_rss(mixed):
