@@ -153,6 +153,33 @@ TEST_F(QueryCoordinatorTest, AdmissionQueuesThenRejectsWithQueueFull) {
   ASSERT_TRUE(WaitFor([&] { return coord_->GetMetrics().running == 0; }));
 }
 
+TEST_F(QueryCoordinatorTest, CanceledQueuedQueriesLeaveTheQueueAndSlotsAreNotLeaked) {
+  QueryCoordinator::Options o;
+  o.max_running_queries = 1;
+  o.max_queued_queries = 4;
+  o.query_log_size = 1;  // completed requests are evicted at once
+  Start(o);
+  auto running = Submit(kForever);
+  for (int round = 0; round < 3; ++round) {
+    std::vector<std::shared_ptr<ClientRequestState>> queued;
+    for (int i = 0; i < 4; ++i) queued.push_back(Submit("SELECT 1"));
+    EXPECT_EQ(coord_->GetMetrics().queued, 4);
+    for (auto& q : queued) ASSERT_TRUE(coord_->Cancel(q->query_id()).ok());
+    EXPECT_EQ(coord_->GetMetrics().queued, 0) << "canceled requests must leave the queue";
+  }
+  ASSERT_TRUE(coord_->Cancel(running->query_id()).ok());
+  running.reset();  // only the coordinator's own references remain, and the log evicts it
+  for (int i = 0; i < 3; ++i) {
+    QueryPage p;
+    EXPECT_EQ(Drain(Submit("SELECT 1"), &p), 1);  // pushes the canceled one out of the log
+  }
+  // The slot of the evicted, canceled query must come back: a new query runs.
+  auto next = Submit("SELECT 2");
+  QueryPage last;
+  EXPECT_EQ(Drain(next, &last), 1);
+  EXPECT_STREQ(last.state, "FINISHED");
+}
+
 TEST_F(QueryCoordinatorTest, CancelEndsARunningQueryAsUserCanceled) {
   Start({});
   auto req = Submit(kForever);

@@ -143,6 +143,11 @@ void ClientRequestState::RemoveWaiter(uint64_t waiter_id) {
   }
 }
 
+bool ClientRequestState::has_waiters() const {
+  MutexLock l(&lock_);
+  return !waiters_.empty();
+}
+
 bool ClientRequestState::final_page_delivered() const {
   MutexLock l(&lock_);
   return final_delivered_;

@@ -121,6 +121,8 @@ class ClientRequestState {
                      QueryPage* page, uint64_t* waiter_id);
   /// Removes a waiter that has not fired (its long poll timed out).
   void RemoveWaiter(uint64_t waiter_id);
+  /// True while a long-poll GET is parked on this request: its client is active.
+  bool has_waiters() const;
   /// True once the client has been handed the final page (no nextUri).
   bool final_page_delivered() const;
   /// The answer to the POST: the current state, no rows, nextUri token = the next token.

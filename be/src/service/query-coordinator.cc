@@ -93,10 +93,11 @@ void QueryCoordinator::StartExecution(const std::shared_ptr<ClientRequestState>&
     ReleaseSlot(req);
     return;
   }
-  std::weak_ptr<ClientRequestState> weak = req;
-  exec->result_buffer()->SetOnChange([this, weak] {
-    if (auto r = weak.lock()) OnExecutionChange(r);
-  });
+  // A strong reference: the slot must be released when execution ends even if the request
+  // has already been completed and evicted from the query log by then (a weak reference
+  // leaked the slot). No cycle outlives the query: the request drops its executor reference
+  // in Complete(), and the QueryState holding this callback dies with the engine's reference.
+  exec->result_buffer()->SetOnChange([this, req] { OnExecutionChange(req); });
   exec->set_exec_state(QueryState::ExecState::kQueued);
   req->AttachExecution(exec.Clone());
   // A cancel that raced with admission: the request is terminal but its execution never saw it.
@@ -148,6 +149,12 @@ ClientRequestState::FetchOutcome QueryCoordinator::Fetch(
 bool QueryCoordinator::FailRequest(const std::shared_ptr<ClientRequestState>& req,
                                    State terminal, QueryError error) {
   if (!req->Fail(terminal, std::move(error))) return false;
+  {
+    // A request failed while waiting for admission must not keep occupying the queue.
+    MutexLock l(&admission_lock_);
+    auto it = std::find(queue_.begin(), queue_.end(), req);
+    if (it != queue_.end()) queue_.erase(it);
+  }
   Complete(req);
   return true;
 }
@@ -162,12 +169,12 @@ Status QueryCoordinator::Cancel(const UniqueId& id) {
 }
 
 void QueryCoordinator::Complete(const std::shared_ptr<ClientRequestState>& req) {
-  if (!registry_.Delete(req->query_id()).ok()) return;  // someone else completed it
-  req->ReleaseExecution();
-  RecordCompletion(*req);
-  std::shared_ptr<ClientRequestState> evicted;
+  std::shared_ptr<ClientRequestState> evicted;  // destroyed at the end, outside the lock
   {
+    // The move from the registry to the log happens under 'log_lock_': Find() looks in the
+    // registry, then in the log under 'log_lock_', so it never misses a completing request.
     MutexLock l(&log_lock_);
+    if (!registry_.Delete(req->query_id()).ok()) return;  // someone else completed it
     log_.push_back(req);
     log_index_[req->query_id()] = req;
     if (static_cast<int>(log_.size()) > std::max(0, options_.query_log_size)) {
@@ -176,7 +183,14 @@ void QueryCoordinator::Complete(const std::shared_ptr<ClientRequestState>& req) 
       log_index_.erase(evicted->query_id());
     }
   }
-  // 'evicted' is destroyed here, outside the lock.
+  req->ReleaseExecution();
+  RecordCompletion(*req);
+  {
+    // Shutdown() waits for the registry to empty: the lock orders this change before its
+    // check or after its wait began, so the notification is never lost.
+    MutexLock l(&admission_lock_);
+  }
+  slots_changed_.NotifyAll();
 }
 
 void QueryCoordinator::RecordCompletion(const ClientRequestState& req) {
@@ -221,10 +235,12 @@ int QueryCoordinator::Shutdown(int64_t grace_ms) {
   for (auto& req : queued) {
     FailRequest(req, State::kFailed, QueryError::ShuttingDown("The server is shutting down"));
   }
+  // A query is finished for its client once the client has its last page, not when the
+  // executor is done (its rows may still sit in the buffer): wait for the registry to empty.
   auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(grace_ms);
   {
     MutexLock l(&admission_lock_);
-    while (running_ > 0 && slots_changed_.WaitUntil(&admission_lock_, deadline)) {
+    while (registry_.Count() > 0 && slots_changed_.WaitUntil(&admission_lock_, deadline)) {
     }
   }
   int canceled = 0;
@@ -245,7 +261,8 @@ void QueryCoordinator::ExpireQueries() {
   // The engine's own check is exact; this backstop gives it a moment to act first.
   constexpr int64_t kExecLimitSlackMs = 500;
   for (auto& req : InFlight()) {
-    if (idle_ns > 0 && now - req->last_activity_ns() > idle_ns) {
+    // A client parked in a long poll (maxWait may exceed the timeout) is not idle.
+    if (idle_ns > 0 && now - req->last_activity_ns() > idle_ns && !req->has_waiters()) {
       FailRequest(req, State::kFailed,
                   QueryError::Abandoned("Query " + PrintId(req->query_id()) +
                                         " was abandoned: no client request for " +

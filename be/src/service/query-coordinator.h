@@ -29,7 +29,9 @@ namespace qr {
 /// Thread-safety: all methods are thread-safe.
 /// Lock order: 1. a registry shard lock, 2. a ClientRequestState lock, 3. 'admission_lock_',
 /// 'log_lock_', 'stop_lock_' (leaves, never held together). In practice no two are nested:
-/// waiter callbacks and executor calls run after every lock is released.
+/// waiter callbacks and executor calls run after every lock is released. One exception:
+/// Complete() deletes from the registry while holding 'log_lock_' (a shard lock is itself a
+/// leaf: nothing is locked while one is held, so this cannot deadlock).
 class QueryCoordinator {
  public:
   struct Options {
@@ -80,8 +82,8 @@ class QueryCoordinator {
   std::vector<std::shared_ptr<ClientRequestState>> Completed() const;
 
   /// Graceful shutdown: new submissions and queued queries fail with SERVER_SHUTTING_DOWN,
-  /// running ones get until 'grace_ms' to finish executing, the rest are canceled. Returns
-  /// the number canceled.
+  /// in-flight ones get until 'grace_ms' to finish (executing, and their clients fetching
+  /// every page), the ones still executing then are canceled. Returns the number canceled.
   int Shutdown(int64_t grace_ms);
   bool shutting_down() const { return shutting_down_.load(std::memory_order_acquire); }
 
@@ -118,6 +120,7 @@ class QueryCoordinator {
 
   /// Protects the admission state.
   mutable Mutex admission_lock_;
+  /// Notified when a running slot frees up or a request leaves the registry (Shutdown()).
   CondVar slots_changed_;
   int running_ GUARDED_BY(admission_lock_) = 0;
   std::deque<std::shared_ptr<ClientRequestState>> queue_ GUARDED_BY(admission_lock_);
