@@ -1,19 +1,368 @@
+// The debug pages of coordinatord: small static handlers registered in one place
+// (RegisterDebugPages at the bottom). The data renderers live in queries-json.cc and
+// metrics-page.cc; the page assets in be/www.
+
 #include "service/debug-pages.h"
 
+#include <algorithm>
+#include <cctype>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <utility>
+#include <vector>
+
+#include <gflags/gflags.h>
+#include <glog/logging.h>
+#include <nlohmann/json.hpp>
+
 #include "service/coordinator-server.h"
+#include "service/statement-service.h"
+#include "util/status.h"
+#include "util/unique-id.h"
+
+#ifndef QR_WWW_DIR
+#define QR_WWW_DIR "be/www"
+#endif
+
+DEFINE_int32(query_stmt_size, 250,
+             "Characters of a statement shown in query listings (the full text is one click "
+             "away).");
+DEFINE_string(www_dir, QR_WWW_DIR, "Directory of the debug pages' assets (queries.html, ...).");
+
+namespace {
+bool ValidateStmtSize(const char* flag, int32_t v) {
+  if (v > 0) return true;
+  fprintf(stderr, "--%s must be positive, got %d\n", flag, v);
+  return false;
+}
+}  // namespace
+DEFINE_validator(query_stmt_size, &ValidateStmtSize);
 
 namespace qr {
+namespace {
+
+namespace http = boost::beast::http;
+using Json = nlohmann::ordered_json;
+
+/// A static file of the pages, read once at registration.
+struct Asset {
+  std::string content_type;
+  std::shared_ptr<const std::string> body;
+};
+
+/// What every handler needs. Immutable after RegisterDebugPages().
+struct PageContext {
+  CoordinatorServer* server;
+  QueryCoordinator* coordinator;
+  std::unordered_set<std::string> admins;
+  int stmt_size;
+  std::string www_dir;
+  std::unordered_map<std::string, Asset> assets;  // by file name
+};
+using Ctx = std::shared_ptr<const PageContext>;
+
+const char* ContentTypeFor(const std::filesystem::path& file) {
+  std::string ext = file.extension().string();
+  if (ext == ".html") return "text/html; charset=utf-8";
+  if (ext == ".js") return "text/javascript; charset=utf-8";
+  if (ext == ".css") return "text/css; charset=utf-8";
+  if (ext == ".png") return "image/png";
+  if (ext == ".svg") return "image/svg+xml";
+  return nullptr;
+}
+
+/// Reads the servable files of 'dir'. A missing directory is logged, not fatal: the API keeps
+/// working and the HTML pages answer 500 naming the directory.
+std::unordered_map<std::string, Asset> LoadAssets(const std::string& dir) {
+  std::unordered_map<std::string, Asset> assets;
+  std::error_code ec;  // the error_code overloads: nothing here throws
+  std::filesystem::directory_iterator it(dir, ec), end;
+  for (; !ec && it != end; it.increment(ec)) {
+    const std::filesystem::directory_entry& entry = *it;
+    const char* type = ContentTypeFor(entry.path());
+    std::error_code file_ec;
+    if (type == nullptr || !entry.is_regular_file(file_ec)) continue;
+    std::ifstream in(entry.path(), std::ios::binary);
+    std::ostringstream content;
+    content << in.rdbuf();
+    if (!in) {
+      LOG(WARNING) << "Debug pages: cannot read " << entry.path();
+      continue;
+    }
+    assets[entry.path().filename().string()] =
+        Asset{type, std::make_shared<const std::string>(content.str())};
+  }
+  if (ec) LOG(WARNING) << "Debug pages: cannot list --www_dir " << dir << ": " << ec.message();
+  return assets;
+}
+
+std::unordered_set<std::string> ParseUserList(std::string_view list) {
+  std::unordered_set<std::string> users;
+  while (!list.empty()) {
+    size_t comma = list.find(',');
+    std::string_view user = list.substr(0, comma);
+    list = comma == std::string_view::npos ? std::string_view() : list.substr(comma + 1);
+    auto space = [](char c) { return isspace(static_cast<unsigned char>(c)) != 0; };
+    while (!user.empty() && space(user.front())) user.remove_prefix(1);
+    while (!user.empty() && space(user.back())) user.remove_suffix(1);
+    if (!user.empty()) users.emplace(user);
+  }
+  return users;
+}
+
+/// Headers of every debug response; pages also get a strict CSP so that even a rendering bug
+/// could not run injected script.
+void AddSecurityHeaders(HttpResponse* r, bool page) {
+  r->headers.emplace_back("X-Content-Type-Options", "nosniff");
+  r->headers.emplace_back("Cache-Control", "no-store");
+  if (!page) return;
+  r->headers.emplace_back("Content-Security-Policy",
+                          "default-src 'self'; base-uri 'none'; form-action 'none'; "
+                          "frame-ancestors 'none'");
+  r->headers.emplace_back("X-Frame-Options", "DENY");
+  r->headers.emplace_back("Referrer-Policy", "no-referrer");
+}
+
+HttpResponse JsonResponse(unsigned status, const Json& body) {
+  HttpResponse r = HttpResponse::Json(
+      status, body.dump(-1, ' ', false, Json::error_handler_t::replace) + "\n");
+  AddSecurityHeaders(&r, false);
+  return r;
+}
+
+HttpResponse JsonError(unsigned status, std::string message) {
+  Json body;
+  body["error"] = std::move(message);
+  return JsonResponse(status, body);
+}
+
+HttpResponse TextResponse(unsigned status, std::string text) {
+  HttpResponse r = HttpResponse::Text(status, std::move(text));
+  AddSecurityHeaders(&r, false);
+  return r;
+}
+
+HttpResponse AssetResponse(const PageContext& ctx, const std::string& name) {
+  auto it = ctx.assets.find(name);
+  if (it == ctx.assets.end()) {
+    return TextResponse(500, "Page asset '" + name + "' is missing from " + ctx.www_dir +
+                                 ": point --www_dir at the be/www directory of the source\n");
+  }
+  HttpResponse r;
+  r.content_type = it->second.content_type;
+  r.shared_body = it->second.body;
+  AddSecurityHeaders(&r, true);
+  return r;
+}
+
+constexpr char kIndexHtml[] = R"(<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>coordinatord</title>
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<link rel="icon" href="/www/favicon.svg" type="image/svg+xml">
+<link rel="stylesheet" href="/www/style.css"></head>
+<body><header class="topbar"><span class="brand">coordinatord</span></header>
+<main class="content"><h1>Debug pages</h1><ul class="index">
+<li><a href="/queries">/queries</a>: in-flight and completed queries, with Cancel</li>
+<li><a href="/queries?json">/queries?json</a>: the same data as JSON</li>
+<li><a href="/metrics">/metrics</a>: Prometheus metrics</li>
+<li><a href="/healthz">/healthz</a>: health check (OK, or 503 while shutting down)</li>
+<li><a href="/varz">/varz</a>: command-line flags (secrets redacted)</li>
+<li><a href="/v1/info">/v1/info</a>: server information (Trino protocol)</li>
+<li><a href="/v1/query">/v1/query</a>: queries (Trino protocol)</li>
+</ul><p class="muted">POST /cancel_query?query_id=ID cancels a query (its user or an admin).</p>
+</main></body></html>
+)";
+
+/// GET / and the catch-all for unknown paths ("/" is registered as a prefix for every method,
+/// so it must answer 404 and 405 as the webserver would).
+void HandleRoot(HttpRequest& req, ResponseCallback respond) {
+  if (req.path != "/") {
+    respond(TextResponse(404, "Not found: " + QuoteForError(req.path, 200)));
+  } else if (req.method != http::verb::get && req.method != http::verb::head) {
+    HttpResponse r = TextResponse(405, "Method " + QuoteForError(req.method_string, 32) +
+                                           " is not allowed for '/'; allowed: GET, HEAD");
+    r.headers.emplace_back("Allow", "GET, HEAD");
+    respond(std::move(r));
+  } else {
+    HttpResponse r = HttpResponse::Text(200, kIndexHtml);
+    r.content_type = "text/html; charset=utf-8";
+    AddSecurityHeaders(&r, true);
+    respond(std::move(r));
+  }
+}
+
+bool IsSecretFlag(std::string name) {
+  std::transform(name.begin(), name.end(), name.begin(),
+                 [](unsigned char c) { return static_cast<char>(tolower(c)); });
+  for (const char* word : {"password", "secret", "key", "token"}) {
+    if (name.find(word) != std::string::npos) return true;
+  }
+  return false;
+}
+
+/// GET /varz: one "--name=value" line per flag, sorted by name.
+void HandleVarz(HttpRequest&, ResponseCallback respond) {
+  std::vector<gflags::CommandLineFlagInfo> flags;
+  gflags::GetAllFlags(&flags);
+  std::sort(flags.begin(), flags.end(),
+            [](const auto& a, const auto& b) { return a.name < b.name; });
+  std::string out =
+      "# coordinatord flags, one --name=value per line. Values of flags whose name contains\n"
+      "# password, secret, key or token are shown as <redacted>.\n";
+  for (const auto& f : flags) {
+    out += "--" + f.name + "=" + (IsSecretFlag(f.name) ? "<redacted>" : f.current_value) + "\n";
+  }
+  respond(TextResponse(200, std::move(out)));
+}
+
+void HandleQueries(const Ctx& ctx, HttpRequest& req, ResponseCallback respond) {
+  bool json = false;
+  req.QueryParam("json", &json);
+  if (!json) {
+    respond(AssetResponse(*ctx, "queries.html"));
+    return;
+  }
+  HttpResponse r =
+      HttpResponse::Json(200, DebugPages::RenderQueriesJson(*ctx->coordinator, ctx->stmt_size));
+  AddSecurityHeaders(&r, false);
+  respond(std::move(r));
+}
+
+/// Reads the 'query_id' parameter. On failure returns false with the 400 answer in '*error'.
+bool ParseQueryIdParam(const HttpRequest& req, UniqueId* id, HttpResponse* error) {
+  bool present = false;
+  std::string text = req.QueryParam("query_id", &present);
+  if (!present) {
+    *error = JsonError(400, "Missing query_id: send ?query_id=<16 hex digits>:<16 hex digits>");
+    return false;
+  }
+  Status s = ParseId(text, id);
+  if (!s.ok()) {
+    *error = JsonError(400, s.message());
+    return false;
+  }
+  return true;
+}
+
+/// GET /query_statement?query_id=ID: the full statement as text/plain (never HTML).
+void HandleQueryStatement(const Ctx& ctx, HttpRequest& req, ResponseCallback respond) {
+  UniqueId id;
+  HttpResponse error;
+  if (!ParseQueryIdParam(req, &id, &error)) return respond(std::move(error));
+  std::shared_ptr<ClientRequestState> state = ctx->coordinator->Find(id);
+  if (!state) {
+    return respond(JsonError(404, "Query " + PrintId(id) + " is not known (never existed, "
+                                      "or dropped from the query log)"));
+  }
+  HttpResponse r;
+  r.content_type = "text/plain; charset=utf-8";
+  r.shared_body = state->statement();  // shared, not copied
+  AddSecurityHeaders(&r, true);
+  respond(std::move(r));
+}
+
+/// POST /cancel_query?query_id=ID. The requester is the protocol's user (RequestUser()):
+/// self-asserted until the server authenticates, so this check prevents accidents, not attacks.
+void HandleCancel(const Ctx& ctx, HttpRequest& req, ResponseCallback respond) {
+  UniqueId id;
+  HttpResponse error;
+  if (!ParseQueryIdParam(req, &id, &error)) return respond(std::move(error));
+  std::string user = RequestUser(req);
+  if (user.empty()) {
+    HttpResponse r = JsonError(401, "No user: send the X-Trino-User (or X-Presto-User) header "
+                                    "or Basic credentials naming who cancels");
+    r.headers.emplace_back("WWW-Authenticate", "Basic realm=\"coordinatord\"");
+    return respond(std::move(r));
+  }
+  std::shared_ptr<ClientRequestState> state = ctx->coordinator->Find(id);
+  if (!state) {
+    return respond(JsonError(404, "Query " + PrintId(id) + " is not known (never existed, "
+                                      "or dropped from the query log)"));
+  }
+  if (user != state->user() && !ctx->admins.contains(user)) {
+    return respond(JsonError(403, "User " + QuoteForError(user) + " may not cancel query " +
+                                      PrintId(id) + ": only its user or an admin "
+                                      "(--admin_users) may"));
+  }
+  // False when the query had already ended: then it keeps its final state.
+  bool canceled = ctx->coordinator->FailRequest(state, ClientRequestState::State::kCanceled,
+                                                QueryError::UserCanceled());
+  if (canceled) {
+    LOG(INFO) << "Query " << PrintId(id) << " canceled from the debug pages by user "
+              << QuoteForError(user);
+  }
+  Json body;
+  body["query_id"] = PrintId(id);
+  body["canceled"] = canceled;
+  body["state"] = ClientRequestState::StateName(state->state());
+  respond(JsonResponse(200, body));
+}
+
+/// GET /www/NAME: a file of --www_dir (only the files loaded at start; no path is resolved).
+void HandleAsset(const Ctx& ctx, HttpRequest& req, ResponseCallback respond) {
+  std::string name = req.path.substr(std::string_view("/www/").size());
+  if (!ctx->assets.contains(name)) {
+    return respond(TextResponse(404, "Not found: " + QuoteForError(req.path, 200)));
+  }
+  respond(AssetResponse(*ctx, name));
+}
+
+void HandleMetrics(const Ctx& ctx, HttpRequest&, ResponseCallback respond) {
+  HttpResponse r = TextResponse(200, DebugPages::RenderMetrics(ctx->server));
+  r.content_type = "text/plain; version=0.0.4; charset=utf-8";
+  respond(std::move(r));
+}
+
+void HandleHealthz(const Ctx& ctx, HttpRequest&, ResponseCallback respond) {
+  if (ctx->coordinator->shutting_down()) {
+    respond(TextResponse(503, "SHUTTING_DOWN\n"));
+  } else {
+    respond(TextResponse(200, "OK\n"));
+  }
+}
+
+Ctx MakeContext(const DebugPages::Options& options, CoordinatorServer* server) {
+  auto ctx = std::make_shared<PageContext>();
+  ctx->server = server;
+  ctx->coordinator = server->coordinator();
+  ctx->admins = ParseUserList(options.admin_users);
+  ctx->stmt_size = options.query_stmt_size > 0 ? options.query_stmt_size : FLAGS_query_stmt_size;
+  ctx->www_dir = options.www_dir.empty() ? FLAGS_www_dir : options.www_dir;
+  ctx->assets = LoadAssets(ctx->www_dir);
+  if (!ctx->assets.contains("queries.html")) {
+    LOG(WARNING) << "Debug pages: no queries.html in --www_dir " << ctx->www_dir
+                 << "; /queries will answer 500 (JSON endpoints work)";
+  }
+  return ctx;
+}
+
+}  // namespace
 
 void RegisterDebugPages(const DebugPages::Options& options, CoordinatorServer* server) {
-  QueryCoordinator* coord = server->coordinator();
-  server->webserver()->RegisterHandler(
-      boost::beast::http::verb::get, "/healthz", [coord](HttpRequest&, ResponseCallback respond) {
-        if (coord->shutting_down()) {
-          respond(HttpResponse::Text(503, "SHUTTING_DOWN\n"));
-        } else {
-          respond(HttpResponse::Text(200, "OK\n"));
-        }
-      });
+  Ctx ctx = MakeContext(options, server);
+  Webserver* web = server->webserver();
+  auto bind = [ctx](void (*fn)(const Ctx&, HttpRequest&, ResponseCallback)) {
+    return [ctx, fn](HttpRequest& req, ResponseCallback respond) {
+      fn(ctx, req, std::move(respond));
+    };
+  };
+  for (http::verb v : {http::verb::get, http::verb::post, http::verb::put, http::verb::delete_,
+                       http::verb::patch, http::verb::options}) {
+    web->RegisterHandler(v, "/", HandleRoot);
+  }
+  web->RegisterHandler(http::verb::get, "/healthz", bind(HandleHealthz));
+  web->RegisterHandler(http::verb::get, "/varz", HandleVarz);
+  web->RegisterHandler(http::verb::get, "/metrics", bind(HandleMetrics));
+  web->RegisterHandler(http::verb::get, "/queries", bind(HandleQueries));
+  web->RegisterHandler(http::verb::get, "/query_statement", bind(HandleQueryStatement));
+  web->RegisterHandler(http::verb::post, "/cancel_query", bind(HandleCancel));
+  web->RegisterHandler(http::verb::get, "/www/", bind(HandleAsset));
 }
 
 }  // namespace qr

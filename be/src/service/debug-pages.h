@@ -1,19 +1,49 @@
 #pragma once
 
+#include <chrono>
 #include <string>
+#include <string_view>
 
 namespace qr {
 
 class CoordinatorServer;
+class QueryCoordinator;
 
 /// The operator's pages of coordinatord: GET / (index), /queries (HTML) and /queries?json,
-/// POST /cancel_query, /metrics (Prometheus), /healthz, /varz, and the static assets of
-/// be/www.
+/// /query_statement (a statement's full text), POST /cancel_query, /metrics (Prometheus),
+/// /healthz, /varz, and the static assets of be/www under /www/.
+///
+/// The pages never hold a registry shard lock while they are built: listings come from the
+/// registry's Snapshot() (via QueryCoordinator::InFlight()) and the query log's copy.
+/// Untrusted text (statements, user names, sources, error messages) only ever leaves as JSON
+/// or text/plain; the HTML page renders it with textContent.
+/// Thread-safety: handlers run concurrently on the webserver's I/O threads; the loaded assets
+/// are immutable after registration.
 namespace DebugPages {
 struct Options {
   /// Comma-separated users who may cancel any query (others only their own).
   std::string admin_users;
+  /// Listings truncate statements to this many characters; 0: the --query_stmt_size flag.
+  int query_stmt_size = 0;
+  /// Directory of the page assets (queries.html, queries.js, style.css); empty: --www_dir.
+  std::string www_dir;
 };
+
+/// The body of GET /queries?json: summary counts, in-flight queries (newest first) and the
+/// completed-query log (newest first). Statements are cut to 'stmt_size' characters.
+std::string RenderQueriesJson(const QueryCoordinator& coordinator, int stmt_size);
+
+/// The body of GET /metrics in the Prometheus text exposition format (version 0.0.4).
+std::string RenderMetrics(CoordinatorServer* server);
+
+/// "2024-05-01T12:34:56.789Z".
+std::string FormatIsoTime(std::chrono::system_clock::time_point t);
+
+/// The leading part of 's' holding at most 'max_chars' characters (UTF-8 code points), never
+/// cutting a character in two.
+std::string_view TruncateChars(std::string_view s, size_t max_chars);
+/// Characters (UTF-8 code points; a stray byte counts as one) in 's'.
+size_t CountChars(std::string_view s);
 }  // namespace DebugPages
 
 /// Registers the debug pages' handlers on 'server''s webserver. Call before it starts.

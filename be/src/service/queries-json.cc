@@ -1,0 +1,152 @@
+// GET /queries?json: the data of the /queries page, built from snapshots (no registry lock is
+// held while it is rendered).
+
+#include <time.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "service/client-request-state.h"
+#include "service/debug-pages.h"
+#include "service/query-coordinator.h"
+#include "util/unique-id.h"
+
+namespace qr {
+namespace DebugPages {
+namespace {
+
+using Json = nlohmann::ordered_json;
+using RequestList = std::vector<std::shared_ptr<ClientRequestState>>;
+
+/// Bytes taken by the character starting at s[i]: a valid lead byte and the continuation
+/// bytes that follow it (at most as many as it announces); a stray byte alone.
+size_t CharBytes(std::string_view s, size_t i) {
+  unsigned char b = static_cast<unsigned char>(s[i]);
+  size_t expected = (b & 0xE0) == 0xC0 ? 1 : (b & 0xF0) == 0xE0 ? 2 : (b & 0xF8) == 0xF0 ? 3 : 0;
+  size_t n = 1;
+  while (n <= expected && i + n < s.size() &&
+         (static_cast<unsigned char>(s[i + n]) & 0xC0) == 0x80) {
+    ++n;
+  }
+  return n;
+}
+
+Json ErrorJson(const std::optional<QueryError>& error) {
+  if (!error) return nullptr;
+  Json e;
+  e["name"] = error->name;
+  e["code"] = error->code;
+  e["type"] = ErrorTypeName(error->type);
+  e["message"] = error->message;
+  return e;
+}
+
+/// The protocol state, except that a request whose client has not polled since it was
+/// admitted (the protocol moves QUEUED -> RUNNING on a poll) shows as RUNNING while it holds
+/// an execution slot: the page tells what the server is doing.
+const char* DisplayState(const ClientRequestState& req, ClientRequestState::State state) {
+  if (state == ClientRequestState::State::kQueued &&
+      req.holds_admission_slot.load(std::memory_order_relaxed)) {
+    return ClientRequestState::StateName(ClientRequestState::State::kRunning);
+  }
+  return ClientRequestState::StateName(state);
+}
+
+/// One query's row. 'info' is read once, so the fields agree with each other.
+Json QueryJson(const ClientRequestState& req, size_t stmt_size) {
+  ClientRequestState::Info info = req.GetInfo();
+  static const std::string kEmpty;
+  const std::string& stmt = req.statement() ? *req.statement() : kEmpty;
+  std::string_view shown = TruncateChars(stmt, stmt_size);
+  Json q;
+  q["query_id"] = PrintId(req.query_id());
+  q["user"] = req.user();
+  q["source"] = req.session().source;
+  q["state"] = DisplayState(req, info.state);
+  q["statement"] = std::string(shown);
+  q["statement_length"] = CountChars(stmt);
+  q["statement_truncated"] = shown.size() < stmt.size();
+  q["start_time"] = FormatIsoTime(req.submit_wall_time());
+  q["end_time"] = info.end_wall_time ? Json(FormatIsoTime(*info.end_wall_time)) : Json(nullptr);
+  q["duration_ms"] = info.elapsed_ms;
+  q["queued_ms"] = info.queued_ms;
+  q["rows_fetched"] = info.rows_delivered;
+  q["rows_produced"] = info.rows_produced;
+  q["error"] = ErrorJson(info.error);
+  return q;
+}
+
+Json SummaryJson(const QueryCoordinator& coordinator, size_t in_flight, size_t completed) {
+  QueryCoordinator::Metrics m = coordinator.GetMetrics();
+  Json s;
+  s["in_flight"] = in_flight;
+  s["running"] = m.running;
+  s["queued"] = m.queued;
+  s["completed_in_log"] = completed;
+  s["submitted_total"] = m.submitted;
+  s["finished_total"] = m.finished;
+  s["failed_total"] = m.failed;
+  s["canceled_total"] = m.canceled;
+  return s;
+}
+
+Json ListJson(const RequestList& list, size_t stmt_size) {
+  Json out = Json::array();
+  for (const auto& req : list) out.push_back(QueryJson(*req, stmt_size));
+  return out;
+}
+
+}  // namespace
+
+std::string FormatIsoTime(std::chrono::system_clock::time_point t) {
+  int64_t ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count();
+  int64_t secs = ms >= 0 ? ms / 1000 : (ms - 999) / 1000;
+  time_t tt = static_cast<time_t>(secs);
+  struct tm tm {};
+  gmtime_r(&tt, &tm);
+  char buf[64];
+  snprintf(buf, sizeof(buf), "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900,
+           tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
+           static_cast<int>(ms - secs * 1000));
+  return buf;
+}
+
+std::string_view TruncateChars(std::string_view s, size_t max_chars) {
+  size_t i = 0;
+  for (size_t chars = 0; i < s.size() && chars < max_chars; ++chars) i += CharBytes(s, i);
+  return s.substr(0, i);
+}
+
+size_t CountChars(std::string_view s) {
+  size_t chars = 0;
+  for (size_t i = 0; i < s.size(); ++chars) i += CharBytes(s, i);
+  return chars;
+}
+
+std::string RenderQueriesJson(const QueryCoordinator& coordinator, int stmt_size) {
+  // Both lists are copies: the registry's Snapshot() and the log's, so no lock is held below
+  // except each request's own, briefly, in GetInfo().
+  RequestList in_flight = coordinator.InFlight();
+  RequestList completed = coordinator.Completed();
+  std::stable_sort(in_flight.begin(), in_flight.end(), [](const auto& a, const auto& b) {
+    return a->submit_time() > b->submit_time();
+  });
+  size_t size = static_cast<size_t>(std::max(0, stmt_size));
+  Json page;
+  page["generated_at"] = FormatIsoTime(std::chrono::system_clock::now());
+  page["query_stmt_size"] = size;
+  page["summary"] = SummaryJson(coordinator, in_flight.size(), completed.size());
+  page["in_flight"] = ListJson(in_flight, size);
+  page["completed"] = ListJson(completed, size);
+  // Invalid UTF-8 in a statement becomes U+FFFD instead of an exception.
+  return page.dump(-1, ' ', false, Json::error_handler_t::replace);
+}
+
+}  // namespace DebugPages
+}  // namespace qr

@@ -1,0 +1,265 @@
+// The /queries page: renders GET /queries?json with DOM APIs. Every value from the server
+// goes through textContent or a data-* attribute and is never parsed as HTML, so statement
+// text and user names cannot inject markup or script (the Content-Security-Policy forbids
+// inline script too).
+'use strict';
+
+const REFRESH_MS = 2000;
+const USER_KEY = 'qr.debug.user';
+
+/// query_id -> full statement text once loaded ('' while loading).
+const fullStatements = new Map();
+/// query ids whose full statement is shown.
+const expanded = new Set();
+/// query ids with a cancel request in flight.
+const cancelling = new Set();
+let lastData = null;
+let refreshTimer = null;
+let refreshing = false;
+/// A refresh was asked for while one was running: run another when it ends.
+let refreshAgain = false;
+
+/// Creates an element; 'text' becomes its textContent.
+function el(tag, className, text) {
+  const e = document.createElement(tag);
+  if (className) e.className = className;
+  if (text !== undefined && text !== null) e.textContent = String(text);
+  return e;
+}
+
+function formatDuration(ms) {
+  if (ms < 1000) return `${ms} ms`;
+  const s = ms / 1000;
+  if (s < 60) return `${s.toFixed(1)} s`;
+  const m = Math.floor(s / 60);
+  if (m < 60) return `${m} m ${String(Math.floor(s % 60)).padStart(2, '0')} s`;
+  return `${Math.floor(m / 60)} h ${String(m % 60).padStart(2, '0')} m`;
+}
+
+/// Local time of an ISO timestamp: "14:03:07" today, "2024-05-01 14:03:07" otherwise.
+function formatTime(iso) {
+  if (!iso) return '';
+  const d = new Date(iso);
+  const pad = (n) => String(n).padStart(2, '0');
+  const time = `${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())}`;
+  if (d.toDateString() === new Date().toDateString()) return time;
+  return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())} ${time}`;
+}
+
+function formatCount(n) {
+  return Number(n).toLocaleString('en-US');
+}
+
+function showNotice(text, kind) {
+  const n = document.getElementById('notice');
+  n.textContent = text;
+  n.className = `notice ${kind}`;
+  n.hidden = false;
+}
+
+function timeCell(iso) {
+  const td = el('td', 'time', formatTime(iso));
+  if (iso) td.title = iso;
+  return td;
+}
+
+function stateBadge(state) {
+  const td = el('td');
+  td.append(el('span', `badge state state-${String(state).toLowerCase()}`, state));
+  return td;
+}
+
+/// The id, allowed to wrap after its ':' so that narrow windows keep the statement visible.
+function idCell(q) {
+  const td = el('td', 'id');
+  const code = el('code');
+  const colon = q.query_id.indexOf(':');
+  code.append(q.query_id.slice(0, colon + 1), document.createElement('wbr'),
+              q.query_id.slice(colon + 1));
+  td.append(code);
+  return td;
+}
+
+/// The statement cell: the truncated text, and a toggle loading the full text on demand.
+function statementCell(q) {
+  const td = el('td', 'stmt-col');
+  const full = fullStatements.get(q.query_id);
+  const showFull = expanded.has(q.query_id) && full;
+  const shown = showFull ? full : (q.statement_truncated ? `${q.statement}…` : q.statement);
+  td.append(el('code', 'stmt', shown));
+  if (q.statement_truncated) {
+    const label = showFull ? 'Show less'
+        : (expanded.has(q.query_id) ? 'Loading…'
+                                    : `Show full (${formatCount(q.statement_length)} chars)`);
+    const b = el('button', 'link', label);
+    b.type = 'button';
+    b.addEventListener('click', () => toggleStatement(q.query_id));
+    td.append(b);
+  }
+  return td;
+}
+
+async function toggleStatement(id) {
+  if (expanded.has(id)) {
+    expanded.delete(id);
+    render();
+    return;
+  }
+  expanded.add(id);
+  render();
+  if (!fullStatements.get(id)) {
+    const resp = await fetch(`/query_statement?query_id=${encodeURIComponent(id)}`);
+    if (resp.ok) {
+      fullStatements.set(id, await resp.text());
+    } else {
+      expanded.delete(id);
+      showNotice(`Cannot load the statement of ${id}: ${await errorText(resp)}`, 'error');
+    }
+    render();
+  }
+}
+
+function cancelButton(q) {
+  const td = el('td', 'actions');
+  const b = el('button', 'danger', cancelling.has(q.query_id) ? 'Canceling…' : 'Cancel');
+  b.type = 'button';
+  b.dataset.queryId = q.query_id;
+  b.disabled = cancelling.has(q.query_id);
+  b.addEventListener('click', () => cancelQuery(q.query_id));
+  td.append(b);
+  return td;
+}
+
+async function errorText(resp) {
+  const body = await resp.text();
+  try {
+    return JSON.parse(body).error || body;
+  } catch (e) {
+    return body || `HTTP ${resp.status}`;
+  }
+}
+
+async function cancelQuery(id) {
+  const user = document.getElementById('user').value.trim();
+  if (!user) {
+    showNotice('Enter your user name under “Acting as” (top right) to cancel a query.',
+               'error');
+    document.getElementById('user').focus();
+    return;
+  }
+  cancelling.add(id);
+  render();
+  try {
+    const resp = await fetch(`/cancel_query?query_id=${encodeURIComponent(id)}`,
+                             {method: 'POST', headers: {'X-Trino-User': user}});
+    if (!resp.ok) {
+      showNotice(`Cancel failed (${resp.status}): ${await errorText(resp)}`, 'error');
+    } else {
+      const r = await resp.json();
+      showNotice(r.canceled ? `Query ${id} canceled.`
+                            : `Query ${id} had already ended (${r.state}).`, 'ok');
+    }
+  } catch (e) {
+    showNotice(`Cancel failed: ${e.message}`, 'error');
+  } finally {
+    cancelling.delete(id);
+  }
+  await refresh();
+}
+
+function inFlightRow(q) {
+  const tr = el('tr');
+  tr.dataset.queryId = q.query_id;
+  tr.append(idCell(q), el('td', 'user', q.user), el('td', 'source', q.source), stateBadge(q.state),
+            timeCell(q.start_time), el('td', 'num', formatDuration(q.duration_ms)),
+            el('td', 'num', formatCount(q.rows_fetched)),
+            el('td', 'num', formatCount(q.rows_produced)), statementCell(q), cancelButton(q));
+  return tr;
+}
+
+function errorCell(q) {
+  const td = el('td', 'error');
+  if (q.error) {
+    td.append(el('span', 'error-name', q.error.name), el('span', 'error-message', q.error.message));
+    td.title = `${q.error.type}, code ${q.error.code}`;
+  }
+  return td;
+}
+
+function completedRow(q) {
+  const tr = el('tr');
+  tr.dataset.queryId = q.query_id;
+  tr.append(idCell(q), el('td', 'user', q.user), el('td', 'source', q.source), stateBadge(q.state),
+            timeCell(q.start_time), timeCell(q.end_time),
+            el('td', 'num', formatDuration(q.duration_ms)),
+            el('td', 'num', formatCount(q.rows_fetched)), errorCell(q), statementCell(q));
+  return tr;
+}
+
+function renderSummary(s) {
+  const cards = [
+    ['In flight', s.in_flight, ''], ['Running', s.running, 'running'],
+    ['Queued', s.queued, 'queued'], ['Completed (log)', s.completed_in_log, ''],
+    ['Submitted', s.submitted_total, ''], ['Finished', s.finished_total, 'finished'],
+    ['Failed', s.failed_total, 'failed'], ['Canceled', s.canceled_total, 'canceled'],
+  ];
+  document.getElementById('summary').replaceChildren(...cards.map(([label, value, kind]) => {
+    const card = el('div', `card ${kind}`);
+    card.append(el('div', 'value', formatCount(value)), el('div', 'label', label));
+    return card;
+  }));
+}
+
+function renderTable(id, rows, makeRow) {
+  document.querySelector(`#${id} tbody`).replaceChildren(...rows.map(makeRow));
+  document.getElementById(`${id}-empty`).hidden = rows.length > 0;
+  document.getElementById(`${id}-count`).textContent = String(rows.length);
+}
+
+function render() {
+  if (!lastData) return;
+  renderSummary(lastData.summary);
+  renderTable('in-flight', lastData.in_flight, inFlightRow);
+  renderTable('completed', lastData.completed, completedRow);
+  document.getElementById('stmt-size').textContent = String(lastData.query_stmt_size);
+  document.getElementById('updated').textContent =
+      `Updated ${formatTime(lastData.generated_at)}`;
+}
+
+async function refresh() {
+  if (refreshing) {
+    refreshAgain = true;
+    return;
+  }
+  refreshing = true;
+  refreshAgain = false;
+  clearTimeout(refreshTimer);
+  try {
+    const resp = await fetch('/queries?json', {cache: 'no-store'});
+    if (!resp.ok) throw new Error(`HTTP ${resp.status}`);
+    lastData = await resp.json();
+    render();
+  } catch (e) {
+    showNotice(`Cannot load /queries?json: ${e.message}`, 'error');
+  } finally {
+    refreshing = false;
+    if (refreshAgain) {
+      refresh();
+    } else if (document.getElementById('auto-refresh').checked) {
+      refreshTimer = setTimeout(refresh, REFRESH_MS);
+    }
+  }
+}
+
+function init() {
+  const user = document.getElementById('user');
+  user.value = localStorage.getItem(USER_KEY) || '';
+  user.addEventListener('input', () => localStorage.setItem(USER_KEY, user.value.trim()));
+  document.getElementById('refresh-now').addEventListener('click', refresh);
+  document.getElementById('auto-refresh').addEventListener('change', (e) => {
+    if (e.target.checked) refresh(); else clearTimeout(refreshTimer);
+  });
+  refresh();
+}
+
+document.addEventListener('DOMContentLoaded', init);
