@@ -30,6 +30,8 @@ fi
 
 jobs=$(nproc)
 cd "build/$preset"
+# glibc tzset() races under TSan when threads log concurrently unless TZ is set.
+export TZ="${TZ:-:/etc/localtime}"
 export TSAN_OPTIONS="${TSAN_OPTIONS:-halt_on_error=1 second_deadlock_stack=1}"
 export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1 abort_on_error=1}"
 export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1 halt_on_error=1}"
