@@ -40,8 +40,9 @@ class QueryCoordinatorTest : public ::testing::Test {
   }
 
   void TearDown() override {
-    coord_.reset();
+    // The engine first: its executor threads call the coordinator back until joined.
     engine_.reset();
+    coord_.reset();
     if (exec_mgr_) {
       EXPECT_TRUE(exec_mgr_->WaitForDrain(10000));
     }

@@ -52,8 +52,10 @@ int CoordinatorServer::Shutdown(int64_t grace_ms) {
   int canceled = coordinator_ ? coordinator_->Shutdown(grace_ms) : 0;
   // Stop serving before the coordinator goes away: no handler may run against freed state.
   if (webserver_) webserver_->Stop();
-  coordinator_.reset();
+  // The engine before the coordinator: executor threads still finishing (canceled) queries
+  // call the coordinator back through their result buffers until they are joined.
   engine_.reset();  // joins the executor threads; they release their query references
+  coordinator_.reset();
   if (exec_mgr_ && !exec_mgr_->WaitForDrain(10000)) {
     LOG(WARNING) << exec_mgr_->num_live() << " executor query states still live at exit";
   }

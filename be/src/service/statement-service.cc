@@ -255,7 +255,14 @@ std::string StatementService::BaseUri(const HttpRequest& req) const {
     if (fwd_proto == "https") scheme = "https";
   }
   if (!req.absolute_authority.empty() && host.empty()) host = req.absolute_authority;
-  if (!IsSafeAuthority(host)) host = options_.fallback_authority;
+  if (!IsSafeAuthority(host)) {
+    // Configured before the server bound its port: ":0" means "the port picked at Start()".
+    std::string fallback = options_.fallback_authority;
+    if (fallback.ends_with(":0")) {
+      fallback.replace(fallback.size() - 1, 1, std::to_string(webserver_->port()));
+    }
+    return scheme + "://" + fallback;
+  }
   return scheme + "://" + std::string(host);
 }
 
