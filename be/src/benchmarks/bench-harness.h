@@ -1,0 +1,133 @@
+#pragma once
+
+// Workloads and the thread harness of process-wide-locks-benchmark.
+//
+// A Workload holds the keys and every thread's operation sequence of one benchmark point,
+// generated (deterministically) before anything is timed and shared by all variants, so every
+// variant runs exactly the same operations. The harness starts its threads, parks them on a
+// gate, and times from opening the gate to the end of the round; context switches are the
+// process's getrusage(RUSAGE_SELF) delta over that window.
+// Thread-safety: GetWorkload() must be called from one thread (the benchmark's main thread);
+// the returned Workload is immutable and safe to share.
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <benchmark/benchmark.h>
+
+#include "util/unique-id.h"
+
+namespace qr::bench {
+
+/// The value registered for a key in the map benchmarks (the map stores a pointer to it, as the
+/// executor's registry stores a QueryState*).
+struct Entry {
+  UniqueId id;
+  uint64_t payload = 0;
+};
+
+enum class Mix {
+  kLookupOnly,  // 100% Get of uniformly chosen live keys
+  kReadHeavy,   // 94% Get, 3% Add, 3% Delete
+  kChurn,       // 50% Get, 25% Add, 25% Delete
+  kHotQuery,    // 100% Get of one key, the same for every thread
+};
+const char* MixName(Mix mix);
+
+/// An operation of a sequence: its kind in the top two bits, the key's index below.
+enum OpKind : uint32_t { kOpGet = 0, kOpAdd = 1, kOpDelete = 2 };
+inline constexpr int kOpKindShift = 30;
+inline constexpr uint32_t kOpKeyMask = (1u << kOpKindShift) - 1;
+
+/// Keys and per-thread operation sequences of one (mix, threads, entries) point.
+///
+/// keys[0, entries) are registered before the run. Each thread owns a ring of 2h keys for its
+/// writes: h of them among the registered keys, h extra keys (index >= entries) that start
+/// absent. Writes alternate Delete (the oldest present ring key) and Add (the oldest absent
+/// one), and each sequence holds a multiple of 2*(2h) writes, so replaying a sequence from
+/// its start after a full cycle finds the map in its initial state: every Add targets an
+/// absent key and every Delete a present one, on every variant, forever.
+struct Workload {
+  Mix mix = Mix::kLookupOnly;
+  int threads = 0;
+  int entries = 0;
+  std::vector<UniqueId> keys;
+  /// values[i] is what keys[i] maps to.
+  std::vector<Entry> values;
+  /// ops[t] is thread t's cyclic sequence.
+  std::vector<std::vector<uint32_t>> ops;
+};
+
+/// The workload of a point. Only the last one is kept: register the variants of a point back
+/// to back.
+const Workload& GetWorkload(Mix mix, int threads, int entries);
+
+/// A query-id-shaped key (low 32 bits of 'lo' zero) from a seeded generator.
+std::vector<UniqueId> MakeKeys(size_t n, uint64_t seed);
+
+/// What the kernel accounted to the whole process so far (getrusage(RUSAGE_SELF)).
+struct ProcessUsage {
+  /// Voluntary + involuntary context switches.
+  uint64_t context_switches = 0;
+  /// User + system CPU time.
+  double cpu_seconds = 0;
+};
+ProcessUsage GetProcessUsage();
+
+struct RoundResult {
+  /// Operations done by all threads.
+  uint64_t ops = 0;
+  /// Wall time from opening the start gate to the end of the round.
+  double seconds = 0;
+  /// Context switches and CPU time of the process during that time.
+  uint64_t context_switches = 0;
+  double cpu_seconds = 0;
+};
+
+/// Sums of the rounds of one benchmark run.
+struct Totals {
+  uint64_t ops = 0;
+  double seconds = 0;
+  uint64_t context_switches = 0;
+  double cpu_seconds = 0;
+  void Add(const RoundResult& r) {
+    ops += r.ops;
+    seconds += r.seconds;
+    context_switches += r.context_switches;
+    cpu_seconds += r.cpu_seconds;
+  }
+};
+
+/// Sets the counters every throughput benchmark reports: ops_per_s, ns_per_op (wall time per
+/// operation of the whole process, i.e. 1e9 / ops_per_s), ctx_switches_per_op, and
+/// cpu_ns_per_op (CPU time of the process per operation: unlike the wall-clock numbers it does
+/// not depend on how much of the machine other processes took during the run).
+void ReportThroughput(const Totals& totals, benchmark::State* state);
+
+/// Runs 'body(t, stop)' on 'threads' new threads (t in [0, threads)), released together once
+/// all have started. After 'duration' 'stop' is raised; each body returns the operations it
+/// did. The round ends when 'stop' is raised (later operations are still counted: a body
+/// checks 'stop' every few dozen operations).
+RoundResult RunTimedRound(int threads, std::chrono::nanoseconds duration,
+                          const std::function<uint64_t(int, const std::atomic<bool>&)>& body);
+
+/// Runs 'body(t)' to completion on 'threads' new threads released together; the round ends
+/// when the last body returns (thread exit is not timed). 'ops' is left 0 for the caller.
+RoundResult RunThreadsToCompletion(int threads, const std::function<void(int)>& body);
+
+/// Sets the calling thread's nice value (Linux: per thread). Lowering it needs CAP_SYS_NICE;
+/// without it the value is left alone. GetThreadNice() says what is in effect.
+void SetThreadNice(int nice);
+int GetThreadNice();
+/// Moves the calling thread to SCHED_FIFO at the lowest real-time priority. Needs CAP_SYS_NICE;
+/// returns false (and changes nothing) without it.
+bool SetThreadRealtime();
+
+/// The 'q'-quantile (0..1) of 'samples' (reordered).
+double Quantile(std::vector<uint32_t>* samples, double q);
+
+}  // namespace qr::bench

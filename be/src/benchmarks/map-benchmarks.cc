@@ -1,0 +1,446 @@
+#include "benchmarks/map-benchmarks.h"
+
+#include <sys/prctl.h>
+
+#include <algorithm>
+#include <atomic>
+#include <charconv>
+#include <chrono>
+#include <cstdio>
+#include <memory>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <benchmark/benchmark.h>
+#include <gflags/gflags_declare.h>
+#include <glog/logging.h>
+
+#include "benchmarks/bench-harness.h"
+#include "benchmarks/lock-prototypes.h"
+#include "benchmarks/registry-variants.h"
+
+namespace qr::bench {
+namespace {
+
+/// What the maps store: a pointer, as the executor's registry stores QueryState*.
+using Value = const Entry*;
+
+/// Operations between two checks of the stop flag.
+constexpr int kBatch = 32;
+
+/// Does thread 't''s operations from '*pos' on until 'stop'; returns how many. Failed writes
+/// (none, by construction of the workload) are added to '*failures'.
+template <class Map>
+uint64_t RunOps(Map& map, const Workload& w, int t, size_t* pos, uint64_t* failures,
+                const std::atomic<bool>& stop) {
+  const uint32_t* seq = w.ops[t].data();
+  const size_t n = w.ops[t].size();
+  const UniqueId* keys = w.keys.data();
+  const Entry* values = w.values.data();
+  size_t p = *pos;
+  uint64_t done = 0, found = 0, failed = 0;
+  while (!stop.load(std::memory_order_relaxed)) {
+    for (int i = 0; i < kBatch; ++i) {
+      const uint32_t op = seq[p];
+      p = p + 1 == n ? 0 : p + 1;
+      const uint32_t k = op & kOpKeyMask;
+      switch (op >> kOpKindShift) {
+        case kOpGet: {
+          Value v = nullptr;
+          found += map.Get(keys[k], &v);
+          break;
+        }
+        case kOpAdd: failed += !map.Add(keys[k], &values[k]); break;
+        default: failed += !map.Delete(keys[k]); break;
+      }
+    }
+    done += kBatch;
+  }
+  benchmark::DoNotOptimize(found);
+  *pos = p;
+  *failures += failed;
+  return done;
+}
+
+template <class Map>
+std::unique_ptr<Map> MakePopulatedMap(const Workload& w, int shards) {
+  auto map = std::make_unique<Map>(shards);
+  for (int i = 0; i < w.entries; ++i) CHECK(map->Add(w.keys[i], &w.values[i]));
+  return map;
+}
+
+/// For the SpinLock-sharded maps: how often a lock was contended and how often a thread went to
+/// sleep in the kernel, per operation (the population before timing is single-threaded, so it
+/// adds acquisitions but neither of these).
+template <class Map>
+void ReportLockStats(const Map& map, uint64_t ops, benchmark::State* state) {
+  if constexpr (requires { map.TotalLockStats(); }) {
+    const ShardStats s = map.TotalLockStats();
+    const double n = ops > 0 ? static_cast<double>(ops) : 1.0;
+    state->counters["lock_contended_per_op"] = static_cast<double>(s.contended_acquisitions) / n;
+    state->counters["lock_sleeps_per_op"] = static_cast<double>(s.sleeps) / n;
+  }
+}
+
+/// BM_<Mix><Map>: 'threads' threads run the mix's sequences for timed rounds.
+template <class Map>
+void BM_Mix(benchmark::State& state, int shards, Mix mix, int threads, int entries,
+            int round_ms) {
+  const Workload& w = GetWorkload(mix, threads, entries);
+  std::unique_ptr<Map> map = MakePopulatedMap<Map>(w, shards);
+  std::vector<size_t> pos(threads, 0);
+  std::vector<uint64_t> failures(threads, 0);
+  Totals totals;
+  for (auto _ : state) {
+    RoundResult r = RunTimedRound(threads, std::chrono::milliseconds(round_ms),
+                                  [&](int t, const std::atomic<bool>& stop) {
+                                    return RunOps(*map, w, t, &pos[t], &failures[t], stop);
+                                  });
+    state.SetIterationTime(r.seconds);
+    totals.Add(r);
+  }
+  ReportThroughput(totals, &state);
+  uint64_t failed = 0;
+  for (uint64_t f : failures) failed += f;
+  state.counters["write_failures"] = static_cast<double>(failed);
+  ReportLockStats(*map, totals.ops, &state);
+}
+
+/// What a debug page does per entry: one table row with the id and a number.
+void AppendRow(const UniqueId& id, const Entry* e, std::string* page) {
+  char id_text[33];
+  PrintId(id, id_text);
+  char num[24];
+  char* end = std::to_chars(num, num + sizeof(num), e->payload).ptr;
+  page->append("<tr><td>");
+  page->append(id_text, sizeof(id_text));
+  page->append("</td><td>");
+  page->append(num, end);
+  page->append("</td></tr>\n");
+}
+
+/// Renders the whole map again and again until 'stop'; returns the number of full passes.
+template <class Map>
+uint64_t IterateUntil(Map& map, bool lock_held, const std::atomic<bool>& stop) {
+  std::string page;
+  auto render = [&page](const UniqueId& id, const Value& v) { AppendRow(id, v, &page); };
+  uint64_t passes = 0;
+  while (!stop.load(std::memory_order_relaxed)) {
+    page.clear();
+    if (lock_held) {
+      map.ForEachLocked(render);
+    } else {
+      map.ForEachSnapshot(render);
+    }
+    benchmark::DoNotOptimize(page.data());
+    ++passes;
+  }
+  return passes;
+}
+
+/// Lookups of thread 't''s sequence until 'stop', timing one in 'every' into 'samples' (up to
+/// 'cap' of them).
+template <class Map>
+uint64_t RunSampledLookups(const Map& map, const Workload& w, int t, size_t* pos, int every,
+                           size_t cap, std::vector<uint32_t>* samples,
+                           const std::atomic<bool>& stop) {
+  const uint32_t* seq = w.ops[t].data();
+  const size_t n = w.ops[t].size();
+  size_t p = *pos;
+  uint64_t done = 0, found = 0;
+  int countdown = every;
+  while (!stop.load(std::memory_order_relaxed)) {
+    for (int i = 0; i < kBatch; ++i) {
+      const UniqueId& key = w.keys[seq[p] & kOpKeyMask];
+      p = p + 1 == n ? 0 : p + 1;
+      Value v = nullptr;
+      if (--countdown > 0) {
+        found += map.Get(key, &v);
+        continue;
+      }
+      countdown = every;
+      const auto t0 = std::chrono::steady_clock::now();
+      found += map.Get(key, &v);
+      const auto t1 = std::chrono::steady_clock::now();
+      if (samples->size() < cap) {
+        samples->push_back(static_cast<uint32_t>(std::min<int64_t>(
+            std::chrono::duration_cast<std::chrono::nanoseconds>(t1 - t0).count(), UINT32_MAX)));
+      }
+    }
+    done += kBatch;
+  }
+  benchmark::DoNotOptimize(found);
+  *pos = p;
+  return done;
+}
+
+/// Open-loop probes until 'stop': sleep about 'interval_us', then time one Get of a random live
+/// key. A probe does not wait for the lookup threads, so it lands at a random moment of the
+/// iterator's cycle and sees what a request arriving then would see. (Timing the lookup
+/// threads' own lookups under-counts blocking: a thread blocked for 1 ms does one slow lookup
+/// instead of the thousands of fast ones it would have done, so the slow one barely moves
+/// their p99.)
+template <class Map>
+void RunProbes(const Map& map, const Workload& w, int interval_us, std::vector<uint32_t>* samples,
+               const std::atomic<bool>& stop) {
+  // 1 us of timer slack instead of the default 50 us, so sleeps are close to 'interval_us'.
+  prctl(PR_SET_TIMERSLACK, 1000UL, 0UL, 0UL, 0UL);
+  std::mt19937_64 rng(samples->size() + 1);
+  std::uniform_int_distribution<int> any_live(0, w.entries - 1);
+  uint64_t found = 0;
+  while (!stop.load(std::memory_order_relaxed)) {
+    std::this_thread::sleep_for(std::chrono::microseconds(interval_us));
+    const UniqueId& key = w.keys[any_live(rng)];
+    Value v = nullptr;
+    const auto t0 = std::chrono::steady_clock::now();
+    found += map.Get(key, &v);
+    const auto t1 = std::chrono::steady_clock::now();
+    samples->push_back(static_cast<uint32_t>(std::min<int64_t>(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(t1 - t0).count(), UINT32_MAX)));
+  }
+  benchmark::DoNotOptimize(found);
+}
+
+/// BM_LookupDuringIteration<Map>: 'threads' lookup threads, one thread rendering every entry,
+/// either under the map's locks (lock_held) or from a snapshot, and one probe thread. Reports
+/// the probes' latency percentiles (lookup_p50/p99/p999_ns) and, for comparison, those of
+/// every 'sample_every'-th lookup of the lookup threads (sampled_lookup_p99_ns). The lookup and
+/// iterator threads run at nice 'o.iteration_nice', the probe at SCHED_FIFO where permitted.
+template <class Map>
+void BM_LookupDuringIteration(benchmark::State& state, int shards, bool lock_held, int threads,
+                              int entries, const MapBenchmarkOptions& o) {
+  const Workload& w = GetWorkload(Mix::kLookupOnly, threads, entries);
+  std::unique_ptr<Map> map = MakePopulatedMap<Map>(w, shards);
+  std::vector<size_t> pos(threads, 0);
+  const size_t cap = std::max<size_t>(4096, (size_t{1} << 20) / threads);
+  std::vector<std::vector<uint32_t>> samples(threads);
+  for (auto& s : samples) s.reserve(cap);
+  std::vector<uint32_t> probes;
+  bool probe_realtime = false;
+  uint64_t passes = 0;
+  Totals totals;
+  for (auto _ : state) {
+    RoundResult r = RunTimedRound(
+        threads + 2, std::chrono::milliseconds(o.iteration_round_ms),
+        [&](int t, const std::atomic<bool>& stop) -> uint64_t {
+          if (t == threads + 1) {
+            // The probe stands for a request handler: it must get a CPU when it wakes, or its
+            // percentiles measure the run queue instead of the map. It sleeps almost all the
+            // time, so a real-time priority cannot starve anybody.
+            if (o.probe_realtime) probe_realtime = SetThreadRealtime();
+            RunProbes(*map, w, o.probe_interval_us, &probes, stop);
+            return 0;
+          }
+          SetThreadNice(o.iteration_nice);
+          if (t == threads) {
+            passes += IterateUntil(*map, lock_held, stop);
+            return 0;
+          }
+          return RunSampledLookups(*map, w, t, &pos[t], o.sample_every, cap, &samples[t], stop);
+        });
+    state.SetIterationTime(r.seconds);
+    totals.Add(r);
+  }
+  ReportThroughput(totals, &state);
+  state.counters["lookup_p50_ns"] = Quantile(&probes, 0.50);
+  state.counters["lookup_p99_ns"] = Quantile(&probes, 0.99);
+  state.counters["lookup_p999_ns"] = Quantile(&probes, 0.999);
+  state.counters["probes"] = static_cast<double>(probes.size());
+  std::vector<uint32_t> all;
+  for (const auto& s : samples) all.insert(all.end(), s.begin(), s.end());
+  state.counters["sampled_lookup_p99_ns"] = Quantile(&all, 0.99);
+  state.counters["probe_realtime"] = probe_realtime ? 1 : 0;
+  state.counters["iterations_per_s"] =
+      totals.seconds > 0 ? static_cast<double>(passes) / totals.seconds : 0;
+}
+
+/// BM_UncontendedGet<Map>: one thread, Gets of live keys in a random order. With 'dependent'
+/// (BM_UncontendedGetDependent) the next key's index depends on the value just read, so Gets
+/// cannot overlap: the latency of one Get. Without it, the out-of-order core overlaps the
+/// cache misses of consecutive independent finds, which a locked Get (its atomic
+/// read-modify-writes are full barriers on x86) cannot do: the throughput of a tight loop.
+template <class Map>
+void BM_UncontendedGet(benchmark::State& state, int shards, int entries, bool dependent) {
+  const Workload& w = GetWorkload(Mix::kLookupOnly, 1, entries);
+  std::unique_ptr<Map> map = MakePopulatedMap<Map>(w, shards);
+  const std::vector<uint32_t>& seq = w.ops[0];
+  const size_t mask = seq.size() - 1;
+  size_t p = 0;
+  for (auto _ : state) {
+    Value v = nullptr;
+    map->Get(w.keys[seq[p] & kOpKeyMask], &v);
+    benchmark::DoNotOptimize(v);
+    p = (p + 1 + (dependent && v == nullptr ? 1 : 0)) & mask;
+  }
+  state.counters["ns_per_op"] = benchmark::Counter(
+      static_cast<double>(state.iterations()),
+      benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+}
+
+/// The loop callgrind measures (--toggle-collect=*CallgrindGetLoop*): 'ops' Gets, nothing else.
+template <class Map>
+[[gnu::noinline]] uint64_t CallgrindGetLoop(const Map& map, const Workload& w, int ops) {
+  const std::vector<uint32_t>& seq = w.ops[0];
+  const size_t mask = seq.size() - 1;
+  uint64_t found = 0;
+  size_t p = 0;
+  for (int i = 0; i < ops; ++i) {
+    Value v = nullptr;
+    found += map.Get(w.keys[seq[p] & kOpKeyMask], &v);
+    benchmark::DoNotOptimize(v);
+    p = (p + 1) & mask;
+  }
+  return found;
+}
+
+template <class Map>
+int CallgrindGets(int shards, int entries, int ops) {
+  const Workload& w = GetWorkload(Mix::kLookupOnly, 1, entries);
+  std::unique_ptr<Map> map = MakePopulatedMap<Map>(w, shards);
+  uint64_t found = CallgrindGetLoop(*map, w, ops);
+  CHECK_EQ(found, static_cast<uint64_t>(ops));
+  return 0;
+}
+
+struct Variant {
+  std::string name;
+  int shards = 1;
+  /// False for the unlocked baselines: they only run single-threaded.
+  bool thread_safe = true;
+  void (*mix)(benchmark::State&, int, Mix, int, int, int) = nullptr;
+  /// Null when the map has no iteration API.
+  void (*iteration)(benchmark::State&, int, bool, int, int, const MapBenchmarkOptions&) =
+      nullptr;
+  void (*get)(benchmark::State&, int, int, bool) = nullptr;
+  int (*callgrind)(int, int, int) = nullptr;
+};
+
+template <class Map>
+Variant MakeVariant(std::string name, int shards, bool thread_safe = true) {
+  Variant v;
+  v.name = std::move(name);
+  v.shards = shards;
+  v.thread_safe = thread_safe;
+  if (thread_safe) v.mix = &BM_Mix<Map>;
+  if constexpr (requires(Map& m) { m.ForEachLocked([](const UniqueId&, const Value&) {}); }) {
+    v.iteration = &BM_LookupDuringIteration<Map>;
+  }
+  v.get = &BM_UncontendedGet<Map>;
+  v.callgrind = &CallgrindGets<Map>;
+  return v;
+}
+
+/// Every variant, in the order of the tables: the baselines, the shard counts, the other maps.
+std::vector<Variant> AllVariants() {
+  std::vector<Variant> v;
+  v.push_back(MakeVariant<BareMap<Value, StdMap<Value>>>("BareStdFind", 1, false));
+  v.push_back(MakeVariant<BareMap<Value, FlatMap<Value>>>("BareFlatFind", 1, false));
+  v.push_back(MakeVariant<GlobalMutexMap<Value>>("GlobalMutex", 1));
+  v.push_back(MakeVariant<SharedMutexMap<Value>>("SharedMutex", 1));
+  v.push_back(MakeVariant<ShardedLockMap<Value, std::mutex>>("ShardedStdMutex64", 64));
+  std::vector<int> shard_counts = {4, 16, 64, 256};
+  if (std::find(shard_counts.begin(), shard_counts.end(), FLAGS_registry_num_shards) ==
+      shard_counts.end()) {
+    shard_counts.push_back(FLAGS_registry_num_shards);
+  }
+  for (int n : shard_counts) {
+    v.push_back(MakeVariant<SpinShardedMap<Value, StdMap<Value>>>(
+        "SpinShards" + std::to_string(n), n));
+  }
+  for (int n : shard_counts) {
+    if (n < 64 && n != FLAGS_registry_num_shards) continue;
+    v.push_back(MakeVariant<SpinShardedMap<Value, FlatMap<Value>>>(
+        "SpinShards" + std::to_string(n) + "Flat", n));
+  }
+  for (int n : {64, 256}) {
+    v.push_back(MakeVariant<ShardedLockMap<Value, ProposedLock, FlatMap<Value>>>(
+        "ProposedLockShards" + std::to_string(n) + "Flat", n));
+  }
+#ifdef QR_HAVE_TBB
+  v.push_back(MakeVariant<TbbMap<Value>>("TbbConcurrentHashMap", 1));
+#endif
+#ifdef QR_HAVE_LIBCUCKOO
+  v.push_back(MakeVariant<CuckooMap<Value>>("LibcuckooMap", 1));
+#endif
+  return v;
+}
+
+std::string PointSuffix(int entries, int threads) {
+  return "/entries:" + std::to_string(entries) + "/threads:" + std::to_string(threads);
+}
+
+}  // namespace
+
+void RegisterMapBenchmarks(const MapBenchmarkOptions& o) {
+  const std::vector<Variant> variants = AllVariants();
+  for (Mix mix : {Mix::kLookupOnly, Mix::kReadHeavy, Mix::kChurn, Mix::kHotQuery}) {
+    for (int entries : o.entries) {
+      for (int threads : o.threads) {
+        for (const Variant& v : variants) {
+          if (!v.thread_safe) continue;
+          std::string name = std::string("BM_") + MixName(mix) + "<" + v.name + ">" +
+                             PointSuffix(entries, threads);
+          benchmark::RegisterBenchmark(name.c_str(),
+                                       [v, mix, threads, entries, o](benchmark::State& s) {
+                                         v.mix(s, v.shards, mix, threads, entries, o.round_ms);
+                                       })
+              ->UseManualTime()
+              ->Iterations(o.rounds)
+              ->Unit(benchmark::kMillisecond);
+        }
+      }
+    }
+  }
+  const std::vector<std::string>& iteration_names = o.iteration_variants;
+  for (int entries : o.entries) {
+    for (int threads : o.threads) {
+      for (bool lock_held : {true, false}) {
+        for (const Variant& v : variants) {
+          if (v.iteration == nullptr || std::find(iteration_names.begin(), iteration_names.end(),
+                                                  v.name) == iteration_names.end()) {
+            continue;
+          }
+          std::string name = "BM_LookupDuringIteration<" + v.name + ">/mode:" +
+                             (lock_held ? "lock_held" : "snapshot") +
+                             PointSuffix(entries, threads);
+          benchmark::RegisterBenchmark(
+              name.c_str(),
+              [v, lock_held, threads, entries, o](benchmark::State& s) {
+                v.iteration(s, v.shards, lock_held, threads, entries, o);
+              })
+              ->UseManualTime()
+              ->Iterations(o.rounds)
+              ->Unit(benchmark::kMillisecond);
+        }
+      }
+    }
+  }
+  for (bool dependent : {false, true}) {
+    for (int entries : o.entries) {
+      for (const Variant& v : variants) {
+        std::string name = std::string(dependent ? "BM_UncontendedGetDependent<"
+                                                 : "BM_UncontendedGet<") +
+                           v.name + ">" + PointSuffix(entries, 1);
+        benchmark::RegisterBenchmark(name.c_str(),
+                                     [v, entries, dependent](benchmark::State& s) {
+                                       v.get(s, v.shards, entries, dependent);
+                                     })
+            ->MinTime(o.get_min_time_s);
+      }
+    }
+  }
+}
+
+int RunCallgrindGets(const std::string& variant, int entries, int ops) {
+  for (const Variant& v : AllVariants()) {
+    if (v.name == variant) return v.callgrind(v.shards, entries, ops);
+  }
+  fprintf(stderr, "unknown variant '%s'; known:", variant.c_str());
+  for (const Variant& v : AllVariants()) fprintf(stderr, " %s", v.name.c_str());
+  fprintf(stderr, "\n");
+  return 2;
+}
+
+}  // namespace qr::bench

@@ -1,0 +1,324 @@
+// process-wide-locks-benchmark: the process-wide query registries against one global lock and
+// against the concurrent maps one would otherwise pick (DESIGN.md, "benchmarks").
+//
+//  1. BM_QueryLifecycle<Registry>/queries:Q/accesses:A - the original experiment: one thread per
+//     query creates a QueryState through the registry, does A x (GetQueryState +
+//     ReleaseQueryState), then releases it. Registries: a global boost::mutex registry (the
+//     original "before"), QueryExecMgr with 4 shards (the original "after"), QueryExecMgr with
+//     the --registry_num_shards default.
+//  2. BM_RequestLifecycle<Map>/queries:Q/accesses:A - the same for the coordinator side's
+//     ClientRequestStateMap: register, A lookups that copy the shared_ptr, unregister.
+//  3. The map benchmarks of map-benchmarks.h: fixed-thread mixes, lookups during a full
+//     iteration, uncontended Get.
+// Every throughput benchmark reports ops_per_s, ns_per_op and ctx_switches_per_op counters;
+// scripts/bench.sh runs it and renders docs/benchmarks.md.
+//
+// --callgrind_variant=NAME runs only an uncontended Get loop for valgrind --tool=callgrind.
+
+#include <cstdio>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <type_traits>
+#include <unordered_map>
+#include <vector>
+
+#include <benchmark/benchmark.h>
+#include <boost/thread/lock_guard.hpp>
+#include <boost/thread/mutex.hpp>
+#include <gflags/gflags.h>
+#include <glog/logging.h>
+
+#include "benchmarks/bench-harness.h"
+#include "benchmarks/map-benchmarks.h"
+#include "benchmarks/registry-variants.h"
+#include "runtime/query-exec-mgr.h"
+#include "runtime/query-state.h"
+#include "service/client-request-state.h"
+#include "util/unique-id.h"
+
+DEFINE_string(grid, "5x100,50x100,50x1000,500x100,500x1000,500x5000,1000x1000,1000x5000",
+              "Points QxA of the lifecycle benchmarks: Q threads (one per query), A accesses each");
+DEFINE_double(grid_min_time_s, 0.1, "Minimum timed seconds of each lifecycle benchmark run");
+DEFINE_string(mix_threads, "1,2,4,8,16,32,64", "Thread counts of the map mixes");
+DEFINE_string(mix_entries, "1000,100000", "Live entries of the map mixes");
+DEFINE_int32(mix_round_ms, 50, "Milliseconds of one timed round of a map mix");
+DEFINE_int32(mix_rounds, 1, "Timed rounds per repetition of a map mix");
+DEFINE_int32(iteration_round_ms, 100,
+             "Milliseconds of one timed round of BM_LookupDuringIteration");
+DEFINE_int32(iteration_nice, 0,
+             "Nice value of BM_LookupDuringIteration's lookup and iterator threads (lowering it "
+             "needs CAP_SYS_NICE; without it the value stays)");
+DEFINE_bool(iteration_probe_realtime, true,
+            "Run BM_LookupDuringIteration's probe thread at SCHED_FIFO when permitted (the "
+            "probe_realtime counter says whether it was): a latency percentile taken by a "
+            "normal thread on an oversubscribed machine mostly measures the wait for a CPU");
+DEFINE_int32(iteration_probe_interval_us, 50,
+             "BM_LookupDuringIteration: the probe thread's sleep between two probes");
+DEFINE_int32(iteration_sample_every, 16,
+             "BM_LookupDuringIteration also times one lookup in this many of the lookup threads");
+DEFINE_string(iteration_variants,
+              "GlobalMutex,SpinShards64,ProposedLockShards64Flat,ProposedLockShards256Flat",
+              "Variants of BM_LookupDuringIteration");
+DEFINE_double(get_min_time_s, 0.05, "Minimum time of each BM_UncontendedGet run");
+DEFINE_int32(passes, 1,
+             "Register every benchmark this many times, one whole pass after the other: "
+             "repetitions spread over the run, so a burst of load from other processes hits one "
+             "repetition of each variant instead of all repetitions of one (render-benchmarks.py "
+             "takes the median over the passes)");
+DEFINE_string(callgrind_variant, "",
+              "Run only the uncontended Get loop of this variant (for callgrind) and exit");
+DEFINE_int32(callgrind_entries, 1000, "Live entries for --callgrind_variant");
+DEFINE_int32(callgrind_ops, 200000, "Gets for --callgrind_variant");
+
+namespace qr::bench {
+namespace {
+
+/// The original "before": one boost::mutex around one map, with QueryExecMgr's refcounting
+/// (create at 1, +1 per get, -1 per release, the last release erases under the lock and
+/// deletes after it).
+class GlobalBoostMutexQueryRegistry {
+ public:
+  explicit GlobalBoostMutexQueryRegistry(int /*num_shards*/) {}
+
+  QueryState* Create(const UniqueId& id, const QueryContext& ctx) {
+    auto qs = std::make_unique<QueryState>(id, ctx);
+    bool inserted;
+    {
+      boost::lock_guard<boost::mutex> l(lock_);
+      inserted = map_.try_emplace(id, Slot{qs.get(), 1}).second;
+    }
+    CHECK(inserted);
+    return qs.release();
+  }
+  QueryState* Get(const UniqueId& id) {
+    boost::lock_guard<boost::mutex> l(lock_);
+    auto it = map_.find(id);
+    if (it == map_.end()) return nullptr;
+    ++it->second.refcount;
+    return it->second.qs;
+  }
+  void Release(QueryState* qs) {
+    {
+      boost::lock_guard<boost::mutex> l(lock_);
+      auto it = map_.find(qs->query_id());
+      if (--it->second.refcount > 0) return;
+      map_.erase(it);
+    }
+    delete qs;
+  }
+
+ private:
+  struct Slot {
+    QueryState* qs;
+    int32_t refcount;
+  };
+  /// Protects 'map_'.
+  boost::mutex lock_;
+  std::unordered_map<UniqueId, Slot, UniqueIdHash> map_;
+};
+
+/// QueryExecMgr itself, with 'num_shards' shards.
+class ShardedQueryRegistry {
+ public:
+  explicit ShardedQueryRegistry(int num_shards) : mgr_(num_shards) {}
+
+  QueryState* Create(const UniqueId& id, const QueryContext& ctx) {
+    QueryState* qs = nullptr;
+    Status s = mgr_.CreateQueryState(id, ctx, &qs);
+    CHECK(s.ok()) << s.message();
+    return qs;
+  }
+  QueryState* Get(const UniqueId& id) { return mgr_.GetQueryState(id); }
+  void Release(QueryState* qs) { mgr_.ReleaseQueryState(qs); }
+
+ private:
+  QueryExecMgr mgr_;
+};
+
+using RequestPtr = std::shared_ptr<ClientRequestState>;
+static_assert(std::is_same_v<ShardedQueryMap<RequestPtr, StdMap<RequestPtr>>,
+                             ClientRequestStateMap>,
+              "the coordinator variant must be the real ClientRequestStateMap");
+
+/// BM_QueryLifecycle<Registry>/queries:Q/accesses:A (see the file comment).
+template <class Registry>
+void BM_QueryLifecycle(benchmark::State& state, int num_shards) {
+  const int queries = static_cast<int>(state.range(0));
+  const int accesses = static_cast<int>(state.range(1));
+  QueryContext ctx;
+  ctx.statement = std::make_shared<const std::string>("SELECT count(*) FROM lineitem");
+  ctx.user = "bench";
+  std::vector<UniqueId> ids(queries);
+  for (UniqueId& id : ids) id = GenerateQueryId();
+  Registry registry(num_shards);
+  Totals totals;
+  for (auto _ : state) {
+    RoundResult r = RunThreadsToCompletion(queries, [&](int t) {
+      QueryState* qs = registry.Create(ids[t], ctx);
+      for (int a = 0; a < accesses; ++a) {
+        QueryState* again = registry.Get(ids[t]);
+        benchmark::DoNotOptimize(again);
+        registry.Release(again);
+      }
+      registry.Release(qs);
+    });
+    r.ops = static_cast<uint64_t>(queries) * accesses;
+    state.SetIterationTime(r.seconds);
+    totals.Add(r);
+  }
+  ReportThroughput(totals, &state);
+}
+
+/// BM_RequestLifecycle<Map>/queries:Q/accesses:A (see the file comment).
+template <class Map>
+void BM_RequestLifecycle(benchmark::State& state, int num_shards) {
+  const int queries = static_cast<int>(state.range(0));
+  const int accesses = static_cast<int>(state.range(1));
+  auto statement = std::make_shared<const std::string>("SELECT count(*) FROM lineitem");
+  SessionInfo session;
+  session.user = "bench";
+  session.source = "process-wide-locks-benchmark";
+  std::vector<UniqueId> ids(queries);
+  for (UniqueId& id : ids) id = GenerateQueryId();
+  Map map(num_shards);
+  Totals totals;
+  for (auto _ : state) {
+    RoundResult r = RunThreadsToCompletion(queries, [&](int t) {
+      auto request = std::make_shared<ClientRequestState>(ids[t], statement, session);
+      CHECK(map.Add(ids[t], request));
+      for (int a = 0; a < accesses; ++a) {
+        RequestPtr found;
+        map.Get(ids[t], &found);
+        benchmark::DoNotOptimize(found.get());
+      }
+      CHECK(map.Delete(ids[t]));
+    });
+    r.ops = static_cast<uint64_t>(queries) * accesses;
+    state.SetIterationTime(r.seconds);
+    totals.Add(r);
+  }
+  ReportThroughput(totals, &state);
+}
+
+std::vector<int> ParseInts(const std::string& list) {
+  std::vector<int> out;
+  std::stringstream in(list);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    if (!item.empty()) out.push_back(std::stoi(item));
+  }
+  return out;
+}
+
+std::vector<std::string> ParseNames(const std::string& list) {
+  std::vector<std::string> out;
+  std::stringstream in(list);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    if (!item.empty()) out.push_back(item);
+  }
+  return out;
+}
+
+/// "QxA,QxA" -> {{Q, A}, ...}.
+std::vector<std::pair<int, int>> ParseGrid(const std::string& list) {
+  std::vector<std::pair<int, int>> out;
+  for (const std::string& point : ParseNames(list)) {
+    size_t x = point.find('x');
+    CHECK(x != std::string::npos) << "--grid: expected QxA, got '" << point << "'";
+    out.emplace_back(std::stoi(point.substr(0, x)), std::stoi(point.substr(x + 1)));
+  }
+  return out;
+}
+
+template <typename Fn>
+void RegisterLifecycle(const std::string& name, Fn fn, int num_shards, int queries,
+                       int accesses) {
+  benchmark::RegisterBenchmark(name.c_str(),
+                               [fn, num_shards](benchmark::State& s) { fn(s, num_shards); })
+      ->Args({queries, accesses})
+      ->ArgNames({"queries", "accesses"})
+      ->UseManualTime()
+      ->MinTime(FLAGS_grid_min_time_s)
+      ->Unit(benchmark::kMillisecond);
+}
+
+/// The lifecycle grids, point by point with the variants of a point back to back.
+void RegisterLifecycleBenchmarks() {
+  const int def = FLAGS_registry_num_shards;
+  std::vector<int> shard_counts = {4};
+  if (def != 4) shard_counts.push_back(def);
+  const auto grid = ParseGrid(FLAGS_grid);
+  for (const auto& [queries, accesses] : grid) {
+    RegisterLifecycle("BM_QueryLifecycle<GlobalBoostMutex>",
+                      &BM_QueryLifecycle<GlobalBoostMutexQueryRegistry>, 1, queries, accesses);
+    for (int n : shard_counts) {
+      RegisterLifecycle("BM_QueryLifecycle<QueryExecMgr" + std::to_string(n) + "Shards>",
+                        &BM_QueryLifecycle<ShardedQueryRegistry>, n, queries, accesses);
+    }
+  }
+  for (const auto& [queries, accesses] : grid) {
+    RegisterLifecycle("BM_RequestLifecycle<GlobalBoostMutex>",
+                      &BM_RequestLifecycle<GlobalMutexMap<RequestPtr>>, 1, queries, accesses);
+    for (int n : shard_counts) {
+      RegisterLifecycle(
+          "BM_RequestLifecycle<ClientRequestStateMap" + std::to_string(n) + "Shards>",
+          &BM_RequestLifecycle<SpinShardedMap<RequestPtr, StdMap<RequestPtr>>>, n, queries,
+          accesses);
+    }
+  }
+}
+
+void AddContext() {
+  benchmark::AddCustomContext("registry_num_shards", std::to_string(FLAGS_registry_num_shards));
+  benchmark::AddCustomContext("hardware_concurrency",
+                              std::to_string(std::thread::hardware_concurrency()));
+#ifdef QR_HAVE_TBB
+  benchmark::AddCustomContext("tbb", "yes");
+#else
+  benchmark::AddCustomContext("tbb", "no (libtbb-dev not found at configure time)");
+#endif
+#ifdef QR_HAVE_LIBCUCKOO
+  benchmark::AddCustomContext("libcuckoo", "yes");
+#else
+  benchmark::AddCustomContext("libcuckoo", "no (libcuckoo-dev not found at configure time)");
+#endif
+  benchmark::AddCustomContext("mix_round_ms", std::to_string(FLAGS_mix_round_ms));
+  benchmark::AddCustomContext("mix_rounds", std::to_string(FLAGS_mix_rounds));
+  benchmark::AddCustomContext("passes", std::to_string(FLAGS_passes));
+}
+
+}  // namespace
+}  // namespace qr::bench
+
+int main(int argc, char** argv) {
+  benchmark::Initialize(&argc, argv);
+  gflags::ParseCommandLineFlags(&argc, &argv, true);
+  using namespace qr::bench;
+  if (!FLAGS_callgrind_variant.empty()) {
+    return RunCallgrindGets(FLAGS_callgrind_variant, FLAGS_callgrind_entries,
+                            FLAGS_callgrind_ops);
+  }
+  AddContext();
+  MapBenchmarkOptions options;
+  options.threads = ParseInts(FLAGS_mix_threads);
+  options.entries = ParseInts(FLAGS_mix_entries);
+  options.round_ms = FLAGS_mix_round_ms;
+  options.rounds = FLAGS_mix_rounds;
+  options.iteration_round_ms = FLAGS_iteration_round_ms;
+  options.probe_interval_us = FLAGS_iteration_probe_interval_us;
+  options.iteration_nice = FLAGS_iteration_nice;
+  options.probe_realtime = FLAGS_iteration_probe_realtime;
+  options.sample_every = FLAGS_iteration_sample_every;
+  options.iteration_variants = ParseNames(FLAGS_iteration_variants);
+  options.get_min_time_s = FLAGS_get_min_time_s;
+  for (int pass = 0; pass < FLAGS_passes; ++pass) {
+    RegisterLifecycleBenchmarks();
+    RegisterMapBenchmarks(options);
+  }
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}
