@@ -287,7 +287,8 @@ def iteration_section(res):
 
 
 def bare_for(variant):
-    return "BareFlatFind" if variant.endswith("Flat") else "BareStdFind"
+    # Every sharded map without "Std" in its name has absl::flat_hash_map inside.
+    return "BareStdFind" if variant.endswith("Std") else "BareFlatFind"
 
 
 def get_section(res, callgrind):
@@ -440,7 +441,7 @@ def targets_section(res, callgrind, candidates):
     for v in [default_variant(res)] + [c for c in candidates if c != default_variant(res)]:
         if not any(v in vs for vs in res.variants.values()):
             continue
-        label = "current default" if v == default_variant(res) else "candidate"
+        label = "default" if v == default_variant(res) else "for comparison"
         out += [f"#### `{v}` ({label})", "",
                 table(["target", "measured", "verdict"], evaluate_targets(res, callgrind, v)), ""]
     return "\n".join(out)
@@ -470,7 +471,7 @@ def plot(res, path, plotted):
                 xs = [t for t, y in zip(threads, ys) if y is not None]
                 ys = [y / 1e6 for y in ys if y is not None]
                 ax.plot(xs, ys, label=v, color=cmap(i % 10), linestyle=styles[i % len(styles)],
-                        marker=markers[i % len(markers)], linewidth=2 if v.startswith(("Spin", "Proposed")) else 1.3)
+                        marker=markers[i % len(markers)], linewidth=2 if v.startswith("Spin") else 1.3)
             ax.set_xscale("log", base=2)
             ax.set_xticks(threads)
             ax.set_xticklabels([str(t) for t in threads])
@@ -527,9 +528,9 @@ def main():
                     help="the plot's path as the document links it")
     ap.add_argument("--candidates", default="",
                     help="variants whose targets are evaluated next to the current default")
-    ap.add_argument("--plotted", default="GlobalMutex,ShardedStdMutex64,SpinShards4,SpinShards64,"
-                    "SpinShards64Flat,SpinShards256Flat,ProposedLockShards64Flat,"
-                    "ProposedLockShards256Flat,TbbConcurrentHashMap,LibcuckooMap",
+    ap.add_argument("--plotted", default="GlobalMutex,SharedMutex,ShardedStdMutex64,SpinShards4,"
+                    "SpinShards64,SpinShards256,SpinShards256Std,LegacySpinShards64Std,"
+                    "TbbConcurrentHashMap,LibcuckooMap",
                     help="variants drawn in the plot (at most 10 stay distinguishable)")
     args = ap.parse_args()
 

@@ -39,6 +39,12 @@ void HammerCounter(int num_threads, int increments_per_thread) {
   for (auto& th : threads) th.join();
   EXPECT_EQ(counter, int64_t{num_threads} * increments_per_thread);
   EXPECT_EQ(lock.acquisitions(), uint64_t(num_threads) * increments_per_thread);
+  // Only a locker about to sleep marks the word "sleepers may exist", once per FUTEX_WAIT or
+  // once when it finally takes the lock that way, and each unlock that finds the mark clears
+  // it: so wake-ups never outnumber sleeps plus contended acquisitions (the previous protocol
+  // woke on every unlock while anyone slept, far more often than that).
+  EXPECT_LE(lock.wakes(), lock.sleeps() + lock.contended_acquisitions());
+  EXPECT_LE(lock.contended_acquisitions(), lock.acquisitions());
 }
 
 TEST(SpinLockTest, EightThreadsMillionIncrementsEachAreExact) { HammerCounter(8, 1000000); }
@@ -98,6 +104,39 @@ TEST(SpinLockTest, UncontendedUseNeverSleeps) {
   }
   EXPECT_EQ(lock.contended_acquisitions(), 0u);
   EXPECT_EQ(lock.sleeps(), 0u);
+  EXPECT_EQ(lock.wakes(), 0u);
+}
+
+TEST(SpinLockTest, WokenHolderPassesTheWakeOnAndFastPathNeverWakes) {
+  SpinLock lock;
+  lock.lock();
+  std::atomic<int> acquired{0};
+  std::vector<std::thread> waiters;
+  for (int i = 0; i < 2; ++i) {
+    waiters.emplace_back([&] {
+      lock.lock();
+      acquired.fetch_add(1);
+      lock.unlock();
+    });
+  }
+  // Both waiters give up spinning and sleep: two contended acquisitions, at least two sleeps.
+  WaitFor([&] { return lock.contended_acquisitions() == 2 && lock.sleeps() >= 2; });
+  EXPECT_EQ(acquired.load(), 0);
+  // The holder saw the sleepers' mark: its unlock wakes one; that waiter took the lock still
+  // marked (others may sleep), so its unlock wakes the next: no wake-up is lost.
+  lock.unlock();
+  for (auto& t : waiters) t.join();
+  EXPECT_EQ(acquired.load(), 2);
+  EXPECT_GE(lock.wakes(), 2u);
+  EXPECT_LE(lock.wakes(), lock.sleeps() + lock.contended_acquisitions());
+  // Once nobody sleeps, taking the lock through the fast path never issues a wake-up.
+  const uint64_t wakes = lock.wakes();
+  for (int i = 0; i < 1000; ++i) {
+    lock.lock();
+    lock.unlock();
+  }
+  EXPECT_EQ(lock.wakes(), wakes);
+  EXPECT_EQ(lock.contended_acquisitions(), 2u);
 }
 
 }  // namespace

@@ -18,7 +18,7 @@
 #include <glog/logging.h>
 
 #include "benchmarks/bench-harness.h"
-#include "benchmarks/lock-prototypes.h"
+#include "benchmarks/legacy-spinlock.h"
 #include "benchmarks/registry-variants.h"
 
 namespace qr::bench {
@@ -340,24 +340,20 @@ std::vector<Variant> AllVariants() {
   v.push_back(MakeVariant<GlobalMutexMap<Value>>("GlobalMutex", 1));
   v.push_back(MakeVariant<SharedMutexMap<Value>>("SharedMutex", 1));
   v.push_back(MakeVariant<ShardedLockMap<Value, std::mutex>>("ShardedStdMutex64", 64));
+  // The real ShardedQueryMap (SpinLock shards, its default flat inner map) at several shard
+  // counts, then the same with std::unordered_map inside, then the previous default.
   std::vector<int> shard_counts = {4, 16, 64, 256};
   if (std::find(shard_counts.begin(), shard_counts.end(), FLAGS_registry_num_shards) ==
       shard_counts.end()) {
     shard_counts.push_back(FLAGS_registry_num_shards);
   }
   for (int n : shard_counts) {
-    v.push_back(MakeVariant<SpinShardedMap<Value, StdMap<Value>>>(
+    v.push_back(MakeVariant<SpinShardedMap<Value, FlatMap<Value>>>(
         "SpinShards" + std::to_string(n), n));
   }
-  for (int n : shard_counts) {
-    if (n < 64 && n != FLAGS_registry_num_shards) continue;
-    v.push_back(MakeVariant<SpinShardedMap<Value, FlatMap<Value>>>(
-        "SpinShards" + std::to_string(n) + "Flat", n));
-  }
-  for (int n : {64, 256}) {
-    v.push_back(MakeVariant<ShardedLockMap<Value, ProposedLock, FlatMap<Value>>>(
-        "ProposedLockShards" + std::to_string(n) + "Flat", n));
-  }
+  v.push_back(MakeVariant<SpinShardedMap<Value, StdMap<Value>>>("SpinShards256Std", 256));
+  v.push_back(MakeVariant<ShardedLockMap<Value, LegacySpinLock, StdMap<Value>>>(
+      "LegacySpinShards64Std", 64));
 #ifdef QR_HAVE_TBB
   v.push_back(MakeVariant<TbbMap<Value>>("TbbConcurrentHashMap", 1));
 #endif

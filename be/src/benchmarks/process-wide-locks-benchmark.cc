@@ -59,7 +59,7 @@ DEFINE_int32(iteration_probe_interval_us, 50,
 DEFINE_int32(iteration_sample_every, 16,
              "BM_LookupDuringIteration also times one lookup in this many of the lookup threads");
 DEFINE_string(iteration_variants,
-              "GlobalMutex,SpinShards64,ProposedLockShards64Flat,ProposedLockShards256Flat",
+              "GlobalMutex,LegacySpinShards64Std,SpinShards64,SpinShards256",
               "Variants of BM_LookupDuringIteration");
 DEFINE_double(get_min_time_s, 0.05, "Minimum time of each BM_UncontendedGet run");
 DEFINE_int32(passes, 1,
@@ -138,7 +138,7 @@ class ShardedQueryRegistry {
 };
 
 using RequestPtr = std::shared_ptr<ClientRequestState>;
-static_assert(std::is_same_v<ShardedQueryMap<RequestPtr, StdMap<RequestPtr>>,
+static_assert(std::is_same_v<ShardedQueryMap<RequestPtr, FlatMap<RequestPtr>>,
                              ClientRequestStateMap>,
               "the coordinator variant must be the real ClientRequestStateMap");
 
@@ -265,7 +265,7 @@ void RegisterLifecycleBenchmarks() {
     for (int n : shard_counts) {
       RegisterLifecycle(
           "BM_RequestLifecycle<ClientRequestStateMap" + std::to_string(n) + "Shards>",
-          &BM_RequestLifecycle<SpinShardedMap<RequestPtr, StdMap<RequestPtr>>>, n, queries,
+          &BM_RequestLifecycle<SpinShardedMap<RequestPtr, FlatMap<RequestPtr>>>, n, queries,
           accesses);
     }
   }

@@ -2,7 +2,7 @@
 
 #include <gflags/gflags.h>
 
-DEFINE_int32(registry_num_shards, 64,
+DEFINE_int32(registry_num_shards, 256,
              "Shards of each process-wide query registry: a power of two in [1, 4096]. "
              "1 means a single global lock.");
 

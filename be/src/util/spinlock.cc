@@ -26,34 +26,31 @@ void SpinLock::LockSlow() {
   contended_.fetch_add(1, std::memory_order_relaxed);
   for (int i = 0; i < kSpinRounds; ++i) {
     // Test before test-and-set: spin on a shared cache line, not by bouncing it in exclusive mode.
-    if (state_.load(std::memory_order_relaxed) == 0) {
-      uint32_t expected = 0;
-      if (state_.compare_exchange_weak(expected, 1, std::memory_order_acquire,
+    const uint32_t s = state_.load(std::memory_order_relaxed);
+    if (s == kFree) {
+      uint32_t expected = kFree;
+      if (state_.compare_exchange_weak(expected, kHeld, std::memory_order_acquire,
                                        std::memory_order_relaxed)) {
         return;
       }
+    } else if (s == kHeldWithSleepers) {
+      break;  // others already sleep: queue up behind them instead of burning the CPU
     }
     CpuRelax();
   }
-  while (true) {
-    sleepers_.fetch_add(1, std::memory_order_seq_cst);
-    uint32_t expected = 0;
-    if (state_.compare_exchange_strong(expected, 1, std::memory_order_seq_cst)) {
-      sleepers_.fetch_sub(1, std::memory_order_relaxed);
-      return;
-    }
+  // Taking the lock with kHeldWithSleepers is pessimistic (its unlock wakes one thread even if
+  // none sleeps any more) but never loses a wake-up.
+  while (state_.exchange(kHeldWithSleepers, std::memory_order_acquire) != kFree) {
     sleeps_.fetch_add(1, std::memory_order_relaxed);
-    // Sleeps only while the word is still 1: an unlock in between makes this return at once.
-    Futex(&state_, FUTEX_WAIT, 1);
-    sleepers_.fetch_sub(1, std::memory_order_relaxed);
-    expected = 0;
-    if (state_.compare_exchange_strong(expected, 1, std::memory_order_acquire,
-                                       std::memory_order_relaxed)) {
-      return;
-    }
+    // Sleeps only while the word is still kHeldWithSleepers: an unlock in between makes this
+    // return at once.
+    Futex(&state_, FUTEX_WAIT, kHeldWithSleepers);
   }
 }
 
-void SpinLock::WakeOne() { Futex(&state_, FUTEX_WAKE, 1); }
+void SpinLock::WakeOne() {
+  wakes_.fetch_add(1, std::memory_order_relaxed);
+  Futex(&state_, FUTEX_WAKE, 1);
+}
 
 }  // namespace qr
