@@ -14,10 +14,9 @@
 // measure the maps, not the wrappers. Thread-safety: like the wrapped map (BareMap is not
 // thread-safe and is only used single-threaded, as the uncontended baseline).
 
-// First, before any Abseil header: Abseil 20220623's legacy absl/base/internal/thread_annotations.h
-// (reached through flat_hash_map.h) defines the same unprefixed GUARDED_BY & co. Defined by our
-// header first, Abseil's (a system header, same meaning) silently take over; defined by Abseil
-// first, ours would be redefinition warnings.
+// Abseil 20220623's legacy absl/base/internal/thread_annotations.h defines the same unprefixed
+// GUARDED_BY & co. as ours; util/thread-annotations.h #undefs them first, so the order of the
+// includes does not matter.
 #include "util/thread-annotations.h"
 
 #include <cstddef>
