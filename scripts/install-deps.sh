@@ -8,6 +8,7 @@ packages=(
   build-essential cmake ninja-build clang libclang-rt-14-dev pkg-config curl ca-certificates
   libboost-dev libboost-thread-dev libgflags-dev libgoogle-glog-dev
   libgtest-dev libgmock-dev libbenchmark-dev libsqlite3-dev nlohmann-json3-dev libabsl-dev
+  libssl-dev
   libtbb-dev libcuckoo-dev
 )
 for arg in "$@"; do
