@@ -281,6 +281,18 @@ TEST_F(AuthTest, RepeatedFailuresAreRateLimitedAndLoggedWithoutPasswords) {
   EXPECT_EQ(http.Get("/healthz").status, 200);  // Health checks are never limited.
 }
 
+TEST_F(AuthTest, MetricsCountVerificationsCacheHitsAndFailures) {
+  TestHttpClient http(port_);
+  ExpectChallenge(http.Get("/v1/query", Creds("bob", "nope")), "wrong password");
+  for (int i = 0; i < 3; ++i) ASSERT_EQ(http.Get("/v1/info", As("alice")).status, 200);
+  TestResponse r = http.Get("/metrics", As("alice"));
+  ASSERT_EQ(r.status, 200);
+  EXPECT_NE(r.body.find("\nqr_auth_verifications_total 2\n"), std::string::npos) << r.body;
+  EXPECT_NE(r.body.find("\nqr_auth_cache_hits_total 3\n"), std::string::npos);
+  EXPECT_NE(r.body.find("\nqr_auth_failures_total 1\n"), std::string::npos);
+  EXPECT_NE(r.body.find("\nqr_auth_rate_limited_total 0\n"), std::string::npos);
+}
+
 class AuthStartupTest : public ServiceTest {};
 
 TEST_F(AuthStartupTest, PlainHttpAuthIsRefusedUnlessAllowed) {
