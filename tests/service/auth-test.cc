@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 
 #include <fstream>
+#include <iterator>
 #include <set>
 #include <string>
 
@@ -291,6 +292,27 @@ TEST_F(AuthTest, MetricsCountVerificationsCacheHitsAndFailures) {
   EXPECT_NE(r.body.find("\nqr_auth_cache_hits_total 3\n"), std::string::npos);
   EXPECT_NE(r.body.find("\nqr_auth_failures_total 1\n"), std::string::npos);
   EXPECT_NE(r.body.find("\nqr_auth_rate_limited_total 0\n"), std::string::npos);
+}
+
+TEST_F(AuthTest, ReloadReadsNewUsersAndKeepsTheOldOnesOnError) {
+  TestHttpClient http(port_);
+  ASSERT_EQ(http.Get("/v1/info", As("bob")).status, 200);
+  const std::string original = [] {
+    std::ifstream in(password_file_);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  }();
+  std::string carol;
+  ASSERT_TRUE(MakePasswordEntryLine("carol", "carol-pw", kMinPasswordIterations, &carol).ok());
+  std::ofstream(password_file_) << "# bob left, carol came\n" << carol << "\n";
+  Status s = server_->ReloadPasswordFile();
+  ASSERT_TRUE(s.ok()) << s.message();
+  EXPECT_EQ(http.Get("/v1/info", As("carol")).status, 200);
+  ExpectChallenge(http.Get("/v1/info", As("bob")), "bob after the reload (was cached)");
+  std::ofstream(password_file_) << "carol:broken\n";
+  s = server_->ReloadPasswordFile();
+  EXPECT_EQ(s.message().rfind(password_file_ + ":1: expected 5", 0), 0u) << s.message();
+  EXPECT_EQ(http.Get("/v1/info", As("carol")).status, 200);  // The old users stay.
+  std::ofstream(password_file_) << original;  // For the next tests of the suite.
 }
 
 class AuthStartupTest : public ServiceTest {};
