@@ -8,11 +8,12 @@ packages=(
   build-essential cmake ninja-build clang libclang-rt-14-dev pkg-config curl ca-certificates
   libboost-dev libboost-thread-dev libgflags-dev libgoogle-glog-dev
   libgtest-dev libgmock-dev libbenchmark-dev libsqlite3-dev nlohmann-json3-dev libabsl-dev
+  libssl-dev
   libtbb-dev libcuckoo-dev
 )
 for arg in "$@"; do
   case "$arg" in
-    --e2e) packages+=(nodejs npm) ;;
+    --e2e) packages+=(nodejs npm openssl) ;;
     --browser) packages+=(chromium) ;;
     --bench) packages+=(valgrind python3-matplotlib nginx-light) ;;
     *) echo "install-deps.sh: unknown option '$arg' (accepted: --e2e --browser --bench)" >&2; exit 2 ;;

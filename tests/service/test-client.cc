@@ -439,6 +439,7 @@ std::string StatementClient::WithMaxWait(const std::string& uri) const {
 TestResponse StatementClient::Submit(std::string_view sql) {
   Headers headers = UserHeaders();
   for (const auto& h : options_.post_headers) headers.push_back(h);
+  for (const auto& h : options_.headers) headers.push_back(h);
   TestRequest req;
   req.method = "POST";
   req.target = "/v1/statement";
@@ -455,7 +456,7 @@ TestResponse StatementClient::Submit(std::string_view sql) {
 
 TestResponse StatementClient::Advance() {
   previous_uri_ = next_uri_;
-  TestResponse resp = http_.Get(TargetOf(WithMaxWait(next_uri_)));
+  TestResponse resp = http_.Get(TargetOf(WithMaxWait(next_uri_)), options_.headers);
   ++result_.http_requests;
   Absorb(resp, /*is_post=*/false);
   return resp;
@@ -463,7 +464,7 @@ TestResponse StatementClient::Advance() {
 
 TestResponse StatementClient::Cancel() {
   const std::string& uri = next_uri_.empty() ? previous_uri_ : next_uri_;
-  TestResponse resp = http_.Delete(TargetOf(uri));
+  TestResponse resp = http_.Delete(TargetOf(uri), options_.headers);
   ++result_.http_requests;
   return resp;
 }

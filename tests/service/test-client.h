@@ -132,6 +132,8 @@ struct StatementOptions {
   std::string header_prefix = "X-Trino-";
   /// More headers on the POST (no Content-Type is sent unless given here).
   Headers post_headers;
+  /// Headers sent with every request (POST, GETs, DELETE), e.g. Authorization.
+  Headers headers;
   /// Send the POST body with Transfer-Encoding: chunked.
   bool chunked_post = false;
   /// Appended as "?maxWait=<value>" to every GET when not empty.

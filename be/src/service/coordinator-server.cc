@@ -6,6 +6,7 @@
 
 #include "runtime/sample-db.h"
 #include "service/debug-pages.h"
+#include "util/tls-context.h"
 
 namespace qr {
 
@@ -13,7 +14,50 @@ CoordinatorServer::CoordinatorServer(Options options) : options_(std::move(optio
 
 CoordinatorServer::~CoordinatorServer() { Shutdown(0); }
 
+Status CoordinatorServer::ConfigureSecurity(Webserver::Options* http) {
+  const Options& o = options_;
+  const bool tls = !o.tls_cert_file.empty() || !o.tls_key_file.empty();
+  if (tls) {
+    if (o.tls_cert_file.empty() || o.tls_key_file.empty()) {
+      return InvalidArgument("TLS needs both --tls_cert_file and --tls_key_file");
+    }
+    RETURN_IF_ERROR(CreateTlsServerContext(o.tls_cert_file, o.tls_key_file, &http->tls_context));
+  }
+  const bool auth = !o.auth_password_file.empty();
+  access_control_ = std::make_unique<AccessControl>(auth, o.admin_users);
+  if (!auth) return Status::OK();
+  if (!tls && !o.allow_insecure_auth) {
+    return InvalidArgument(
+        "password authentication over plain HTTP is refused: passwords would cross the network "
+        "in clear text. Serve HTTPS with --tls_cert_file and --tls_key_file, or pass "
+        "--allow_insecure_auth to allow it anyway");
+  }
+  PasswordFile file;
+  RETURN_IF_ERROR(PasswordFile::Load(o.auth_password_file, &file));
+  LOG(INFO) << "Password authentication on: " << file.size() << " users from "
+            << o.auth_password_file << (tls ? "" : " (over plain HTTP: --allow_insecure_auth)");
+  authenticator_ = std::make_unique<BasicAuthenticator>(std::move(file), o.auth);
+  http->authenticate = [auth = authenticator_.get(), access = access_control_.get()](
+                           HttpRequest& req, HttpResponse* denied) {
+    return auth->Check(req, denied) && access->CheckUserHeader(req, denied);
+  };
+  // Health checks of load balancers carry no credentials; the answer tells only OK or not.
+  http->open_paths = {"/healthz"};
+  return Status::OK();
+}
+
+Status CoordinatorServer::ReloadPasswordFile() {
+  if (authenticator_ == nullptr) return InvalidArgument("authentication is off");
+  PasswordFile file;
+  RETURN_IF_ERROR(PasswordFile::Load(options_.auth_password_file, &file));
+  LOG(INFO) << "Reloaded " << file.size() << " users from " << options_.auth_password_file;
+  authenticator_->Reload(std::move(file));
+  return Status::OK();
+}
+
 Status CoordinatorServer::Start() {
+  Webserver::Options http = options_.http;
+  RETURN_IF_ERROR(ConfigureSecurity(&http));
   if (options_.database.empty()) {
     RETURN_IF_ERROR(EnsureSampleDatabase(options_.data_dir, options_.sample_scale_factor,
                                          &database_path_));
@@ -29,18 +73,17 @@ Status CoordinatorServer::Start() {
   RETURN_IF_ERROR(SqliteEngine::Create(engine_options, &engine_));
   coordinator_ = std::make_unique<QueryCoordinator>(options_.coordinator, exec_mgr_.get(),
                                                     engine_.get());
-  webserver_ = std::make_unique<Webserver>(options_.http);
+  webserver_ = std::make_unique<Webserver>(std::move(http));
   StatementService::Options protocol = options_.protocol;
   protocol.fallback_authority =
       options_.http.bind_address + ":" + std::to_string(options_.http.port);
   statement_service_ =
-      std::make_unique<StatementService>(protocol, coordinator_.get(), webserver_.get());
+      std::make_unique<StatementService>(protocol, coordinator_.get(), webserver_.get(),
+                                         access_control_.get());
   statement_service_->RegisterHandlers();
-  DebugPages::Options debug;
-  debug.admin_users = options_.admin_users;
-  RegisterDebugPages(debug, this);
+  RegisterDebugPages(DebugPages::Options(), this);
   RETURN_IF_ERROR(webserver_->Start());
-  LOG(INFO) << "coordinatord serving " << database_path_ << " on http://"
+  LOG(INFO) << "coordinatord serving " << database_path_ << " on " << scheme() << "://"
             << options_.http.bind_address << ":" << webserver_->port() << " with "
             << options_.num_query_threads << " query threads";
   return Status::OK();

@@ -5,8 +5,10 @@
 
 #include "runtime/query-exec-mgr.h"
 #include "runtime/sqlite-engine.h"
+#include "service/access-control.h"
 #include "service/query-coordinator.h"
 #include "service/statement-service.h"
+#include "util/http-auth.h"
 #include "util/status.h"
 #include "util/webserver.h"
 
@@ -28,8 +30,17 @@ class CoordinatorServer {
     Webserver::Options http;
     QueryCoordinator::Options coordinator;
     StatementService::Options protocol;
-    /// Users that may cancel anyone's query on the debug pages.
+    /// Comma-separated users who may see and cancel every query (and, with authentication,
+    /// act as other users).
     std::string admin_users;
+    /// Security (docs/operations.md#security). A password file turns authentication on.
+    std::string auth_password_file;
+    BasicAuthenticator::Options auth;
+    /// Allow password authentication without TLS (credentials in clear text).
+    bool allow_insecure_auth = false;
+    /// Both set: serve HTTPS only.
+    std::string tls_cert_file;
+    std::string tls_key_file;
   };
 
   explicit CoordinatorServer(Options options);
@@ -37,6 +48,9 @@ class CoordinatorServer {
 
   /// Prepares the database, starts the engine and the HTTP server. Errors name what failed.
   Status Start();
+  /// Re-reads the password file (SIGHUP). On error the old users stay. REQUIRES: started
+  /// with authentication.
+  Status ReloadPasswordFile();
   /// Graceful: stop admitting, give running queries 'grace_ms', cancel the rest, stop serving.
   /// Returns the number of queries canceled. Idempotent.
   int Shutdown(int64_t grace_ms);
@@ -47,6 +61,11 @@ class CoordinatorServer {
   QueryExecMgr* exec_mgr() { return exec_mgr_.get(); }
   Webserver* webserver() { return webserver_.get(); }
   const Options& options() const { return options_; }
+  const AccessControl* access_control() const { return access_control_.get(); }
+  /// Null without authentication.
+  BasicAuthenticator* authenticator() { return authenticator_.get(); }
+  /// "http" or "https".
+  const char* scheme() const { return options_.tls_cert_file.empty() ? "http" : "https"; }
 
  private:
   Options options_;
@@ -54,6 +73,11 @@ class CoordinatorServer {
   std::unique_ptr<QueryExecMgr> exec_mgr_;
   std::unique_ptr<SqliteEngine> engine_;
   std::unique_ptr<QueryCoordinator> coordinator_;
+  /// Sets up authentication and TLS in 'http'.
+  Status ConfigureSecurity(Webserver::Options* http);
+
+  std::unique_ptr<BasicAuthenticator> authenticator_;
+  std::unique_ptr<AccessControl> access_control_;
   std::unique_ptr<Webserver> webserver_;
   std::unique_ptr<StatementService> statement_service_;
   bool shut_down_ = false;

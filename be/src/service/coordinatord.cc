@@ -34,7 +34,20 @@ DEFINE_int32(query_log_size, 200, "Completed queries kept for the debug pages.")
 DEFINE_int32(shutdown_grace_period_s, 30,
              "On SIGTERM/SIGINT, how long running queries get to finish before being canceled.");
 DEFINE_string(default_user, "", "User for requests that name none (empty: they get 401).");
-DEFINE_string(admin_users, "", "Comma-separated users allowed to cancel any query.");
+DEFINE_string(admin_users, "",
+              "Comma-separated users who may see and cancel every query (with authentication: "
+              "and act as any user).");
+DEFINE_string(auth_password_file, "",
+              "Require HTTP Basic authentication against this file of users and salted "
+              "PBKDF2 hashes (lines made by coordinatord-passwd). Re-read on SIGHUP.");
+DEFINE_bool(allow_insecure_auth, false,
+            "Allow --auth_password_file without TLS (passwords cross the network in clear).");
+DEFINE_string(tls_cert_file, "", "Serve HTTPS with this PEM certificate (chain).");
+DEFINE_string(tls_key_file, "", "The PEM private key of --tls_cert_file.");
+DEFINE_int32(auth_max_failures, 10,
+             "Failed logins from one address within --auth_failure_window_s before its "
+             "requests get 429.");
+DEFINE_int32(auth_failure_window_s, 60, "The window of --auth_max_failures.");
 DEFINE_bool(http_trust_forwarded_headers, false,
             "Build nextUri from X-Forwarded-Host/Proto (only behind a trusted proxy).");
 
@@ -67,6 +80,8 @@ DEFINE_validator(idle_query_timeout_s, &ValidateNonNegative);
 DEFINE_validator(exec_time_limit_s, &ValidateNonNegative);
 DEFINE_validator(query_log_size, &ValidateNonNegative);
 DEFINE_validator(shutdown_grace_period_s, &ValidateNonNegative);
+DEFINE_validator(auth_max_failures, &ValidatePositive);
+DEFINE_validator(auth_failure_window_s, &ValidatePositive);
 
 namespace qr {
 namespace {
@@ -93,6 +108,12 @@ CoordinatorServer::Options OptionsFromFlags() {
   o.protocol.default_user = FLAGS_default_user;
   o.protocol.trust_forwarded_headers = FLAGS_http_trust_forwarded_headers;
   o.admin_users = FLAGS_admin_users;
+  o.auth_password_file = FLAGS_auth_password_file;
+  o.allow_insecure_auth = FLAGS_allow_insecure_auth;
+  o.auth.max_failures = FLAGS_auth_max_failures;
+  o.auth.failure_window = std::chrono::seconds(FLAGS_auth_failure_window_s);
+  o.tls_cert_file = FLAGS_tls_cert_file;
+  o.tls_key_file = FLAGS_tls_key_file;
   return o;
 }
 
@@ -103,6 +124,7 @@ int Main() {
   sigemptyset(&stop_signals);
   sigaddset(&stop_signals, SIGTERM);
   sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGHUP);  // Re-reads the password file.
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
   signal(SIGPIPE, SIG_IGN);
 
@@ -113,12 +135,21 @@ int Main() {
     fprintf(stderr, "coordinatord: %s\n", s.message().c_str());
     return 1;
   }
-  printf("coordinatord listening on http://%s:%d (database %s)\n",
+  printf("coordinatord listening on %s://%s:%d (database %s)\n", server.scheme(),
          FLAGS_http_bind_address.c_str(), server.port(), server.database_path().c_str());
   fflush(stdout);
 
   int sig = 0;
-  sigwait(&stop_signals, &sig);
+  for (sigwait(&stop_signals, &sig); sig == SIGHUP; sigwait(&stop_signals, &sig)) {
+    if (server.authenticator() == nullptr) {
+      LOG(INFO) << "SIGHUP ignored: no --auth_password_file to reload";
+      continue;
+    }
+    Status reload = server.ReloadPasswordFile();
+    if (!reload.ok()) {
+      LOG(ERROR) << "Password file not reloaded (the old users stay): " << reload.message();
+    }
+  }
   LOG(INFO) << "Received " << (sig == SIGTERM ? "SIGTERM" : "SIGINT") << ", shutting down";
   int canceled = server.Shutdown(int64_t{FLAGS_shutdown_grace_period_s} * 1000);
   LOG(INFO) << "coordinatord stopped (" << canceled << " queries canceled at shutdown)";

@@ -13,7 +13,6 @@
 #include <sstream>
 #include <string>
 #include <unordered_map>
-#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -21,6 +20,7 @@
 #include <glog/logging.h>
 #include <nlohmann/json.hpp>
 
+#include "service/access-control.h"
 #include "service/coordinator-server.h"
 #include "service/statement-service.h"
 #include "util/status.h"
@@ -60,7 +60,7 @@ struct Asset {
 struct PageContext {
   CoordinatorServer* server;
   QueryCoordinator* coordinator;
-  std::unordered_set<std::string> admins;
+  const AccessControl* access;
   int stmt_size;
   std::string www_dir;
   std::unordered_map<std::string, Asset> assets;  // by file name
@@ -100,20 +100,6 @@ std::unordered_map<std::string, Asset> LoadAssets(const std::string& dir) {
   }
   if (ec) LOG(WARNING) << "Debug pages: cannot list --www_dir " << dir << ": " << ec.message();
   return assets;
-}
-
-std::unordered_set<std::string> ParseUserList(std::string_view list) {
-  std::unordered_set<std::string> users;
-  while (!list.empty()) {
-    size_t comma = list.find(',');
-    std::string_view user = list.substr(0, comma);
-    list = comma == std::string_view::npos ? std::string_view() : list.substr(comma + 1);
-    auto space = [](char c) { return isspace(static_cast<unsigned char>(c)) != 0; };
-    while (!user.empty() && space(user.front())) user.remove_prefix(1);
-    while (!user.empty() && space(user.back())) user.remove_suffix(1);
-    if (!user.empty()) users.emplace(user);
-  }
-  return users;
 }
 
 /// Headers of every debug response; pages also get a strict CSP so that even a rendering bug
@@ -228,8 +214,10 @@ void HandleQueries(const Ctx& ctx, HttpRequest& req, ResponseCallback respond) {
     respond(AssetResponse(*ctx, "queries.html"));
     return;
   }
-  HttpResponse r =
-      HttpResponse::Json(200, DebugPages::RenderQueriesJson(*ctx->coordinator, ctx->stmt_size));
+  const Principal principal = ctx->access->Identify(req);
+  auto visible = [&](const ClientRequestState& q) { return ctx->access->MayAccess(principal, q); };
+  HttpResponse r = HttpResponse::Json(
+      200, DebugPages::RenderQueriesJson(*ctx->coordinator, ctx->stmt_size, visible));
   AddSecurityHeaders(&r, false);
   respond(std::move(r));
 }
@@ -250,16 +238,26 @@ bool ParseQueryIdParam(const HttpRequest& req, UniqueId* id, HttpResponse* error
   return true;
 }
 
+HttpResponse UnknownQuery(const UniqueId& id) {
+  return JsonError(404, "Query " + PrintId(id) + " is not known (never existed, or dropped "
+                            "from the query log)");
+}
+
+/// The query 'id' if it exists and the requester may access it (see AccessControl).
+std::shared_ptr<ClientRequestState> FindAccessible(const PageContext& ctx,
+                                                   const HttpRequest& req, const UniqueId& id) {
+  std::shared_ptr<ClientRequestState> state = ctx.coordinator->Find(id);
+  if (!state || !ctx.access->MayAccess(ctx.access->Identify(req), *state)) return nullptr;
+  return state;
+}
+
 /// GET /query_statement?query_id=ID: the full statement as text/plain (never HTML).
 void HandleQueryStatement(const Ctx& ctx, HttpRequest& req, ResponseCallback respond) {
   UniqueId id;
   HttpResponse error;
   if (!ParseQueryIdParam(req, &id, &error)) return respond(std::move(error));
-  std::shared_ptr<ClientRequestState> state = ctx->coordinator->Find(id);
-  if (!state) {
-    return respond(JsonError(404, "Query " + PrintId(id) + " is not known (never existed, "
-                                      "or dropped from the query log)"));
-  }
+  std::shared_ptr<ClientRequestState> state = FindAccessible(*ctx, req, id);
+  if (!state) return respond(UnknownQuery(id));
   HttpResponse r;
   r.content_type = "text/plain; charset=utf-8";
   r.shared_body = state->statement();  // shared, not copied
@@ -267,25 +265,24 @@ void HandleQueryStatement(const Ctx& ctx, HttpRequest& req, ResponseCallback res
   respond(std::move(r));
 }
 
-/// POST /cancel_query?query_id=ID. The requester is the protocol's user (RequestUser()):
-/// self-asserted until the server authenticates, so this check prevents accidents, not attacks.
+/// POST /cancel_query?query_id=ID. Without authentication the requester is the self-asserted
+/// protocol user, so the owner check prevents accidents, not attacks; with authentication it
+/// is the authenticated user, and someone else's query is answered as an unknown one.
 void HandleCancel(const Ctx& ctx, HttpRequest& req, ResponseCallback respond) {
   UniqueId id;
   HttpResponse error;
   if (!ParseQueryIdParam(req, &id, &error)) return respond(std::move(error));
-  std::string user = RequestUser(req);
+  const Principal principal = ctx->access->Identify(req);
+  const std::string& user = principal.user;
   if (user.empty()) {
     HttpResponse r = JsonError(401, "No user: send the X-Trino-User (or X-Presto-User) header "
                                     "or Basic credentials naming who cancels");
     r.headers.emplace_back("WWW-Authenticate", "Basic realm=\"coordinatord\"");
     return respond(std::move(r));
   }
-  std::shared_ptr<ClientRequestState> state = ctx->coordinator->Find(id);
-  if (!state) {
-    return respond(JsonError(404, "Query " + PrintId(id) + " is not known (never existed, "
-                                      "or dropped from the query log)"));
-  }
-  if (user != state->user() && !ctx->admins.contains(user)) {
+  std::shared_ptr<ClientRequestState> state = FindAccessible(*ctx, req, id);
+  if (!state) return respond(UnknownQuery(id));
+  if (user != state->user() && !principal.admin) {
     return respond(JsonError(403, "User " + QuoteForError(user) + " may not cancel query " +
                                       PrintId(id) + ": only its user or an admin "
                                       "(--admin_users) may"));
@@ -331,7 +328,7 @@ Ctx MakeContext(const DebugPages::Options& options, CoordinatorServer* server) {
   auto ctx = std::make_shared<PageContext>();
   ctx->server = server;
   ctx->coordinator = server->coordinator();
-  ctx->admins = ParseUserList(options.admin_users);
+  ctx->access = server->access_control();
   ctx->stmt_size = options.query_stmt_size > 0 ? options.query_stmt_size : FLAGS_query_stmt_size;
   ctx->www_dir = options.www_dir.empty() ? FLAGS_www_dir : options.www_dir;
   ctx->assets = LoadAssets(ctx->www_dir);

@@ -1,11 +1,13 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <string>
 #include <string_view>
 
 namespace qr {
 
+class ClientRequestState;
 class CoordinatorServer;
 class QueryCoordinator;
 
@@ -20,9 +22,8 @@ class QueryCoordinator;
 /// Thread-safety: handlers run concurrently on the webserver's I/O threads; the loaded assets
 /// are immutable after registration.
 namespace DebugPages {
+/// Who may see and cancel what is decided by the server's AccessControl (--admin_users).
 struct Options {
-  /// Comma-separated users who may cancel any query (others only their own).
-  std::string admin_users;
   /// Listings truncate statements to this many characters; 0: the --query_stmt_size flag.
   int query_stmt_size = 0;
   /// Directory of the page assets (queries.html, queries.js, style.css); empty: --www_dir.
@@ -30,8 +31,12 @@ struct Options {
 };
 
 /// The body of GET /queries?json: summary counts, in-flight queries (newest first) and the
-/// completed-query log (newest first). Statements are cut to 'stmt_size' characters.
-std::string RenderQueriesJson(const QueryCoordinator& coordinator, int stmt_size);
+/// completed-query log (newest first), each only the queries 'visible' accepts (all when it
+/// is empty; the summary's totals are server-wide). Statements are cut to 'stmt_size'
+/// characters.
+std::string RenderQueriesJson(
+    const QueryCoordinator& coordinator, int stmt_size,
+    const std::function<bool(const ClientRequestState&)>& visible = {});
 
 /// The body of GET /metrics in the Prometheus text exposition format (version 0.0.4).
 std::string RenderMetrics(CoordinatorServer* server);

@@ -157,6 +157,21 @@ void AppendRegistryMetrics(const QueryCoordinator& coordinator, const QueryExecM
          out);
 }
 
+/// Only with authentication on (--auth_password_file).
+void AppendAuthMetrics(const BasicAuthenticator& auth, std::string* out) {
+  Scalar("qr_auth_verifications_total", "counter",
+         "Password verifications (PBKDF2) of credentials not in the cache.",
+         static_cast<int64_t>(auth.verifications()), out);
+  Scalar("qr_auth_cache_hits_total", "counter",
+         "Requests authenticated from the cache of verified credentials.",
+         static_cast<int64_t>(auth.cache_hits()), out);
+  Scalar("qr_auth_failures_total", "counter", "Failed authentications (wrong or malformed).",
+         static_cast<int64_t>(auth.failures()), out);
+  Scalar("qr_auth_rate_limited_total", "counter",
+         "Requests refused with 429 after too many failures from their address.",
+         static_cast<int64_t>(auth.rate_limited()), out);
+}
+
 }  // namespace
 
 std::string RenderMetrics(CoordinatorServer* server) {
@@ -167,6 +182,7 @@ std::string RenderMetrics(CoordinatorServer* server) {
   AppendLatencyHistogram(coordinator, &out);
   AppendHttpMetrics(*server->webserver(), &out);
   AppendRegistryMetrics(coordinator, *server->exec_mgr(), &out);
+  if (server->authenticator() != nullptr) AppendAuthMetrics(*server->authenticator(), &out);
   return out;
 }
 

@@ -129,11 +129,17 @@ size_t CountChars(std::string_view s) {
   return chars;
 }
 
-std::string RenderQueriesJson(const QueryCoordinator& coordinator, int stmt_size) {
+std::string RenderQueriesJson(const QueryCoordinator& coordinator, int stmt_size,
+                              const std::function<bool(const ClientRequestState&)>& visible) {
   // Both lists are copies: the registry's Snapshot() and the log's, so no lock is held below
   // except each request's own, briefly, in GetInfo().
   RequestList in_flight = coordinator.InFlight();
   RequestList completed = coordinator.Completed();
+  if (visible) {
+    auto hidden = [&](const std::shared_ptr<ClientRequestState>& q) { return !visible(*q); };
+    std::erase_if(in_flight, hidden);
+    std::erase_if(completed, hidden);
+  }
   std::stable_sort(in_flight.begin(), in_flight.end(), [](const auto& a, const auto& b) {
     return a->submit_time() > b->submit_time();
   });

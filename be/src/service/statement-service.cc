@@ -223,10 +223,11 @@ bool ParseDuration(std::string_view s, std::chrono::milliseconds* out) {
 }
 
 StatementService::StatementService(Options options, QueryCoordinator* coordinator,
-                                   Webserver* webserver)
+                                   Webserver* webserver, const AccessControl* access)
     : options_(std::move(options)),
       coordinator_(coordinator),
       webserver_(webserver),
+      access_(access),
       start_time_(std::chrono::steady_clock::now()) {}
 
 void StatementService::RegisterHandlers() {
@@ -246,7 +247,7 @@ void StatementService::RegisterHandlers() {
 }
 
 std::string StatementService::BaseUri(const HttpRequest& req) const {
-  std::string scheme = "http";
+  std::string scheme = req.secure ? "https" : "http";
   std::string_view host = req.Header("Host");
   if (options_.trust_forwarded_headers) {
     std::string_view fwd_host = req.Header("X-Forwarded-Host");
@@ -272,7 +273,7 @@ void StatementService::HandleSubmit(HttpRequest& req, ResponseCallback respond) 
     return;
   }
   SessionInfo session;
-  session.user = RequestUser(req);
+  session.user = access_->Identify(req).user;
   if (session.user.empty()) session.user = options_.default_user;
   if (session.user.empty()) {
     HttpResponse resp = HttpResponse::Text(
@@ -303,7 +304,7 @@ void StatementService::HandleStatementGet(HttpRequest& req, ResponseCallback res
     respond(NotFoundText("Not a statement URI: " + QuoteForError(req.path, 120)));
     return;
   }
-  std::shared_ptr<ClientRequestState> state = coordinator_->Find(id);
+  std::shared_ptr<ClientRequestState> state = FindAccessible(req, id);
   if (state == nullptr || !state->SlugMatches(slug)) {
     respond(NotFoundText("Query not found: " + PrintId(id)));
     return;
@@ -331,13 +332,20 @@ void StatementService::HandleStatementDelete(HttpRequest& req, ResponseCallback 
     respond(NotFoundText("Not a statement URI: " + QuoteForError(req.path, 120)));
     return;
   }
-  std::shared_ptr<ClientRequestState> state = coordinator_->Find(id);
+  std::shared_ptr<ClientRequestState> state = FindAccessible(req, id);
   if (state == nullptr || !state->SlugMatches(slug)) {
     respond(NotFoundText("Query not found: " + PrintId(id)));
     return;
   }
   (void)coordinator_->Cancel(id);  // OK for a finished query too: DELETE is idempotent
   respond(HttpResponse::Text(204, ""));
+}
+
+std::shared_ptr<ClientRequestState> StatementService::FindAccessible(const HttpRequest& req,
+                                                                     const UniqueId& id) const {
+  std::shared_ptr<ClientRequestState> state = coordinator_->Find(id);
+  if (state == nullptr || !access_->MayAccess(access_->Identify(req), *state)) return nullptr;
+  return state;
 }
 
 void StatementService::HandleInfo(HttpRequest& req, ResponseCallback respond) {
@@ -360,9 +368,11 @@ void StatementService::HandleInfoState(HttpRequest& req, ResponseCallback respon
 
 void StatementService::HandleQueryList(HttpRequest& req, ResponseCallback respond) {
   ResultsUris uris{BaseUri(req)};
+  const Principal principal = access_->Identify(req);
   std::string body = "[";
   bool first = true;
   auto add = [&](const std::shared_ptr<ClientRequestState>& q) {
+    if (!access_->MayAccess(principal, *q)) return;
     if (!first) body.push_back(',');
     first = false;
     AppendQueryInfoJson(*q, uris, &body);
@@ -381,7 +391,7 @@ void StatementService::HandleQueryGet(HttpRequest& req, ResponseCallback respond
     respond(HttpResponse::Text(400, s.message() + "\n"));
     return;
   }
-  std::shared_ptr<ClientRequestState> q = coordinator_->Find(id);
+  std::shared_ptr<ClientRequestState> q = FindAccessible(req, id);
   if (q == nullptr) {
     respond(HttpResponse::Text(410, "Query " + PrintId(id) + " is unknown or expired\n"));
     return;
@@ -399,8 +409,9 @@ void StatementService::HandleQueryDelete(HttpRequest& req, ResponseCallback resp
     respond(HttpResponse::Text(400, s.message() + "\n"));
     return;
   }
-  // Idempotent, like DELETE of a nextUri: an unknown or finished query is not an error.
-  (void)coordinator_->Cancel(id);
+  // Idempotent, like DELETE of a nextUri: an unknown or finished query is not an error, and
+  // someone else's query (with authentication on) is answered as an unknown one.
+  if (FindAccessible(req, id) != nullptr) (void)coordinator_->Cancel(id);
   respond(HttpResponse::Text(204, ""));
 }
 

@@ -4,6 +4,7 @@
 #include <memory>
 #include <string>
 
+#include "service/access-control.h"
 #include "service/query-coordinator.h"
 #include "util/webserver.h"
 
@@ -14,6 +15,8 @@ namespace qr {
 ///
 /// A GET of a nextUri never parks a thread: when no page is ready it registers a waiter on the
 /// request and an Asio timer for 'maxWait'; whichever fires first completes the response.
+/// With authentication on, a non-admin only reaches their own queries (AccessControl): someone
+/// else's query is answered exactly like an unknown one, nextUri included.
 /// Thread-safety: handlers run concurrently on the webserver's I/O threads; all state is in the
 /// coordinator.
 class StatementService {
@@ -30,7 +33,9 @@ class StatementService {
     std::string fallback_authority = "127.0.0.1:8080";
   };
 
-  StatementService(Options options, QueryCoordinator* coordinator, Webserver* webserver);
+  /// 'access' must outlive the service.
+  StatementService(Options options, QueryCoordinator* coordinator, Webserver* webserver,
+                   const AccessControl* access);
 
   /// Registers every protocol route. Call before Webserver::Start().
   void RegisterHandlers();
@@ -45,12 +50,17 @@ class StatementService {
   void HandleQueryGet(HttpRequest& req, ResponseCallback respond);
   void HandleQueryDelete(HttpRequest& req, ResponseCallback respond);
 
-  /// "http://host:port" for absolute URIs in answers to 'req'.
+  /// "http[s]://host:port" for absolute URIs in answers to 'req'.
   std::string BaseUri(const HttpRequest& req) const;
+  /// The query 'id' if it exists and 'req' may access it, else nullptr: callers answer both
+  /// cases alike, so nobody learns whether someone else's query exists.
+  std::shared_ptr<ClientRequestState> FindAccessible(const HttpRequest& req,
+                                                     const UniqueId& id) const;
 
   const Options options_;
   QueryCoordinator* const coordinator_;
   Webserver* const webserver_;
+  const AccessControl* const access_;
   const std::chrono::steady_clock::time_point start_time_;
 };
 

@@ -16,6 +16,10 @@
 
 #include "util/status.h"
 
+namespace boost::asio::ssl {
+class context;
+}
+
 namespace qr {
 
 /// One parsed HTTP request, as a handler sees it.
@@ -36,6 +40,10 @@ struct HttpRequest {
   std::string body;
   /// "127.0.0.1:54321".
   std::string remote_address;
+  /// Set by Options::authenticate for an authenticated request; empty otherwise.
+  std::string authenticated_user;
+  /// The request arrived over TLS.
+  bool secure = false;
 
   /// A header's value, or empty. Case-insensitive name.
   std::string_view Header(std::string_view name) const;
@@ -88,6 +96,15 @@ class Webserver {
     std::chrono::milliseconds idle_timeout{60000};
     /// Maximum simultaneous connections; beyond it new connections are closed at once.
     int max_connections = 10000;
+    /// When set, runs for every request (after it was read, before routing) except those to
+    /// 'open_paths': returns true to serve it (typically setting req.authenticated_user), or
+    /// false with the answer (401, 403, 429...) in '*denied'. Runs on an I/O thread.
+    std::function<bool(HttpRequest& req, HttpResponse* denied)> authenticate;
+    /// Exact paths served without 'authenticate' (e.g. "/healthz").
+    std::vector<std::string> open_paths;
+    /// When set, every connection speaks TLS (HTTPS) with this context (see
+    /// CreateTlsServerContext()); plain HTTP otherwise.
+    std::shared_ptr<boost::asio::ssl::context> tls_context;
   };
 
   explicit Webserver(Options options);

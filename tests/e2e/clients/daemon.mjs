@@ -38,7 +38,7 @@ export async function startDaemon(flags = []) {
       reject(new Error(`coordinatord exited early (code ${code}, signal ${signal})`));
     });
     readline.createInterface({input: child.stdout}).on('line', (line) => {
-      const m = line.match(/listening on (http:\/\/[0-9.]+:(\d+))/);
+      const m = line.match(/listening on (https?:\/\/[0-9.]+:(\d+))/);
       if (m) {
         clearTimeout(timer);
         resolve(m[1]);

@@ -1,0 +1,238 @@
+#include "util/http-auth.h"
+
+#include <algorithm>
+#include <utility>
+
+#include <glog/logging.h>
+#include <openssl/evp.h>
+#include <openssl/rand.h>
+
+namespace qr {
+namespace {
+
+constexpr char kRealmHeader[] = "Basic realm=\"coordinatord\"";
+
+bool StartsWithIgnoreCase(std::string_view s, std::string_view prefix) {
+  if (s.size() < prefix.size()) return false;
+  for (size_t i = 0; i < prefix.size(); ++i) {
+    auto lower = [](char c) { return tolower(static_cast<unsigned char>(c)); };
+    if (lower(s[i]) != lower(prefix[i])) return false;
+  }
+  return true;
+}
+
+/// Splits "Basic base64(user:password)". False when it is not that.
+bool ParseBasic(std::string_view authorization, std::string* credentials, size_t* colon) {
+  if (!StartsWithIgnoreCase(authorization, "Basic ")) return false;
+  std::string_view b64 = authorization.substr(6);
+  while (!b64.empty() && b64.front() == ' ') b64.remove_prefix(1);
+  while (!b64.empty() && b64.back() == ' ') b64.remove_suffix(1);
+  if (!Base64Decode(b64, credentials)) return false;
+  *colon = credentials->find(':');
+  return *colon != std::string::npos && *colon > 0;
+}
+
+const char* Describe(BasicAuthenticator::Result r) {
+  switch (r) {
+    case BasicAuthenticator::Result::kMalformed: return "malformed Basic credentials";
+    case BasicAuthenticator::Result::kUnknownUser: return "unknown user";
+    case BasicAuthenticator::Result::kWrongPassword: return "wrong password";
+    default: return "failed";
+  }
+}
+
+HttpResponse Unauthorized(std::string text) {
+  HttpResponse r = HttpResponse::Text(401, std::move(text));
+  r.headers.emplace_back("WWW-Authenticate", kRealmHeader);
+  r.headers.emplace_back("Cache-Control", "no-store");
+  return r;
+}
+
+}  // namespace
+
+std::string_view RemoteIp(std::string_view remote_address) {
+  if (!remote_address.empty() && remote_address.front() == '[') {
+    size_t close = remote_address.find(']');
+    return close == std::string_view::npos ? remote_address : remote_address.substr(1, close - 1);
+  }
+  return remote_address.substr(0, remote_address.rfind(':'));
+}
+
+BasicAuthenticator::BasicAuthenticator(PasswordFile file, Options options)
+    : options_(options), file_(std::make_shared<const PasswordFile>(std::move(file))) {
+  CHECK_EQ(RAND_bytes(cache_key_secret_.data(), static_cast<int>(cache_key_secret_.size())), 1)
+      << "no randomness for the credential cache key";
+  // Same cost as a real entry made with the default iteration count.
+  dummy_entry_ = PasswordEntry{"", kDefaultPasswordIterations, std::string(kPasswordSaltBytes, 'x'),
+                               std::string(kPasswordHashBytes, '\0')};
+}
+
+std::string BasicAuthenticator::CacheKey(std::string_view credentials) const {
+  std::string key(32, '\0');
+  unsigned int len = 0;
+  EVP_MD_CTX* ctx = EVP_MD_CTX_new();
+  CHECK(ctx != nullptr);
+  bool ok = EVP_DigestInit_ex(ctx, EVP_sha256(), nullptr) == 1 &&
+            EVP_DigestUpdate(ctx, cache_key_secret_.data(), cache_key_secret_.size()) == 1 &&
+            EVP_DigestUpdate(ctx, credentials.data(), credentials.size()) == 1 &&
+            EVP_DigestFinal_ex(ctx, reinterpret_cast<unsigned char*>(key.data()), &len) == 1;
+  EVP_MD_CTX_free(ctx);
+  CHECK(ok && len == key.size()) << "SHA-256 failed";
+  return key;
+}
+
+bool BasicAuthenticator::CacheLookup(const std::string& key, std::string* user) {
+  MutexLock l(&cache_lock_);
+  auto it = cache_.find(key);
+  if (it == cache_.end()) return false;
+  *user = it->second;
+  return true;
+}
+
+void BasicAuthenticator::CacheInsert(const std::string& key, const std::string& user) {
+  MutexLock l(&cache_lock_);
+  if (!cache_.emplace(key, user).second) return;
+  cache_order_.push_back(key);
+  while (cache_order_.size() > options_.cache_capacity) {
+    cache_.erase(cache_order_.front());
+    cache_order_.pop_front();
+  }
+}
+
+void BasicAuthenticator::Reload(PasswordFile file) {
+  auto replacement = std::make_shared<const PasswordFile>(std::move(file));
+  MutexLock l(&cache_lock_);
+  file_ = std::move(replacement);
+  cache_.clear();
+  cache_order_.clear();
+}
+
+BasicAuthenticator::Result BasicAuthenticator::Verify(std::string_view user,
+                                                      std::string_view password) {
+  std::shared_ptr<const PasswordFile> file;
+  {
+    MutexLock l(&cache_lock_);
+    file = file_;
+  }
+  verifications_.fetch_add(1, std::memory_order_relaxed);
+  const PasswordEntry* entry = file->Find(user);
+  if (entry == nullptr) {
+    (void)VerifyPassword(dummy_entry_, password);  // The same cost as a known user.
+    return Result::kUnknownUser;
+  }
+  return VerifyPassword(*entry, password) ? Result::kOk : Result::kWrongPassword;
+}
+
+int64_t BasicAuthenticator::LimitedForSeconds(const std::string& address) {
+  const auto now = std::chrono::steady_clock::now();
+  MutexLock l(&limiter_lock_);
+  auto it = failures_by_address_.find(address);
+  if (it == failures_by_address_.end() || it->second.failures < options_.max_failures) return 0;
+  auto left = it->second.window_start + options_.failure_window - now;
+  if (left <= std::chrono::steady_clock::duration::zero()) {
+    failures_by_address_.erase(it);
+    return 0;
+  }
+  return std::chrono::ceil<std::chrono::seconds>(left).count();
+}
+
+void BasicAuthenticator::PruneLocked(std::chrono::steady_clock::time_point now) {
+  std::erase_if(failures_by_address_, [&](const auto& entry) {
+    return entry.second.window_start + options_.failure_window <= now;
+  });
+  if (failures_by_address_.size() >= options_.max_tracked_addresses) {
+    LOG(WARNING) << "Failed logins from " << failures_by_address_.size()
+                 << " addresses in one window; forgetting them all";
+    failures_by_address_.clear();
+  }
+}
+
+void BasicAuthenticator::RecordFailure(const std::string& address, std::string_view user,
+                                       Result why) {
+  failures_.fetch_add(1, std::memory_order_relaxed);
+  const auto now = std::chrono::steady_clock::now();
+  int failures = 0;
+  {
+    MutexLock l(&limiter_lock_);
+    auto it = failures_by_address_.find(address);
+    if (it == failures_by_address_.end()) {
+      if (failures_by_address_.size() >= options_.max_tracked_addresses) PruneLocked(now);
+      it = failures_by_address_.emplace(address, AddressFailures{0, now}).first;
+    } else if (it->second.window_start + options_.failure_window <= now) {
+      it->second = AddressFailures{0, now};
+    }
+    failures = ++it->second.failures;
+  }
+  // The password is never logged; the user name is quoted and cut (it may be a mistyped
+  // password).
+  LOG(WARNING) << "Authentication failed for user " << QuoteForError(user, 32) << " from "
+               << address << ": " << Describe(why);
+  if (failures == options_.max_failures) {
+    LOG(WARNING) << "Too many failed logins from " << address << " (" << failures << " in "
+                 << options_.failure_window.count() << " s): its requests get 429 until the "
+                 << "window ends";
+  }
+}
+
+BasicAuthenticator::Result BasicAuthenticator::Authenticate(std::string_view authorization,
+                                                            std::string_view remote_address,
+                                                            std::string* user) {
+  if (authorization.empty()) return Result::kMissing;
+  const std::string address(RemoteIp(remote_address));
+  if (LimitedForSeconds(address) > 0) {
+    rate_limited_.fetch_add(1, std::memory_order_relaxed);
+    return Result::kRateLimited;
+  }
+  std::string credentials;
+  size_t colon = 0;
+  if (!ParseBasic(authorization, &credentials, &colon)) {
+    RecordFailure(address, "", Result::kMalformed);
+    return Result::kMalformed;
+  }
+  const std::string key = CacheKey(credentials);
+  if (CacheLookup(key, user)) {
+    cache_hits_.fetch_add(1, std::memory_order_relaxed);
+    return Result::kOk;
+  }
+  std::string_view name = std::string_view(credentials).substr(0, colon);
+  Result r = Verify(name, std::string_view(credentials).substr(colon + 1));
+  if (r != Result::kOk) {
+    RecordFailure(address, name, r);
+    return r;
+  }
+  *user = std::string(name);
+  CacheInsert(key, *user);
+  return Result::kOk;
+}
+
+size_t BasicAuthenticator::tracked_addresses() {
+  MutexLock l(&limiter_lock_);
+  return failures_by_address_.size();
+}
+
+size_t BasicAuthenticator::cached_credentials() {
+  MutexLock l(&cache_lock_);
+  return cache_.size();
+}
+
+bool BasicAuthenticator::Check(HttpRequest& req, HttpResponse* denied) {
+  std::string user;
+  Result r = Authenticate(req.Header("Authorization"), req.remote_address, &user);
+  if (r == Result::kOk) {
+    req.authenticated_user = std::move(user);
+    return true;
+  }
+  if (r == Result::kMissing) {
+    *denied = Unauthorized("Authentication required: send HTTP Basic credentials\n");
+  } else if (r == Result::kRateLimited) {
+    *denied = HttpResponse::Text(
+        429, "Too many failed authentication attempts from this address; try again later\n");
+    int64_t wait_s = LimitedForSeconds(std::string(RemoteIp(req.remote_address)));
+    denied->headers.emplace_back("Retry-After", std::to_string(std::max<int64_t>(1, wait_s)));
+  } else {
+    *denied = Unauthorized("Invalid user name or password\n");
+  }
+  return false;
+}
+
+}  // namespace qr

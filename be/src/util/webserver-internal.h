@@ -1,0 +1,149 @@
+#pragma once
+
+// Internal to the webserver (webserver.cc, webserver-session.cc): the server's state and the
+// interface of a connection. Not for other users.
+
+#include <array>
+#include <atomic>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
+#include <boost/beast/core/error.hpp>
+#include <boost/beast/core/string.hpp>
+
+#include "util/mutex.h"
+#include "util/thread-annotations.h"
+#include "util/webserver.h"
+
+namespace qr {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using tcp = asio::ip::tcp;
+
+using Strand = asio::strand<asio::io_context::executor_type>;
+using StrandSocket = tcp::socket::rebind_executor<Strand>::other;
+
+/// The server's state. Lifecycle: RegisterHandler()* -> Start() -> Stop() -> destruction.
+/// Thread-safety: the counters are atomics; 'routes' is written only before Start() and
+/// read-only afterwards (starting the I/O threads orders the writes before every read); the
+/// acceptor and its retry timer are used by Start()/Stop() and by the one accept chain
+/// running on the I/O threads, never at the same time (Stop() joins the threads first).
+/// Lock order: lifecycle_mu -> control->mu -> sessions_mu. None is held while a handler runs.
+struct Webserver::Impl {
+  class SessionBase;
+  template <class Stream>
+  class Session;
+  struct PendingResponse;
+
+  /// Shared by the server and every ResponseCallback; outlives the server, so that a callback
+  /// fired after Stop() or after destruction finds 'stopped' and does nothing.
+  struct Control {
+    Mutex mu;
+    /// Once true, no callback touches a session or posts to the io_context.
+    bool stopped GUARDED_BY(mu) = false;
+  };
+
+  struct Route {
+    std::string path;
+    /// The path ends with '/': it also matches every path it prefixes.
+    bool prefix = false;
+    std::vector<std::pair<http::verb, HttpHandler>> handlers;
+    /// The value of the Allow header for a 405 ("GET, HEAD, POST").
+    std::string allow;
+
+    /// The handler for 'method'; HEAD falls back to GET (*head_as_get set).
+    const HttpHandler* Find(http::verb method, bool* head_as_get) const;
+  };
+
+  enum class State { kNew, kRunning, kStopped };
+
+  explicit Impl(Options o) : options(std::move(o)), ioc(std::max(1, options.num_threads)) {}
+
+  const Route* FindRoute(std::string_view path) const;
+  /// Sorts the routes longest path first and computes their Allow headers.
+  void FinishRoutes();
+  void DoAccept();
+  void OnAccept(const beast::error_code& ec, StrandSocket socket);
+  /// A plain or TLS session (per options.tls_context) on an accepted socket
+  /// (webserver-session.cc).
+  std::shared_ptr<SessionBase> MakeSession(StrandSocket socket, std::string remote_address);
+  void RunIoThread(int index);
+  void CountResponse(unsigned status) {
+    responses[status < responses.size() ? status : 0].fetch_add(1, std::memory_order_relaxed);
+  }
+  /// Closes every open connection. REQUIRES: the I/O threads are joined.
+  void CloseAllSessions();
+
+  const Options options;
+  std::vector<Route> routes;
+
+  // Statistics only, so relaxed: nothing is ordered by them.
+  std::array<std::atomic<uint64_t>, 600> responses{};
+  std::atomic<uint64_t> connections_accepted{0};
+  std::atomic<uint64_t> connections_open{0};
+  std::atomic<uint64_t> connections_rejected{0};
+  std::atomic<int> port{0};
+
+  const std::shared_ptr<Control> control = std::make_shared<Control>();
+
+  /// Serializes Start() and Stop() (which joins threads: never held by an I/O thread).
+  Mutex lifecycle_mu ACQUIRED_BEFORE(sessions_mu);
+  State state GUARDED_BY(lifecycle_mu) = State::kNew;
+
+  /// Protects 'sessions', the registry of open connections Stop() closes.
+  Mutex sessions_mu;
+  std::unordered_map<SessionBase*, std::weak_ptr<SessionBase>> sessions GUARDED_BY(sessions_mu);
+
+  // Declared after everything a Session's destructor touches: sessions owned by handlers
+  // still queued in the io_context die when it is destroyed.
+  asio::io_context ioc;
+  std::optional<asio::executor_work_guard<asio::io_context::executor_type>> work
+      GUARDED_BY(lifecycle_mu);
+  tcp::acceptor acceptor{ioc};
+  asio::steady_timer accept_retry_timer{ioc};
+  std::vector<std::thread> threads GUARDED_BY(lifecycle_mu);
+};
+
+/// What the server and the ResponseCallbacks see of a connection, plain or TLS
+/// (webserver-session.cc has the Session<Stream> that implements it).
+/// Thread-safety: OnStrand()/executor() from any thread; Start() once, after construction;
+/// Complete() on the strand; Close() on the strand or from Stop() after the I/O threads are
+/// joined.
+class Webserver::Impl::SessionBase : public std::enable_shared_from_this<SessionBase> {
+ public:
+  virtual ~SessionBase() = default;
+  virtual void Start() = 0;
+  /// Writes the response of the pending request number 'seq'; ignored when the connection
+  /// is closed or has moved on. 'dropped': the handler never called its ResponseCallback.
+  virtual void Complete(uint64_t seq, HttpResponse resp, bool dropped) = 0;
+  virtual void Close() = 0;
+
+  bool OnStrand() const { return strand_.running_in_this_thread(); }
+  const Strand& executor() const { return strand_; }
+
+ protected:
+  explicit SessionBase(Strand strand) : strand_(std::move(strand)) {}
+
+  /// The socket's executor, kept apart so that other threads may read it (const).
+  const Strand strand_;
+};
+
+/// Beast 1.74's string_view is boost::string_view.
+inline std::string_view ToStd(beast::string_view s) { return std::string_view(s.data(), s.size()); }
+
+/// "127.0.0.1:8080", "[::1]:8080".
+std::string EndpointString(const tcp::endpoint& ep);
+
+}  // namespace qr

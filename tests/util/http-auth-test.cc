@@ -1,0 +1,182 @@
+// BasicAuthenticator: verification, the credential cache, the per-address failure limit and
+// what failed logins log.
+
+#include "util/http-auth.h"
+
+#include <string>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "log-capture.h"
+#include "util/password-file.h"
+
+namespace qr {
+namespace {
+
+using Result = BasicAuthenticator::Result;
+using qr::testing::LogCapture;
+
+std::string Basic(const std::string& user, const std::string& password) {
+  return "Basic " + Base64Encode(user + ":" + password);
+}
+
+PasswordFile Users() {
+  std::string alice, bob;
+  EXPECT_TRUE(MakePasswordEntryLine("alice", "alice-pw", kMinPasswordIterations, &alice).ok());
+  EXPECT_TRUE(MakePasswordEntryLine("bob", "bob-pw", kMinPasswordIterations, &bob).ok());
+  PasswordFile file;
+  EXPECT_TRUE(PasswordFile::Parse(alice + "\n" + bob + "\n", "test", &file).ok());
+  return file;
+}
+
+BasicAuthenticator::Options Limits(int max_failures) {
+  BasicAuthenticator::Options o;
+  o.max_failures = max_failures;
+  o.failure_window = std::chrono::seconds(3600);
+  return o;
+}
+
+TEST(BasicAuthenticatorTest, AcceptsOnlyTheRightPassword) {
+  BasicAuthenticator auth(Users(), Limits(100));
+  std::string user;
+  EXPECT_EQ(auth.Authenticate(Basic("alice", "alice-pw"), "10.0.0.1:1", &user), Result::kOk);
+  EXPECT_EQ(user, "alice");
+  EXPECT_EQ(auth.Authenticate(Basic("alice", "bob-pw"), "10.0.0.1:1", &user),
+            Result::kWrongPassword);
+  EXPECT_EQ(auth.Authenticate(Basic("carol", "alice-pw"), "10.0.0.1:1", &user),
+            Result::kUnknownUser);
+  EXPECT_EQ(auth.Authenticate("", "10.0.0.1:1", &user), Result::kMissing);
+  EXPECT_EQ(auth.Authenticate("Bearer abc", "10.0.0.1:1", &user), Result::kMalformed);
+  EXPECT_EQ(auth.Authenticate("Basic !!!!", "10.0.0.1:1", &user), Result::kMalformed);
+  EXPECT_EQ(auth.Authenticate("Basic " + Base64Encode("no-colon"), "10.0.0.1:1", &user),
+            Result::kMalformed);
+  // The scheme name is case-insensitive (RFC 7617).
+  EXPECT_EQ(auth.Authenticate("basic " + Base64Encode("bob:bob-pw"), "10.0.0.1:1", &user),
+            Result::kOk);
+  EXPECT_EQ(user, "bob");
+}
+
+TEST(BasicAuthenticatorTest, CachesSuccessfulVerificationsOnly) {
+  BasicAuthenticator auth(Users(), Limits(100));
+  std::string user;
+  for (int i = 0; i < 50; ++i) {
+    ASSERT_EQ(auth.Authenticate(Basic("alice", "alice-pw"), "10.0.0.1:1", &user), Result::kOk);
+  }
+  EXPECT_EQ(auth.verifications(), 1u);
+  EXPECT_EQ(auth.cache_hits(), 49u);
+  // A wrong password is verified every time (and never cached).
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(auth.Authenticate(Basic("alice", "x"), "10.0.0.2:1", &user), Result::kWrongPassword);
+  }
+  EXPECT_EQ(auth.verifications(), 4u);
+  EXPECT_EQ(auth.cached_credentials(), 1u);
+}
+
+TEST(BasicAuthenticatorTest, CacheIsBounded) {
+  BasicAuthenticator::Options o = Limits(1000);
+  o.cache_capacity = 1;
+  BasicAuthenticator auth(Users(), o);
+  std::string user;
+  ASSERT_EQ(auth.Authenticate(Basic("alice", "alice-pw"), "10.0.0.1:1", &user), Result::kOk);
+  ASSERT_EQ(auth.Authenticate(Basic("bob", "bob-pw"), "10.0.0.1:1", &user), Result::kOk);
+  EXPECT_EQ(auth.cached_credentials(), 1u);
+  // alice was evicted: verified again.
+  ASSERT_EQ(auth.Authenticate(Basic("alice", "alice-pw"), "10.0.0.1:1", &user), Result::kOk);
+  EXPECT_EQ(auth.verifications(), 3u);
+}
+
+TEST(BasicAuthenticatorTest, ReloadDropsTheCacheAndOldUsers) {
+  BasicAuthenticator auth(Users(), Limits(100));
+  std::string user;
+  ASSERT_EQ(auth.Authenticate(Basic("bob", "bob-pw"), "10.0.0.1:1", &user), Result::kOk);
+  std::string carol;
+  ASSERT_TRUE(MakePasswordEntryLine("carol", "c", kMinPasswordIterations, &carol).ok());
+  PasswordFile file;
+  ASSERT_TRUE(PasswordFile::Parse(carol, "new", &file).ok());
+  auth.Reload(std::move(file));
+  EXPECT_EQ(auth.cached_credentials(), 0u);
+  EXPECT_EQ(auth.Authenticate(Basic("bob", "bob-pw"), "10.0.0.1:1", &user), Result::kUnknownUser);
+  EXPECT_EQ(auth.Authenticate(Basic("carol", "c"), "10.0.0.1:1", &user), Result::kOk);
+}
+
+TEST(BasicAuthenticatorTest, LimitsFailuresPerAddressWithoutVerifying) {
+  BasicAuthenticator auth(Users(), Limits(3));
+  std::string user;
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(auth.Authenticate(Basic("alice", "guess"), "10.0.0.1:" + std::to_string(i), &user),
+              Result::kWrongPassword);
+  }
+  const uint64_t verified = auth.verifications();
+  // Limited: even the right password is refused, and nothing is verified any more.
+  EXPECT_EQ(auth.Authenticate(Basic("alice", "guess"), "10.0.0.1:9", &user),
+            Result::kRateLimited);
+  EXPECT_EQ(auth.Authenticate(Basic("alice", "alice-pw"), "10.0.0.1:9", &user),
+            Result::kRateLimited);
+  EXPECT_EQ(auth.verifications(), verified);
+  EXPECT_EQ(auth.rate_limited(), 2u);
+  // Another address is not affected; an IPv6 address is keyed without its port.
+  EXPECT_EQ(auth.Authenticate(Basic("alice", "alice-pw"), "10.0.0.2:1", &user), Result::kOk);
+  for (int i = 0; i < 3; ++i) {
+    auth.Authenticate(Basic("alice", "guess"), "[::1]:" + std::to_string(100 + i), &user);
+  }
+  EXPECT_EQ(auth.Authenticate(Basic("bob", "bob-pw"), "[::1]:200", &user), Result::kRateLimited);
+}
+
+TEST(BasicAuthenticatorTest, LimitEndsWithItsWindow) {
+  BasicAuthenticator::Options o = Limits(1);
+  o.failure_window = std::chrono::seconds(1);
+  BasicAuthenticator auth(Users(), o);
+  std::string user;
+  ASSERT_EQ(auth.Authenticate(Basic("bob", "x"), "10.0.0.1:1", &user), Result::kWrongPassword);
+  ASSERT_EQ(auth.Authenticate(Basic("bob", "bob-pw"), "10.0.0.1:1", &user), Result::kRateLimited);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  Result r = Result::kRateLimited;
+  while (r == Result::kRateLimited && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::yield();
+    r = auth.Authenticate(Basic("bob", "bob-pw"), "10.0.0.1:1", &user);
+  }
+  EXPECT_EQ(r, Result::kOk);
+}
+
+TEST(BasicAuthenticatorTest, TrackedAddressesAreBounded) {
+  BasicAuthenticator::Options o = Limits(100);
+  o.max_tracked_addresses = 8;
+  BasicAuthenticator auth(Users(), o);
+  std::string user;
+  for (int i = 0; i < 50; ++i) {
+    auth.Authenticate("Basic !", "10.1.0." + std::to_string(i) + ":1", &user);
+    ASSERT_LE(auth.tracked_addresses(), 8u);
+  }
+  EXPECT_EQ(auth.failures(), 50u);
+}
+
+TEST(BasicAuthenticatorTest, FailedLoginLogNamesUserAndAddressNotPassword) {
+  LogCapture log;
+  BasicAuthenticator auth(Users(), Limits(2));
+  std::string user;
+  auth.Authenticate(Basic("alice", "Tr0ub4dor&3"), "192.0.2.7:4242", &user);
+  auth.Authenticate(Basic("mallory", "correct-horse"), "192.0.2.7:4243", &user);
+  std::vector<std::string> failed = log.Matching("Authentication failed");
+  ASSERT_EQ(failed.size(), 2u);
+  EXPECT_EQ(failed[0], "Authentication failed for user 'alice' from 192.0.2.7: wrong password");
+  EXPECT_EQ(failed[1], "Authentication failed for user 'mallory' from 192.0.2.7: unknown user");
+  EXPECT_EQ(log.Matching("Too many failed logins from 192.0.2.7").size(), 1u);
+  for (const std::string& line : log.Lines()) {
+    EXPECT_EQ(line.find("Tr0ub4dor"), std::string::npos) << line;
+    EXPECT_EQ(line.find("correct-horse"), std::string::npos) << line;
+  }
+  // A long user name (perhaps a password typed into the wrong field) is cut.
+  BasicAuthenticator other(Users(), Limits(100));
+  other.Authenticate(Basic(std::string(100, 'u'), "pw"), "192.0.2.8:1", &user);
+  ASSERT_EQ(log.Matching("192.0.2.8").size(), 1u);
+  EXPECT_NE(log.Matching("192.0.2.8")[0].find("...(100 bytes)"), std::string::npos);
+}
+
+TEST(RemoteIpTest, StripsThePort) {
+  EXPECT_EQ(RemoteIp("127.0.0.1:8080"), "127.0.0.1");
+  EXPECT_EQ(RemoteIp("[::1]:8080"), "::1");
+}
+
+}  // namespace
+}  // namespace qr
