@@ -213,11 +213,13 @@ void CheckConnections(SoakState* s, Clock::time_point deadline) {
 
 void PrintReport(const SoakState& s) {
   const loadgen::RunStats& l = s.load_stats;
+  int64_t errors = 0;
+  for (const auto& [kind, n] : l.errors) errors += n;
   printf("loadgen: %lld statements submitted, %lld completed as expected (%lld of them the "
          "expected failures), %lld requests, %lld errors\n",
          static_cast<long long>(l.statements_submitted), static_cast<long long>(l.queries.count()),
          static_cast<long long>(l.expected_failures), static_cast<long long>(l.total_requests()),
-         static_cast<long long>(l.errors.size()));
+         static_cast<long long>(errors));
   for (const auto& e : l.error_examples) printf("  loadgen error: %s\n", e.c_str());
   printf("faults injected:");
   for (int f = 0; f < static_cast<int>(Fault::kNumFaults); ++f) {
@@ -299,6 +301,7 @@ bool StartDaemon(SoakState* s, const std::string& work_dir) {
 /// Warm-up, baseline, soak, then every check. Failures are collected in 's->failures'.
 void Soak(SoakState* s, double duration_s) {
   const auto drain = Seconds(FLAGS_drain_timeout_s);
+  ConfigureLoad(s);
   printf("warm-up: %.0f s\n", FLAGS_warmup_s);
   fflush(stdout);
   RunPhase(s, FLAGS_warmup_s);

@@ -99,6 +99,7 @@ bool SoakConnection::ReadAnswer(Clock::time_point deadline, Answer* answer) {
     error_ = "not connected";
     return false;
   }
+  closed_before_answer_ = false;
   loadgen::LeanResponseParser parser(&answer->body);
   parser.eager(true);
   parser.body_limit(256u << 20);
@@ -115,6 +116,12 @@ bool SoakConnection::ReadAnswer(Clock::time_point deadline, Answer* answer) {
     int64_t n = Fill(deadline);
     if (n < 0) return false;
     if (n == 0) {
+      if (!parser.got_some()) {
+        error_ = "read: connection closed by the server before an answer";
+        closed_before_answer_ = true;
+        Close();
+        return false;
+      }
       parser.put_eof(ec);
       if (ec || !parser.is_done()) {
         error_ = "read: connection closed before a complete answer";
@@ -145,9 +152,18 @@ bool SoakConnection::WaitClosedByServer(Clock::time_point deadline) {
 
 bool SoakConnection::Request(std::string_view method, std::string_view target,
                              std::string_view body, Clock::time_point deadline, Answer* answer) {
-  std::string host = endpoint_.address().to_string() + ":" + std::to_string(endpoint_.port());
-  return Write(FormatRequest(method, target, host, body), deadline) &&
-         ReadAnswer(deadline, answer);
+  const std::string host =
+      endpoint_.address().to_string() + ":" + std::to_string(endpoint_.port());
+  const std::string request = FormatRequest(method, target, host, body);
+  const bool reused = socket_.is_open();
+  closed_before_answer_ = false;
+  const bool written = Write(request, deadline);
+  if (written && ReadAnswer(deadline, answer)) return true;
+  // Like HTTP clients, send again once if the server had closed the kept-alive connection
+  // (its idle timeout) without reading the request.
+  if (!reused || (written && !closed_before_answer_)) return false;
+  Close();
+  return Write(request, deadline) && ReadAnswer(deadline, answer);
 }
 
 std::string FormatRequest(std::string_view method, std::string_view target,

@@ -60,6 +60,7 @@ class SoakConnection {
   boost::asio::ip::tcp::socket socket_;
   const boost::asio::ip::tcp::endpoint endpoint_;
   std::string pending_;  // bytes read but not yet parsed
+  bool closed_before_answer_ = false;  // the last ReadAnswer() saw EOF before any byte
   std::string error_;
 };
 
