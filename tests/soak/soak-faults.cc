@@ -20,6 +20,8 @@ constexpr std::chrono::milliseconds kRacePause{20};
 constexpr std::chrono::milliseconds kBadRequestPause{50};
 constexpr std::chrono::milliseconds kSlowBytePause{10};
 constexpr int kIdleConnectionsPerBatch = 8;
+// Each injector also stops after this many rounds, whatever the time.
+constexpr int kMaxRounds = 100000;
 
 Clock::time_point Deadline() { return Clock::now() + kExchangeTimeout; }
 
@@ -239,7 +241,7 @@ using Injector = void (*)(const FaultOptions&, int, FaultCounters*);
 /// Runs 'inject' again and again (pausing 'pause' in between) until 'end'.
 void Loop(Injector inject, std::chrono::milliseconds pause, const FaultOptions& o,
           Clock::time_point end, FaultCounters* counters) {
-  for (int i = 0; Clock::now() < end; ++i) {
+  for (int i = 0; i < kMaxRounds && Clock::now() < end; ++i) {
     inject(o, i, counters);
     std::this_thread::sleep_for(pause);
   }
