@@ -197,8 +197,9 @@ TEST_F(QueryCoordinatorTest, CancelEndsARunningQueryAsUserCanceled) {
   EXPECT_EQ(coord_->Cancel(GenerateQueryId()).code(), StatusCode::kNotFound);
 }
 
-// Found by the soak test: a canceled (or abandoned) query in the completed-query log kept the
-// rows of the last page its client had fetched, for a retry of that token.
+// Found while chasing an RSS failure of the soak test: a canceled (or abandoned) query in the
+// completed-query log kept the rows of the last page its client had fetched, for a retry of
+// that token.
 TEST_F(QueryCoordinatorTest, CanceledQueryInTheLogKeepsNoRows) {
   Start({});
   auto req = Submit("WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM c) "
