@@ -197,6 +197,33 @@ TEST_F(QueryCoordinatorTest, CancelEndsARunningQueryAsUserCanceled) {
   EXPECT_EQ(coord_->Cancel(GenerateQueryId()).code(), StatusCode::kNotFound);
 }
 
+// Found while chasing an RSS failure of the soak test: a canceled (or abandoned) query in the
+// completed-query log kept the rows of the last page its client had fetched, for a retry of
+// that token.
+TEST_F(QueryCoordinatorTest, CanceledQueryInTheLogKeepsNoRows) {
+  Start({});
+  auto req = Submit("WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM c) "
+                    "SELECT x FROM c");
+  QueryPage first;
+  int64_t token = 0;
+  do {  // skip answers without rows
+    ASSERT_EQ(FetchWait(req, token, &first), Outcome::kPage);
+    ++token;
+  } while (!first.page);
+  ASSERT_TRUE(coord_->Cancel(req->query_id()).ok());
+  EXPECT_EQ(coord_->registry().Count(), 0u);
+  ASSERT_EQ(coord_->Completed().size(), 1u);
+  QueryPage again;
+  ASSERT_EQ(FetchWait(req, token - 1, &again), Outcome::kPage) << "a retry still answers";
+  EXPECT_FALSE(again.page.has_value()) << "the logged query still holds its last page's rows";
+  EXPECT_EQ(again.next_token, first.next_token);
+  QueryPage last;
+  ASSERT_EQ(FetchWait(req, token, &last), Outcome::kPage);
+  EXPECT_STREQ(last.state, "FAILED");
+  ASSERT_TRUE(last.error.has_value());
+  EXPECT_EQ(last.error->name, "USER_CANCELED");
+}
+
 TEST_F(QueryCoordinatorTest, IdleQueryIsAbandoned) {
   QueryCoordinator::Options o;
   o.idle_query_timeout_ms = 100;

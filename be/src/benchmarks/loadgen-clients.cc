@@ -63,6 +63,7 @@ bool Client::Account(std::string_view error, const HttpAnswer& answer, unsigned 
     Error(std::string(error), {});
     return false;
   }
+  if (kind_ == RequestKind::kPost && answer.status == 200) ++worker_->stats().statements_submitted;
   if (expected_status != 0 && answer.status != expected_status) {
     Error("HTTP " + std::to_string(answer.status), answer.body);
     return false;
@@ -220,42 +221,60 @@ class QueryClient : public Client {
     started_ = Clock::now();
     requests_ = 0;
     rows_ = 0;
-    Send(RequestKind::kPost, "POST", "/v1/statement", worker_->config().sql,
-         worker_->post_headers());
+    const Config& config = worker_->config();
+    if (config.statements.empty()) {
+      if (single_.sql.empty()) single_ = Statement{config.sql, config.expect_rows, ""};
+      statement_ = &single_;
+    } else {
+      std::uniform_int_distribution<size_t> pick(0, config.statements.size() - 1);
+      statement_ = &config.statements[pick(worker_->rng())];
+    }
+    Send(RequestKind::kPost, "POST", "/v1/statement", statement_->sql, worker_->post_headers());
   }
 
   void OnHttp(std::string_view error, const HttpAnswer& answer) override {
     ++requests_;
     if (!Account(error, answer, 200)) return After(kErrorPause, &Client::Start);
     StatementAnswer s = ParseStatement(answer.body);
-    const Config& config = worker_->config();
+    if (s.state == "FAILED" && !statement_->expect_error.empty() &&
+        s.error_name == statement_->expect_error && s.next.empty()) {
+      ++worker_->stats().expected_failures;
+      QueryDone();
+      return Start();
+    }
     if (s.state.empty() || s.state == "FAILED") {
       Error(s.state.empty() ? "answer without stats.state" : "query FAILED (" + s.error_name + ")",
             answer.body);
       return After(kErrorPause, &Client::Start);
     }
-    if (config.expect_rows >= 0) rows_ += CountRows(answer.body);
+    if (statement_->expect_rows >= 0) rows_ += CountRows(answer.body);
     if (!s.next.empty()) {
-      if (requests_ >= config.max_requests_per_query) {
+      if (requests_ >= worker_->config().max_requests_per_query) {
         Error("more than " + std::to_string(requests_) + " requests for one query", answer.body);
         return After(kErrorPause, &Client::Start);
       }
       return Send(RequestKind::kNext, "GET", s.next);
     }
-    if (kind_ == RequestKind::kPost) {
-      Error("no nextUri", answer.body);
-    } else if (s.state != "FINISHED") {
-      Error("final answer in state '" + std::string(s.state) + "'", answer.body);
-    } else if (config.expect_rows >= 0 && rows_ != config.expect_rows) {
-      Error("expected " + std::to_string(config.expect_rows) + " rows, got " +
-                std::to_string(rows_), answer.body);
-    } else {
-      QueryDone();
-    }
+    OnFinalAnswer(s, answer.body);
     Start();
   }
 
  private:
+  void OnFinalAnswer(const StatementAnswer& s, std::string_view body) {
+    if (kind_ == RequestKind::kPost) {
+      Error("no nextUri", body);
+    } else if (s.state != "FINISHED") {
+      Error("final answer in state '" + std::string(s.state) + "'", body);
+    } else if (!statement_->expect_error.empty()) {
+      Error("finished, but expected to fail with " + statement_->expect_error, body);
+    } else if (statement_->expect_rows >= 0 && rows_ != statement_->expect_rows) {
+      Error("expected " + std::to_string(statement_->expect_rows) + " rows, got " +
+                std::to_string(rows_), body);
+    } else {
+      QueryDone();
+    }
+  }
+
   void QueryDone() {
     Clock::time_point now = Clock::now();
     RunControl* run = worker_->run();
@@ -269,6 +288,8 @@ class QueryClient : public Client {
   }
 
   Clock::time_point started_;
+  const Statement* statement_ = nullptr;  // the one this query runs
+  Statement single_;                      // 'sql' and 'expect_rows' without 'statements'
   int requests_ = 0;
   int64_t rows_ = 0;
 };

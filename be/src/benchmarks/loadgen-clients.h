@@ -19,6 +19,15 @@ namespace qr::loadgen {
 
 using Clock = std::chrono::steady_clock;
 
+/// A statement of the queries mode and what its result must be.
+struct Statement {
+  std::string sql;
+  /// Rows it must return in total (-1: not checked).
+  int64_t expect_rows = -1;
+  /// The errorName it must fail with; empty: it must finish.
+  std::string expect_error;
+};
+
 /// What to run (from the command line).
 struct Config {
   enum class Mode { kQueries, kPoll, kMixed, kGet };
@@ -32,6 +41,9 @@ struct Config {
   std::string long_sql;
   /// Rows a statement of 'sql' must return in total (-1: not checked).
   int64_t expect_rows = -1;
+  /// If not empty, each query of the queries and mixed modes runs one of these, picked at
+  /// random, instead of 'sql' / 'expect_rows'.
+  std::vector<Statement> statements;
   int clients = 8;             // statement clients (queries, mixed) or GET clients (get)
   int poll_clients = 64;       // status-lookup clients (poll, mixed)
   int long_queries = 16;       // long-running statements kept in flight (poll, mixed)

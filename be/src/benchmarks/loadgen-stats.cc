@@ -148,6 +148,8 @@ void RunStats::Merge(const RunStats& o) {
   max_requests_per_query = std::max(max_requests_per_query, o.max_requests_per_query);
   rows += o.rows;
   response_bytes += o.response_bytes;
+  statements_submitted += o.statements_submitted;
+  expected_failures += o.expected_failures;
   long_query_resubmits += o.long_query_resubmits;
   cancel_followups_evicted += o.cancel_followups_evicted;
   connection_retries += o.connection_retries;

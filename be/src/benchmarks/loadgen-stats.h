@@ -46,6 +46,11 @@ struct RunStats {
   int64_t max_requests_per_query = 0;
   int64_t rows = 0;                // rows received by completed queries
   int64_t response_bytes = 0;      // bodies of every counted request
+  /// POSTs of a statement answered 200, in or out of the window: the queries the server has
+  /// accepted (what its qr_queries_submitted_total must count).
+  int64_t statements_submitted = 0;
+  /// Completed queries whose statement failed as its Statement::expect_error said it must.
+  int64_t expected_failures = 0;
   int64_t long_query_resubmits = 0;
   int64_t cancel_followups_evicted = 0;
   /// Requests resent after the server closed an idle kept-alive connection (not errors).

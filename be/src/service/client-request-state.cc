@@ -107,6 +107,10 @@ bool ClientRequestState::Fail(State terminal, QueryError error) {
     MutexLock l(&lock_);
     if (IsTerminal(state_)) return false;
     SetTerminalLocked(terminal, error);
+    // The client of a failed or canceled query gets no more rows, so the answer kept for a
+    // retry of the last token keeps its header but drops its rows: otherwise every such query
+    // in the completed-query log would pin up to a page (1 MiB) of results.
+    if (last_page_) last_page_->page.reset();
     if (exec_) exec = exec_.Clone();
     waiters = TakeWaitersLocked();
   }

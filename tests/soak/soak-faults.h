@@ -1,0 +1,70 @@
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <boost/asio/ip/tcp.hpp>
+
+#include "soak/soak-http.h"
+#include "util/mutex.h"
+
+namespace qr::soak {
+
+/// The misbehaviours the soak test injects.
+enum class Fault {
+  kDisconnectMidPage,     // a GET of a page sent, then the socket closed at once
+  kDisconnectPartialRead, // a GET of a page sent, part of the answer read, socket closed
+  kCancelRace,            // GET nextUri and DELETE sent together as a short query ends
+  kSlowClient,            // a request written one byte at a time, still within the timeout
+  kStalledClient,         // half a request header, then nothing: the server must close it
+  kOversizedBody,         // POST longer than --max_statement_bytes: 413
+  kOversizedHeader,       // header block longer than --max_header_bytes: 431
+  kMalformedRequest,      // not HTTP: 400
+  kIdleConnection,        // opened, never used: the server must close it
+  kNumFaults
+};
+const char* FaultName(Fault fault);
+
+/// What the fault injectors did and saw.
+/// Thread-safety: all members are thread-safe (atomics; the problem list under its lock).
+class FaultCounters {
+ public:
+  void Injected(Fault f) { injected_[static_cast<int>(f)].fetch_add(1); }
+  int64_t injected(Fault f) const { return injected_[static_cast<int>(f)].load(); }
+  /// Queries whose POST answered 200.
+  std::atomic<int64_t> submitted{0};
+  /// Outcomes of the cancel races: the GET saw the query finish / the cancel won.
+  std::atomic<int64_t> race_finished{0};
+  std::atomic<int64_t> race_canceled{0};
+  /// Queries left behind on purpose after a disconnect (the idle-query timeout ends them).
+  std::atomic<int64_t> abandoned{0};
+
+  /// Records something the server did wrong ('what' names the fault and the numbers).
+  void Problem(const std::string& what);
+  int64_t problem_count() const { return problems_.load(); }
+  std::vector<std::string> problem_examples() const;
+
+ private:
+  std::atomic<int64_t> injected_[static_cast<int>(Fault::kNumFaults)] = {};
+  std::atomic<int64_t> problems_{0};
+  mutable Mutex lock_;
+  /// The first few problems, for the report.
+  std::vector<std::string> examples_ GUARDED_BY(lock_);
+};
+
+/// What the daemon under test was configured with (the injectors' expectations follow).
+struct FaultOptions {
+  boost::asio::ip::tcp::endpoint endpoint;
+  std::string multi_page_sql;   // a result of several pages
+  int64_t max_statement_bytes = 0;
+  int64_t max_header_bytes = 0;
+  std::chrono::seconds http_idle_timeout{0};
+};
+
+/// Runs every fault injector, each on its own thread with blocking sockets and deadlines, until
+/// 'end'; returns once all of them have stopped (each iteration is bounded in time).
+void RunFaults(const FaultOptions& options, Clock::time_point end, FaultCounters* counters);
+
+}  // namespace qr::soak
