@@ -10,6 +10,7 @@
 #include "runtime/json-encoding.h"
 #include "service/protocol-json.h"
 #include "util/http-message.h"
+#include "util/password-file.h"
 
 namespace qr {
 
@@ -24,31 +25,6 @@ std::string ProtocolHeader(const HttpRequest& req, const std::string& suffix) {
   std::string_view v = req.Header("X-Trino-" + suffix);
   if (v.empty()) v = req.Header("X-Presto-" + suffix);
   return std::string(v);
-}
-
-std::string DecodeBase64(std::string_view in) {
-  auto val = [](char c) -> int {
-    if (c >= 'A' && c <= 'Z') return c - 'A';
-    if (c >= 'a' && c <= 'z') return c - 'a' + 26;
-    if (c >= '0' && c <= '9') return c - '0' + 52;
-    if (c == '+') return 62;
-    if (c == '/') return 63;
-    return -1;
-  };
-  std::string out;
-  int bits = 0;
-  uint32_t acc = 0;
-  for (char c : in) {
-    int v = val(c);
-    if (v < 0) break;  // '=' padding or junk ends the value
-    acc = (acc << 6) | static_cast<uint32_t>(v);
-    bits += 6;
-    if (bits >= 8) {
-      bits -= 8;
-      out.push_back(static_cast<char>((acc >> bits) & 0xff));
-    }
-  }
-  return out;
 }
 
 }  // namespace
@@ -187,7 +163,8 @@ std::string RequestUser(const HttpRequest& req) {
   if (!user.empty()) return user;
   std::string_view auth = req.Header("Authorization");
   if (auth.size() > 6 && boost::beast::iequals(boost::beast::string_view(auth.data(), 6), "Basic ")) {
-    std::string decoded = DecodeBase64(auth.substr(6));
+    std::string decoded;
+    if (!Base64Decode(auth.substr(6), &decoded)) return "";
     return decoded.substr(0, decoded.find(':'));
   }
   return "";
