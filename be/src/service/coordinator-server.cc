@@ -37,9 +37,12 @@ Status CoordinatorServer::ConfigureSecurity(Webserver::Options* http) {
   LOG(INFO) << "Password authentication on: " << file.size() << " users from "
             << o.auth_password_file << (tls ? "" : " (over plain HTTP: --allow_insecure_auth)");
   authenticator_ = std::make_unique<BasicAuthenticator>(std::move(file), o.auth);
-  http->authenticate = [auth = authenticator_.get(), access = access_control_.get()](
-                           HttpRequest& req, HttpResponse* denied) {
-    return auth->Check(req, denied) && access->CheckUserHeader(req, denied);
+  http->authenticate = [auth = authenticator_.get()](HttpRequest& req, HttpResponse* denied,
+                                                      const AuthDeferrer& defer) {
+    return auth->Check(req, denied, defer);
+  };
+  http->authorize = [access = access_control_.get()](HttpRequest& req, HttpResponse* denied) {
+    return access->CheckUserHeader(req, denied);
   };
   // Health checks of load balancers carry no credentials; the answer tells only OK or not.
   http->open_paths = {"/healthz"};
@@ -95,6 +98,8 @@ int CoordinatorServer::Shutdown(int64_t grace_ms) {
   int canceled = coordinator_ ? coordinator_->Shutdown(grace_ms) : 0;
   // Stop serving before the coordinator goes away: no handler may run against freed state.
   if (webserver_) webserver_->Stop();
+  // Then the verification threads: their late callbacks find the webserver stopped.
+  if (authenticator_) authenticator_->Stop();
   // The engine before the coordinator: executor threads still finishing (canceled) queries
   // call the coordinator back through their result buffers until they are joined.
   engine_.reset();  // joins the executor threads; they release their query references

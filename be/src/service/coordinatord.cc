@@ -48,6 +48,12 @@ DEFINE_int32(auth_max_failures, 10,
              "Failed logins from one address within --auth_failure_window_s before its "
              "requests get 429.");
 DEFINE_int32(auth_failure_window_s, 60, "The window of --auth_max_failures.");
+DEFINE_int32(auth_verify_threads, 1,
+             "Threads that verify passwords (PBKDF2) not in the credential cache, off the "
+             "HTTP I/O threads.");
+DEFINE_int32(auth_max_pending_verifications, 64,
+             "Password verifications queued or running at most; beyond it a login gets 503 "
+             "with Retry-After: 1.");
 DEFINE_bool(http_trust_forwarded_headers, false,
             "Build nextUri from X-Forwarded-Host/Proto (only behind a trusted proxy).");
 
@@ -82,6 +88,8 @@ DEFINE_validator(query_log_size, &ValidateNonNegative);
 DEFINE_validator(shutdown_grace_period_s, &ValidateNonNegative);
 DEFINE_validator(auth_max_failures, &ValidatePositive);
 DEFINE_validator(auth_failure_window_s, &ValidatePositive);
+DEFINE_validator(auth_verify_threads, &ValidatePositive);
+DEFINE_validator(auth_max_pending_verifications, &ValidatePositive);
 
 namespace qr {
 namespace {
@@ -112,6 +120,8 @@ CoordinatorServer::Options OptionsFromFlags() {
   o.allow_insecure_auth = FLAGS_allow_insecure_auth;
   o.auth.max_failures = FLAGS_auth_max_failures;
   o.auth.failure_window = std::chrono::seconds(FLAGS_auth_failure_window_s);
+  o.auth.verify_threads = FLAGS_auth_verify_threads;
+  o.auth.max_pending_verifications = static_cast<size_t>(FLAGS_auth_max_pending_verifications);
   o.tls_cert_file = FLAGS_tls_cert_file;
   o.tls_key_file = FLAGS_tls_key_file;
   return o;

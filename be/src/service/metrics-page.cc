@@ -158,7 +158,7 @@ void AppendRegistryMetrics(const QueryCoordinator& coordinator, const QueryExecM
 }
 
 /// Only with authentication on (--auth_password_file).
-void AppendAuthMetrics(const BasicAuthenticator& auth, std::string* out) {
+void AppendAuthMetrics(BasicAuthenticator& auth, std::string* out) {
   Scalar("qr_auth_verifications_total", "counter",
          "Password verifications (PBKDF2) of credentials not in the cache.",
          static_cast<int64_t>(auth.verifications()), out);
@@ -170,6 +170,12 @@ void AppendAuthMetrics(const BasicAuthenticator& auth, std::string* out) {
   Scalar("qr_auth_rate_limited_total", "counter",
          "Requests refused with 429 after too many failures from their address.",
          static_cast<int64_t>(auth.rate_limited()), out);
+  Scalar("qr_auth_verify_queue_full_total", "counter",
+         "Logins refused with 503 because --auth_max_pending_verifications were pending.",
+         static_cast<int64_t>(auth.verify_queue_full()), out);
+  Scalar("qr_auth_pending_verifications", "gauge",
+         "Password verifications queued or running on the verification threads.",
+         static_cast<int64_t>(auth.pending_verifications()), out);
 }
 
 }  // namespace

@@ -11,6 +11,7 @@ namespace qr {
 namespace {
 
 constexpr char kRealmHeader[] = "Basic realm=\"coordinatord\"";
+constexpr std::chrono::seconds kQueueFullLogInterval{10};
 
 bool StartsWithIgnoreCase(std::string_view s, std::string_view prefix) {
   if (s.size() < prefix.size()) return false;
@@ -48,6 +49,12 @@ HttpResponse Unauthorized(std::string text) {
   return r;
 }
 
+HttpResponse Unavailable(std::string text) {
+  HttpResponse r = HttpResponse::Text(503, std::move(text));
+  r.headers.emplace_back("Retry-After", "1");
+  return r;
+}
+
 }  // namespace
 
 std::string_view RemoteIp(std::string_view remote_address) {
@@ -65,6 +72,97 @@ BasicAuthenticator::BasicAuthenticator(PasswordFile file, Options options)
   // Same cost as a real entry made with the default iteration count.
   dummy_entry_ = PasswordEntry{"", kDefaultPasswordIterations, std::string(kPasswordSaltBytes, 'x'),
                                std::string(kPasswordHashBytes, '\0')};
+  CHECK_GE(options_.verify_threads, 1);
+  CHECK_GE(options_.max_pending_verifications, 1u);
+  MutexLock l(&queue_lock_);
+  for (int i = 0; i < options_.verify_threads; ++i) {
+    verifiers_.emplace_back([this] { RunVerifier(); });
+  }
+}
+
+BasicAuthenticator::~BasicAuthenticator() { Stop(); }
+
+void BasicAuthenticator::Stop() {
+  std::deque<Verification> dropped;
+  std::vector<std::thread> threads;
+  {
+    MutexLock l(&queue_lock_);
+    stopping_ = true;
+    dropped.swap(queue_);
+    slots_used_ -= dropped.size();
+    threads.swap(verifiers_);
+  }
+  queue_cv_.NotifyAll();
+  for (Verification& v : dropped) {
+    v.done(false, "", Unavailable("The server is shutting down\n"));
+  }
+  for (std::thread& t : threads) t.join();
+}
+
+void BasicAuthenticator::RunVerifier() {
+  for (;;) {
+    Verification v;
+    {
+      MutexLock l(&queue_lock_);
+      while (queue_.empty() && !stopping_) queue_cv_.Wait(&queue_lock_);
+      if (queue_.empty()) return;  // Stopping.
+      v = std::move(queue_.front());
+      queue_.pop_front();
+    }
+    if (options_.before_verify) options_.before_verify();
+    std::string user;
+    Result r = Finish(v, &user);
+    {
+      // Free the slot before answering: the client may send its next request at once.
+      MutexLock l(&queue_lock_);
+      --slots_used_;
+    }
+    if (r == Result::kOk) {
+      v.done(true, std::move(user), HttpResponse());
+    } else {
+      v.done(false, "", Denial(r, v.address));
+    }
+  }
+}
+
+bool BasicAuthenticator::ReserveSlot() {
+  MutexLock l(&queue_lock_);
+  if (slots_used_ >= options_.max_pending_verifications) return false;
+  ++slots_used_;
+  return true;
+}
+
+void BasicAuthenticator::Enqueue(Verification v) {
+  {
+    MutexLock l(&queue_lock_);
+    if (!stopping_) {
+      queue_.push_back(std::move(v));
+      queue_cv_.NotifyOne();
+      return;
+    }
+    --slots_used_;
+  }
+  v.done(false, "", Unavailable("The server is shutting down\n"));
+}
+
+size_t BasicAuthenticator::pending_verifications() {
+  MutexLock l(&queue_lock_);
+  return slots_used_;
+}
+
+HttpResponse BasicAuthenticator::QueueFull() {
+  const uint64_t n = verify_queue_full_.fetch_add(1, std::memory_order_relaxed) + 1;
+  const int64_t now = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                          std::chrono::steady_clock::now().time_since_epoch())
+                          .count();
+  int64_t last = last_queue_full_log_ns_.load(std::memory_order_relaxed);
+  if (now - last >= std::chrono::nanoseconds(kQueueFullLogInterval).count() &&
+      last_queue_full_log_ns_.compare_exchange_strong(last, now, std::memory_order_relaxed)) {
+    LOG(WARNING) << "Password verification queue full (" << options_.max_pending_verifications
+                 << " pending): answering 503 to new logins (" << n
+                 << " so far; see --auth_verify_threads, --auth_max_pending_verifications)";
+  }
+  return Unavailable("Too many logins are being verified; try again shortly\n");
 }
 
 std::string BasicAuthenticator::CacheKey(std::string_view credentials) const {
@@ -174,35 +272,52 @@ void BasicAuthenticator::RecordFailure(const std::string& address, std::string_v
   }
 }
 
-BasicAuthenticator::Result BasicAuthenticator::Authenticate(std::string_view authorization,
-                                                            std::string_view remote_address,
-                                                            std::string* user) {
-  if (authorization.empty()) return Result::kMissing;
-  const std::string address(RemoteIp(remote_address));
+bool BasicAuthenticator::Decide(std::string_view authorization, const std::string& address,
+                                Result* r, std::string* user, Verification* v) {
+  if (authorization.empty()) {
+    *r = Result::kMissing;
+    return true;
+  }
   if (LimitedForSeconds(address) > 0) {
     rate_limited_.fetch_add(1, std::memory_order_relaxed);
-    return Result::kRateLimited;
+    *r = Result::kRateLimited;
+    return true;
   }
-  std::string credentials;
-  size_t colon = 0;
-  if (!ParseBasic(authorization, &credentials, &colon)) {
+  if (!ParseBasic(authorization, &v->credentials, &v->colon)) {
     RecordFailure(address, "", Result::kMalformed);
-    return Result::kMalformed;
+    *r = Result::kMalformed;
+    return true;
   }
-  const std::string key = CacheKey(credentials);
-  if (CacheLookup(key, user)) {
+  v->key = CacheKey(v->credentials);
+  if (CacheLookup(v->key, user)) {
     cache_hits_.fetch_add(1, std::memory_order_relaxed);
-    return Result::kOk;
+    *r = Result::kOk;
+    return true;
   }
-  std::string_view name = std::string_view(credentials).substr(0, colon);
-  Result r = Verify(name, std::string_view(credentials).substr(colon + 1));
+  v->address = address;
+  return false;
+}
+
+BasicAuthenticator::Result BasicAuthenticator::Finish(const Verification& v, std::string* user) {
+  std::string_view name = std::string_view(v.credentials).substr(0, v.colon);
+  Result r = Verify(name, std::string_view(v.credentials).substr(v.colon + 1));
   if (r != Result::kOk) {
-    RecordFailure(address, name, r);
+    RecordFailure(v.address, name, r);
     return r;
   }
   *user = std::string(name);
-  CacheInsert(key, *user);
+  CacheInsert(v.key, *user);
   return Result::kOk;
+}
+
+BasicAuthenticator::Result BasicAuthenticator::Authenticate(std::string_view authorization,
+                                                            std::string_view remote_address,
+                                                            std::string* user) {
+  Result r = Result::kOk;
+  Verification v;
+  const std::string address(RemoteIp(remote_address));
+  if (Decide(authorization, address, &r, user, &v)) return r;
+  return Finish(v, user);
 }
 
 size_t BasicAuthenticator::tracked_addresses() {
@@ -215,24 +330,41 @@ size_t BasicAuthenticator::cached_credentials() {
   return cache_.size();
 }
 
-bool BasicAuthenticator::Check(HttpRequest& req, HttpResponse* denied) {
-  std::string user;
-  Result r = Authenticate(req.Header("Authorization"), req.remote_address, &user);
-  if (r == Result::kOk) {
-    req.authenticated_user = std::move(user);
-    return true;
-  }
+HttpResponse BasicAuthenticator::Denial(Result r, const std::string& address) {
   if (r == Result::kMissing) {
-    *denied = Unauthorized("Authentication required: send HTTP Basic credentials\n");
-  } else if (r == Result::kRateLimited) {
-    *denied = HttpResponse::Text(
-        429, "Too many failed authentication attempts from this address; try again later\n");
-    int64_t wait_s = LimitedForSeconds(std::string(RemoteIp(req.remote_address)));
-    denied->headers.emplace_back("Retry-After", std::to_string(std::max<int64_t>(1, wait_s)));
-  } else {
-    *denied = Unauthorized("Invalid user name or password\n");
+    return Unauthorized("Authentication required: send HTTP Basic credentials\n");
   }
-  return false;
+  if (r == Result::kRateLimited) {
+    HttpResponse denied = HttpResponse::Text(
+        429, "Too many failed authentication attempts from this address; try again later\n");
+    int64_t wait_s = LimitedForSeconds(address);
+    denied.headers.emplace_back("Retry-After", std::to_string(std::max<int64_t>(1, wait_s)));
+    return denied;
+  }
+  return Unauthorized("Invalid user name or password\n");
+}
+
+AuthVerdict BasicAuthenticator::Check(HttpRequest& req, HttpResponse* denied,
+                                      const AuthDeferrer& defer) {
+  Result r = Result::kOk;
+  std::string user;
+  Verification v;
+  const std::string address(RemoteIp(req.remote_address));
+  if (Decide(req.Header("Authorization"), address, &r, &user, &v)) {
+    if (r == Result::kOk) {
+      req.authenticated_user = std::move(user);
+      return AuthVerdict::kAllow;
+    }
+    *denied = Denial(r, address);
+    return AuthVerdict::kDeny;
+  }
+  if (!ReserveSlot()) {
+    *denied = QueueFull();
+    return AuthVerdict::kDeny;
+  }
+  v.done = defer();
+  Enqueue(std::move(v));
+  return AuthVerdict::kDeferred;
 }
 
 }  // namespace qr

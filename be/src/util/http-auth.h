@@ -5,10 +5,13 @@
 #include <chrono>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <unordered_map>
+#include <vector>
 
 #include "util/mutex.h"
 #include "util/password-file.h"
@@ -19,8 +22,12 @@ namespace qr {
 
 /// HTTP Basic authentication against a PasswordFile, for the webserver's authenticate hook.
 ///
-/// Verifying a password runs PBKDF2 (deliberately slow: tens of milliseconds), so successful
-/// verifications are cached: the key is a SHA-256 of a per-process random key and the exact
+/// Verifying a password runs PBKDF2 (deliberately slow: tens of milliseconds), so the
+/// webserver hook Check() never runs it on the calling (I/O) thread: a cache miss is queued to
+/// 'verify_threads' verification threads and answered through the webserver's AuthCallback.
+/// At most 'max_pending_verifications' are queued or running; beyond that a request gets 503
+/// with Retry-After at once (counted, logged at most every 10 s). Successful verifications
+/// are cached: the key is a SHA-256 of a per-process random key and the exact
 /// "user:password" sent (the password itself is never stored), the cache holds at most
 /// 'cache_capacity' entries (the oldest is evicted first). A keep-alive client therefore pays
 /// one SHA-256 and one hash lookup per request. Unknown users cost a PBKDF2 too (against a
@@ -33,7 +40,10 @@ namespace qr {
 /// addresses are tracked (expired windows are dropped first; if all are live the table is
 /// cleared, logged).
 /// Thread-safety: all methods are thread-safe. PBKDF2 runs with no lock held.
-/// Lock order: 'cache_lock_' and 'limiter_lock_' are leaves, never held together.
+/// Lifecycle: the verification threads start in the constructor and stop in Stop() (or the
+/// destructor): queued verifications are then answered 503 unverified, running ones finish.
+/// Lock order: 'cache_lock_', 'limiter_lock_' and 'queue_lock_' are leaves, never held
+/// together; no AuthCallback is called and no user code runs while any is held.
 class BasicAuthenticator {
  public:
   struct Options {
@@ -41,19 +51,36 @@ class BasicAuthenticator {
     std::chrono::seconds failure_window{60};
     size_t max_tracked_addresses = 10000;
     size_t cache_capacity = 1024;
+    /// Threads running the password verifications of cache misses (at least 1).
+    int verify_threads = 1;
+    /// Cache misses queued or being verified at most; more get 503 (at least 1).
+    size_t max_pending_verifications = 64;
+    /// For tests: runs on a verification thread before each verification (e.g. to hold it).
+    std::function<void()> before_verify;
   };
 
   BasicAuthenticator(PasswordFile file, Options options);
+  ~BasicAuthenticator();  // Stop()s.
+  BasicAuthenticator(const BasicAuthenticator&) = delete;
+  BasicAuthenticator& operator=(const BasicAuthenticator&) = delete;
 
   enum class Result { kOk, kMissing, kMalformed, kUnknownUser, kWrongPassword, kRateLimited };
-  /// Checks an Authorization header value sent from 'remote_address' ("ip:port"). On kOk,
-  /// '*user' is the authenticated user.
+  /// Checks an Authorization header value sent from 'remote_address' ("ip:port") on the
+  /// calling thread (a cache miss runs PBKDF2 here). On kOk, '*user' is the authenticated user.
   Result Authenticate(std::string_view authorization, std::string_view remote_address,
                       std::string* user);
 
-  /// The webserver hook: sets req.authenticated_user and returns true, or returns false with
-  /// the 401 (with WWW-Authenticate: Basic realm="coordinatord") or 429 answer in '*denied'.
-  bool Check(HttpRequest& req, HttpResponse* denied);
+  /// The webserver's authenticate hook. Decides at once, without a thread hop, when it needs
+  /// no PBKDF2: kAllow for cached credentials (setting req.authenticated_user); kDeny with
+  /// the answer in '*denied' for missing or malformed credentials (401 with WWW-Authenticate:
+  /// Basic realm="coordinatord"), a rate-limited address (429) or a full verification queue
+  /// (503 with Retry-After: 1). Otherwise queues the verification, calls 'defer' and returns
+  /// kDeferred: the callback gets the user, or the 401, from a verification thread.
+  AuthVerdict Check(HttpRequest& req, HttpResponse* denied, const AuthDeferrer& defer);
+
+  /// Stops and joins the verification threads; queued verifications are answered 503
+  /// unverified, and Check() answers 503 to a cache miss from now on. Idempotent.
+  void Stop();
 
   /// Replaces the users (e.g. after the file changed) and empties the cache.
   void Reload(PasswordFile file);
@@ -63,6 +90,12 @@ class BasicAuthenticator {
   uint64_t cache_hits() const { return cache_hits_.load(std::memory_order_relaxed); }
   uint64_t failures() const { return failures_.load(std::memory_order_relaxed); }
   uint64_t rate_limited() const { return rate_limited_.load(std::memory_order_relaxed); }
+  /// Cache misses answered 503 because 'max_pending_verifications' were pending.
+  uint64_t verify_queue_full() const {
+    return verify_queue_full_.load(std::memory_order_relaxed);
+  }
+  /// Verifications queued or running now.
+  size_t pending_verifications();
   /// Addresses with failures currently tracked (at most Options::max_tracked_addresses).
   size_t tracked_addresses();
   /// Credentials currently cached (at most Options::cache_capacity).
@@ -74,6 +107,31 @@ class BasicAuthenticator {
     std::chrono::steady_clock::time_point window_start;
   };
 
+  /// A cache miss on its way to a verification thread.
+  struct Verification {
+    std::string credentials;  // "user:password"
+    size_t colon = 0;
+    std::string key;  // CacheKey(credentials)
+    std::string address;  // The remote IP.
+    AuthCallback done;
+  };
+
+  /// The part of Authenticate() that needs no PBKDF2: true with '*r' (and '*user' on kOk)
+  /// when decided, false with '*v' (but for 'done') filled when a verification is needed.
+  bool Decide(std::string_view authorization, const std::string& address, Result* r,
+              std::string* user, Verification* v);
+  /// Verifies 'v' (PBKDF2), then caches the success or records the failure.
+  Result Finish(const Verification& v, std::string* user);
+  /// The answer to a failed Authenticate() from 'address'.
+  HttpResponse Denial(Result r, const std::string& address);
+  /// The 503 answer when the queue is full (counted, logged now and then).
+  HttpResponse QueueFull();
+  /// Takes one of the 'max_pending_verifications' slots; false when none is free.
+  bool ReserveSlot();
+  /// Queues 'v' (which holds a slot) or, when stopping, answers it 503.
+  void Enqueue(Verification v);
+  /// A verification thread's loop.
+  void RunVerifier();
   std::string CacheKey(std::string_view credentials) const;
   bool CacheLookup(const std::string& key, std::string* user);
   void CacheInsert(const std::string& key, const std::string& user);
@@ -101,8 +159,21 @@ class BasicAuthenticator {
   std::unordered_map<std::string, AddressFailures> failures_by_address_
       GUARDED_BY(limiter_lock_);
 
+  /// Protects the verification queue and the threads that serve it.
+  Mutex queue_lock_;
+  CondVar queue_cv_;  // Signaled when 'queue_' grows or 'stopping_' is set.
+  std::deque<Verification> queue_ GUARDED_BY(queue_lock_);
+  /// Queued plus running verifications (each holds a slot until its callback is due).
+  size_t slots_used_ GUARDED_BY(queue_lock_) = 0;
+  bool stopping_ GUARDED_BY(queue_lock_) = false;
+  std::vector<std::thread> verifiers_ GUARDED_BY(queue_lock_);
+
   // Statistics only: relaxed.
-  std::atomic<uint64_t> verifications_{0}, cache_hits_{0}, failures_{0}, rate_limited_{0};
+  std::atomic<uint64_t> verifications_{0}, cache_hits_{0}, failures_{0}, rate_limited_{0},
+      verify_queue_full_{0};
+  /// When the last "queue full" warning was logged (steady clock, ns), so that a burst logs
+  /// one line per 10 s. Relaxed: losing a race only logs one line more.
+  std::atomic<int64_t> last_queue_full_log_ns_{0};
 };
 
 /// The IP address part of "ip:port" or "[v6]:port".

@@ -102,8 +102,17 @@ class Webserver::Impl::Session final : public SessionBase {
   void DoReadBody();
   void OnReadError(const beast::error_code& ec);
   void Dispatch();
-  /// Runs Options::authenticate; false when it answered the request itself.
+  /// Runs Options::authenticate; false when it answered the request or deferred it.
+  /// REQUIRES: the request needs authentication (Options::authenticate set, not an open path).
   bool Authenticate();
+  /// Runs Options::authorize (if set) on an authenticated request; false when it answered.
+  bool Authorize();
+  /// Parks the request for a deferred authentication: the AuthDeferrer's answer.
+  AuthCallback DeferAuthentication();
+  /// Resumes request 'seq' when its deferred authentication is decided.
+  void OnAuthenticated(uint64_t seq, bool ok, std::string user, HttpResponse denied);
+  /// Routes the request to its handler (or answers 404, 405).
+  void RouteRequest();
   void CallHandler(const HttpHandler& handler);
   void SendErrorAndClose(unsigned status, std::string text);
   void WriteResponse(HttpResponse resp);
@@ -314,8 +323,17 @@ void Webserver::Impl::Session<Stream>::Dispatch() {
   auto& msg = parser_->get();
   req_.headers = std::move(static_cast<http::fields&>(msg));
   req_.body = std::move(msg.body());
-  if (!Authenticate()) return;
-  const Route* route = server_->FindRoute(req_.path);
+  const Options& o = server_->options;
+  if (o.authenticate &&
+      std::find(o.open_paths.begin(), o.open_paths.end(), req_.path) == o.open_paths.end()) {
+    if (!Authenticate() || !Authorize()) return;
+  }
+  RouteRequest();
+}
+
+template <class Stream>
+void Webserver::Impl::Session<Stream>::RouteRequest() {
+  const Impl::Route* route = server_->FindRoute(req_.path);
   if (route == nullptr) {
     return WriteResponse(HttpResponse::Text(404, "Not found: " + QuoteForError(req_.path, 200)));
   }
@@ -333,15 +351,62 @@ void Webserver::Impl::Session<Stream>::Dispatch() {
 
 template <class Stream>
 bool Webserver::Impl::Session<Stream>::Authenticate() {
-  const Options& o = server_->options;
-  if (!o.authenticate ||
-      std::find(o.open_paths.begin(), o.open_paths.end(), req_.path) != o.open_paths.end()) {
-    return true;
-  }
   HttpResponse denied;
-  if (o.authenticate(req_, &denied)) return true;
+  // Converts to an AuthDeferrer without allocating ('this' fits std::function's buffer).
+  auto defer = [this] { return DeferAuthentication(); };
+  switch (server_->options.authenticate(req_, &denied, defer)) {
+    case AuthVerdict::kAllow: return true;
+    case AuthVerdict::kDeny: WriteResponse(std::move(denied)); return false;
+    case AuthVerdict::kDeferred:
+      DCHECK(pending_) << "kDeferred without calling 'defer'";
+      return false;
+  }
+  return false;
+}
+
+template <class Stream>
+bool Webserver::Impl::Session<Stream>::Authorize() {
+  if (!server_->options.authorize) return true;
+  HttpResponse denied;
+  if (server_->options.authorize(req_, &denied)) return true;
   WriteResponse(std::move(denied));
   return false;
+}
+
+template <class Stream>
+AuthCallback Webserver::Impl::Session<Stream>::DeferAuthentication() {
+  DCHECK(!pending_);
+  // No read until the verdict (HTTP/1.1 order); the verifier's queue bounds the wait.
+  pending_ = true;
+  self_while_pending_ = Self();
+  ++seq_;
+  Tcp().expires_never();
+  return [control = server_->control, weak = std::weak_ptr<Session>(Self()), seq = seq_](
+             bool ok, std::string user, HttpResponse denied) {
+    // As in PendingResponse::Deliver: a session is handed to the io_context only while the
+    // server runs. Always posted: the caller is a verification thread (or the hook itself).
+    MutexLock l(&control->mu);
+    if (control->stopped) return;
+    std::shared_ptr<Session> s = weak.lock();
+    if (s == nullptr) return;  // The connection is gone.
+    Strand ex = s->executor();
+    asio::post(ex, [s = std::move(s), seq, ok, u = std::move(user),
+                    d = std::move(denied)]() mutable {
+      s->OnAuthenticated(seq, ok, std::move(u), std::move(d));
+    });
+  };
+}
+
+template <class Stream>
+void Webserver::Impl::Session<Stream>::OnAuthenticated(uint64_t seq, bool ok, std::string user,
+                                                       HttpResponse denied) {
+  if (closed_ || !pending_ || seq != seq_) return;
+  pending_ = false;
+  // Whatever follows (a write or a handler) holds the session from now on.
+  std::shared_ptr<SessionBase> self = std::move(self_while_pending_);
+  if (!ok) return WriteResponse(std::move(denied));
+  req_.authenticated_user = std::move(user);
+  if (Authorize()) RouteRequest();
 }
 
 template <class Stream>

@@ -75,6 +75,24 @@ using ResponseCallback = std::function<void(HttpResponse)>;
 /// response needs. A handler that lets every copy of 'respond' die uncalled answers 500.
 using HttpHandler = std::function<void(HttpRequest& req, ResponseCallback respond)>;
 
+/// What Webserver::Options::authenticate decided about a request.
+enum class AuthVerdict {
+  /// Serve it (req.authenticated_user is set).
+  kAllow,
+  /// Answer it with '*denied'.
+  kDeny,
+  /// Decided later, through the AuthCallback the hook took from its 'defer' argument.
+  kDeferred,
+};
+/// Completes a deferred authentication. Call exactly once, from any thread: 'ok' with the
+/// authenticated 'user', or not with the answer in 'denied'. Calling it after the client went
+/// away or the server stopped is harmless; letting it die uncalled leaves the connection
+/// waiting until the server stops.
+using AuthCallback = std::function<void(bool ok, std::string user, HttpResponse denied)>;
+/// Given to the authenticate hook; call it (at most once, during the hook) to defer the
+/// decision: the connection then reads nothing more until the AuthCallback is called.
+using AuthDeferrer = std::function<AuthCallback()>;
+
 /// An asynchronous HTTP/1.1 server (Boost.Beast over Asio) with a fixed pool of I/O threads.
 ///
 /// Keep-alive; limits on header size (431), body size (413) and idle connections (closed after
@@ -97,9 +115,16 @@ class Webserver {
     /// Maximum simultaneous connections; beyond it new connections are closed at once.
     int max_connections = 10000;
     /// When set, runs for every request (after it was read, before routing) except those to
-    /// 'open_paths': returns true to serve it (typically setting req.authenticated_user), or
-    /// false with the answer (401, 403, 429...) in '*denied'. Runs on an I/O thread.
-    std::function<bool(HttpRequest& req, HttpResponse* denied)> authenticate;
+    /// 'open_paths', on an I/O thread, and must not block: returns kAllow (having set
+    /// req.authenticated_user), kDeny with the answer (401, 429, 503...) in '*denied', or
+    /// kDeferred after calling 'defer' and handing the callback to slow work (a password
+    /// check on another thread); the request resumes on its connection's strand when the
+    /// callback is called.
+    std::function<AuthVerdict(HttpRequest& req, HttpResponse* denied, const AuthDeferrer& defer)>
+        authenticate;
+    /// When set, runs after 'authenticate' allowed a request, on an I/O thread: returns true to
+    /// serve it, or false with the answer (e.g. 403) in '*denied'.
+    std::function<bool(HttpRequest& req, HttpResponse* denied)> authorize;
     /// Exact paths served without 'authenticate' (e.g. "/healthz").
     std::vector<std::string> open_paths;
     /// When set, every connection speaks TLS (HTTPS) with this context (see
