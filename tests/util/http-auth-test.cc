@@ -3,13 +3,18 @@
 
 #include "util/http-auth.h"
 
+#include <atomic>
+#include <chrono>
+#include <optional>
 #include <string>
 #include <thread>
 
 #include <gtest/gtest.h>
 
 #include "log-capture.h"
+#include "util/mutex.h"
 #include "util/password-file.h"
+#include "util/webserver.h"
 
 namespace qr {
 namespace {
@@ -98,6 +103,55 @@ TEST(BasicAuthenticatorTest, ReloadDropsTheCacheAndOldUsers) {
   EXPECT_EQ(auth.cached_credentials(), 0u);
   EXPECT_EQ(auth.Authenticate(Basic("bob", "bob-pw"), "10.0.0.1:1", &user), Result::kUnknownUser);
   EXPECT_EQ(auth.Authenticate(Basic("carol", "c"), "10.0.0.1:1", &user), Result::kOk);
+}
+
+// A verification of the old file that ends after a Reload() lets its own request through
+// (it was right when the request came) but is not cached: otherwise a removed user or an old
+// password would keep working until evicted.
+TEST(BasicAuthenticatorTest, VerificationRacingAReloadIsNotCached) {
+  BasicAuthenticator* self = nullptr;
+  std::string alice_new;
+  ASSERT_TRUE(MakePasswordEntryLine("alice", "new-pw", kMinPasswordIterations, &alice_new).ok());
+  std::atomic<int> reloads{0};
+  BasicAuthenticator::Options o = Limits(100);
+  o.before_verify = [&] {
+    if (reloads.fetch_add(1) > 0) return;  // Only the first verification races a reload.
+    PasswordFile file;
+    ASSERT_TRUE(PasswordFile::Parse(alice_new, "new", &file).ok());
+    self->Reload(std::move(file));
+  };
+  BasicAuthenticator auth(Users(), o);
+  self = &auth;
+
+  HttpRequest req;
+  req.headers.set("Authorization", Basic("alice", "alice-pw"));
+  req.remote_address = "10.0.0.1:1";
+  Mutex mu;
+  CondVar cv;
+  std::optional<bool> allowed;
+  HttpResponse denied;
+  AuthVerdict verdict = auth.Check(req, &denied, [&]() -> AuthCallback {
+    return [&](bool ok, std::string, HttpResponse) {
+      MutexLock l(&mu);
+      allowed = ok;
+      cv.NotifyAll();
+    };
+  });
+  ASSERT_EQ(verdict, AuthVerdict::kDeferred);
+  {
+    MutexLock l(&mu);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (!allowed && cv.WaitUntil(&mu, deadline)) {
+    }
+    ASSERT_TRUE(allowed.has_value()) << "no verdict within 30 s";
+    EXPECT_TRUE(*allowed) << "checked against the users as the request arrived";
+  }
+  EXPECT_EQ(auth.cached_credentials(), 0u) << "a success against a replaced file was cached";
+  std::string user;
+  EXPECT_EQ(auth.Authenticate(Basic("alice", "alice-pw"), "10.0.0.1:1", &user),
+            Result::kWrongPassword);
+  EXPECT_EQ(auth.Authenticate(Basic("alice", "new-pw"), "10.0.0.1:1", &user), Result::kOk);
+  EXPECT_EQ(auth.cached_credentials(), 1u);
 }
 
 TEST(BasicAuthenticatorTest, LimitsFailuresPerAddressWithoutVerifying) {

@@ -64,6 +64,23 @@ TEST(PasswordFileTest, EntriesVerifyTheirPasswordOnly) {
   EXPECT_EQ(file.Find("carol"), nullptr);
 }
 
+// An unknown user is checked against a dummy entry with this count, so that it costs what a
+// typical known user costs.
+TEST(PasswordFileTest, TypicalIterationsIsTheMostCommonCount) {
+  auto line = [](const char* user, int iterations) {
+    std::string l;
+    EXPECT_TRUE(MakePasswordEntryLine(user, "pw", iterations, &l).ok());
+    return l + "\n";
+  };
+  const int a = kMinPasswordIterations, b = kMinPasswordIterations * 2;
+  PasswordFile file;
+  ASSERT_TRUE(PasswordFile::Parse(line("u1", a) + line("u2", b) + line("u3", a), "f", &file).ok());
+  EXPECT_EQ(file.TypicalIterations(), a);
+  ASSERT_TRUE(PasswordFile::Parse(line("u1", a) + line("u2", b), "f", &file).ok());
+  EXPECT_EQ(file.TypicalIterations(), b) << "a tie goes to the larger count";
+  EXPECT_EQ(PasswordFile().TypicalIterations(), kDefaultPasswordIterations);
+}
+
 TEST(PasswordFileTest, SaltsDiffer) {
   // The same password twice gives different lines (random salt).
   EXPECT_NE(Entry("alice", "same"), Entry("alice", "same"));

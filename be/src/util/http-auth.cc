@@ -65,13 +65,16 @@ std::string_view RemoteIp(std::string_view remote_address) {
   return remote_address.substr(0, remote_address.rfind(':'));
 }
 
+BasicAuthenticator::Users::Users(PasswordFile f, uint64_t g)
+    : file(std::move(f)),
+      dummy{"", file.TypicalIterations(), std::string(kPasswordSaltBytes, 'x'),
+            std::string(kPasswordHashBytes, '\0')},
+      generation(g) {}
+
 BasicAuthenticator::BasicAuthenticator(PasswordFile file, Options options)
-    : options_(options), file_(std::make_shared<const PasswordFile>(std::move(file))) {
+    : options_(options), users_(std::make_shared<const Users>(std::move(file), 0)) {
   CHECK_EQ(RAND_bytes(cache_key_secret_.data(), static_cast<int>(cache_key_secret_.size())), 1)
       << "no randomness for the credential cache key";
-  // Same cost as a real entry made with the default iteration count.
-  dummy_entry_ = PasswordEntry{"", kDefaultPasswordIterations, std::string(kPasswordSaltBytes, 'x'),
-                               std::string(kPasswordHashBytes, '\0')};
   CHECK_GE(options_.verify_threads, 1);
   CHECK_GE(options_.max_pending_verifications, 1u);
   MutexLock l(&queue_lock_);
@@ -179,16 +182,24 @@ std::string BasicAuthenticator::CacheKey(std::string_view credentials) const {
   return key;
 }
 
-bool BasicAuthenticator::CacheLookup(const std::string& key, std::string* user) {
+bool BasicAuthenticator::CacheLookup(const std::string& key, std::string* user,
+                                     std::shared_ptr<const Users>* users) {
   MutexLock l(&cache_lock_);
   auto it = cache_.find(key);
-  if (it == cache_.end()) return false;
+  if (it == cache_.end()) {
+    *users = users_;  // What the verification of this miss checks against.
+    return false;
+  }
   *user = it->second;
   return true;
 }
 
-void BasicAuthenticator::CacheInsert(const std::string& key, const std::string& user) {
+void BasicAuthenticator::CacheInsert(const std::string& key, const std::string& user,
+                                     uint64_t generation) {
   MutexLock l(&cache_lock_);
+  // Verified against a file that Reload() has replaced meanwhile: the user may be gone or
+  // have a new password, so the success counts for this one request only.
+  if (generation != users_->generation) return;
   if (!cache_.emplace(key, user).second) return;
   cache_order_.push_back(key);
   while (cache_order_.size() > options_.cache_capacity) {
@@ -198,24 +209,18 @@ void BasicAuthenticator::CacheInsert(const std::string& key, const std::string& 
 }
 
 void BasicAuthenticator::Reload(PasswordFile file) {
-  auto replacement = std::make_shared<const PasswordFile>(std::move(file));
   MutexLock l(&cache_lock_);
-  file_ = std::move(replacement);
+  users_ = std::make_shared<const Users>(std::move(file), users_->generation + 1);
   cache_.clear();
   cache_order_.clear();
 }
 
-BasicAuthenticator::Result BasicAuthenticator::Verify(std::string_view user,
+BasicAuthenticator::Result BasicAuthenticator::Verify(const Users& users, std::string_view user,
                                                       std::string_view password) {
-  std::shared_ptr<const PasswordFile> file;
-  {
-    MutexLock l(&cache_lock_);
-    file = file_;
-  }
   verifications_.fetch_add(1, std::memory_order_relaxed);
-  const PasswordEntry* entry = file->Find(user);
+  const PasswordEntry* entry = users.file.Find(user);
   if (entry == nullptr) {
-    (void)VerifyPassword(dummy_entry_, password);  // The same cost as a known user.
+    (void)VerifyPassword(users.dummy, password);  // The same cost as a typical known user.
     return Result::kUnknownUser;
   }
   return VerifyPassword(*entry, password) ? Result::kOk : Result::kWrongPassword;
@@ -289,7 +294,7 @@ bool BasicAuthenticator::Decide(std::string_view authorization, const std::strin
     return true;
   }
   v->key = CacheKey(v->credentials);
-  if (CacheLookup(v->key, user)) {
+  if (CacheLookup(v->key, user, &v->users)) {
     cache_hits_.fetch_add(1, std::memory_order_relaxed);
     *r = Result::kOk;
     return true;
@@ -300,13 +305,13 @@ bool BasicAuthenticator::Decide(std::string_view authorization, const std::strin
 
 BasicAuthenticator::Result BasicAuthenticator::Finish(const Verification& v, std::string* user) {
   std::string_view name = std::string_view(v.credentials).substr(0, v.colon);
-  Result r = Verify(name, std::string_view(v.credentials).substr(v.colon + 1));
+  Result r = Verify(*v.users, name, std::string_view(v.credentials).substr(v.colon + 1));
   if (r != Result::kOk) {
     RecordFailure(v.address, name, r);
     return r;
   }
   *user = std::string(name);
-  CacheInsert(v.key, *user);
+  CacheInsert(v.key, *user, v.users->generation);
   return Result::kOk;
 }
 

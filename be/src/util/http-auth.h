@@ -107,12 +107,25 @@ class BasicAuthenticator {
     std::chrono::steady_clock::time_point window_start;
   };
 
+  /// The users of one password file, and what an unknown user is checked against.
+  struct Users {
+    Users(PasswordFile f, uint64_t g);
+    PasswordFile file;
+    /// Verified against when the user is unknown: the file's typical iteration count, so
+    /// that timing does not tell which users exist.
+    PasswordEntry dummy;
+    /// Which Reload() this is: a verification that ran against an older file is not cached.
+    uint64_t generation;
+  };
+
   /// A cache miss on its way to a verification thread.
   struct Verification {
     std::string credentials;  // "user:password"
     size_t colon = 0;
     std::string key;  // CacheKey(credentials)
     std::string address;  // The remote IP.
+    /// The users as the request arrived: a Reload() meanwhile keeps it from being cached.
+    std::shared_ptr<const Users> users;
     AuthCallback done;
   };
 
@@ -133,24 +146,24 @@ class BasicAuthenticator {
   /// A verification thread's loop.
   void RunVerifier();
   std::string CacheKey(std::string_view credentials) const;
-  bool CacheLookup(const std::string& key, std::string* user);
-  void CacheInsert(const std::string& key, const std::string& user);
+  /// True with the cached user; false with the current users in '*users'.
+  bool CacheLookup(const std::string& key, std::string* user, std::shared_ptr<const Users>* users);
+  /// Caches 'key' -> 'user' unless the users changed since 'generation' was verified against.
+  void CacheInsert(const std::string& key, const std::string& user, uint64_t generation);
   /// Seconds until 'address' may try again; 0 when it is not limited.
   int64_t LimitedForSeconds(const std::string& address);
   void RecordFailure(const std::string& address, std::string_view user, Result why);
   void PruneLocked(std::chrono::steady_clock::time_point now) REQUIRES(limiter_lock_);
-  /// Verifies against the current file (PBKDF2, no lock held).
-  Result Verify(std::string_view user, std::string_view password);
+  /// Verifies against 'users' (PBKDF2, no lock held).
+  Result Verify(const Users& users, std::string_view user, std::string_view password);
 
   const Options options_;
   /// Random, per process: cache keys are useless outside it.
   std::array<unsigned char, 32> cache_key_secret_{};
-  /// Verified against when the user is unknown, so that it costs the same.
-  PasswordEntry dummy_entry_;
 
   /// Protects the users, the cache and its eviction order.
   Mutex cache_lock_;
-  std::shared_ptr<const PasswordFile> file_ GUARDED_BY(cache_lock_);
+  std::shared_ptr<const Users> users_ GUARDED_BY(cache_lock_);
   std::unordered_map<std::string, std::string> cache_ GUARDED_BY(cache_lock_);
   std::deque<std::string> cache_order_ GUARDED_BY(cache_lock_);
 

@@ -187,6 +187,20 @@ const PasswordEntry* PasswordFile::Find(std::string_view user) const {
   return it == entries_.end() ? nullptr : &it->second;
 }
 
+int PasswordFile::TypicalIterations() const {
+  std::unordered_map<int, size_t> uses;
+  int typical = kDefaultPasswordIterations;
+  size_t most = 0;
+  for (const auto& [user, entry] : entries_) {
+    size_t n = ++uses[entry.iterations];
+    if (n > most || (n == most && entry.iterations > typical)) {
+      most = n;
+      typical = entry.iterations;
+    }
+  }
+  return typical;
+}
+
 Status MakePasswordEntryLine(std::string_view user, std::string_view password, int iterations,
                              std::string* line) {
   RETURN_IF_ERROR(ValidateUserName(user));

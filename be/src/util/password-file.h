@@ -51,6 +51,9 @@ class PasswordFile {
   /// The entry of 'user', or nullptr.
   const PasswordEntry* Find(std::string_view user) const;
   size_t size() const { return entries_.size(); }
+  /// The iteration count most entries use (the larger on a tie; the default when empty): what
+  /// an unknown user's dummy check costs, so that it takes as long as a typical known user's.
+  int TypicalIterations() const;
 
  private:
   std::unordered_map<std::string, PasswordEntry> entries_;
