@@ -238,7 +238,7 @@ TEST_F(AuthTest, NonAdminsCancelOnlyTheirOwnQueries) {
   TestHttpClient http(port_);
   EXPECT_EQ(http.Delete(TargetOf(alice->next_uri()), As("bob")).status, 404);
   EXPECT_EQ(http.Delete("/v1/query/" + a, As("bob")).status, 204);  // As for an unknown id.
-  TestResponse page_cancel = http.Post("/cancel_query?query_id=" + a, "", As("bob"));
+  TestResponse page_cancel = http.Post("/cancel_query?query_id=" + a, "", As("bob", "bob"));
   EXPECT_EQ(page_cancel.status, 404) << page_cancel.body;
   EXPECT_FALSE(Terminal(a));
 
@@ -247,7 +247,7 @@ TEST_F(AuthTest, NonAdminsCancelOnlyTheirOwnQueries) {
   const std::string a2 = alice2->result().id;
   EXPECT_EQ(http.Delete(TargetOf(alice->next_uri()), As("alice")).status, 204);
   EXPECT_TRUE(Terminal(a));
-  TestResponse admin = http.Post("/cancel_query?query_id=" + a2, "", As("root"));
+  TestResponse admin = http.Post("/cancel_query?query_id=" + a2, "", As("root", "root"));
   EXPECT_EQ(admin.status, 200) << admin.body;
   EXPECT_EQ(admin.Json()["canceled"], true);
   EXPECT_TRUE(Terminal(a2));

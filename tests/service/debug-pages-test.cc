@@ -254,16 +254,37 @@ TEST_F(DebugPagesTest, CancelAnswersErrorCodes) {
   EXPECT_EQ(again.Json()["state"], "CANCELED");
 }
 
-TEST_F(DebugPagesTest, CancelUserFromBasicAuthorizationOrPrestoHeader) {
+TEST_F(DebugPagesTest, CancelUserFromPrestoHeaderButNeverFromCredentialsAlone) {
   auto a = StartEndless("alice");
   auto b = StartEndless("bob");
+  // Browsers attach cached Basic credentials to a cross-site form post; only a custom header
+  // (which such a form cannot send) makes a cancel.
   TestResponse basic = TestHttpClient(port_).Post(
       "/cancel_query?query_id=" + a->result().id, "",
       {{"Authorization", "Basic " + Base64Encode("alice:")}});
-  EXPECT_EQ(basic.status, 200) << basic.body;
+  EXPECT_EQ(basic.status, 403) << basic.body;
+  EXPECT_NE(basic.Json()["error"].get<std::string>().find("X-Trino-User"), std::string::npos);
+  EXPECT_EQ(FindQuery("in_flight", a->result().id)["state"], "RUNNING");
   TestResponse presto = TestHttpClient(port_).Post("/cancel_query?query_id=" + b->result().id,
                                                    "", {{"X-Presto-User", "bob"}});
   EXPECT_EQ(presto.status, 200) << presto.body;
+}
+
+TEST_F(DebugPagesTest, CrossOriginCancelIsRefused) {
+  auto a = StartEndless("alice");
+  const std::string target = "/cancel_query?query_id=" + a->result().id;
+  TestResponse foreign = TestHttpClient(port_).Post(
+      target, "", {{"X-Trino-User", "alice"}, {"Origin", "https://evil.example"}});
+  EXPECT_EQ(foreign.status, 403) << foreign.body;
+  EXPECT_NE(foreign.Json()["error"].get<std::string>().find("evil.example"), std::string::npos);
+  EXPECT_EQ(FindQuery("in_flight", a->result().id)["state"], "RUNNING");
+  // The page's own fetch() carries an Origin naming the server itself (the client sends
+  // Host: 127.0.0.1:port).
+  TestResponse same = TestHttpClient(port_).Post(
+      target, "",
+      {{"X-Trino-User", "alice"}, {"Origin", "http://127.0.0.1:" + std::to_string(port_)}});
+  EXPECT_EQ(same.status, 200) << same.body;
+  EXPECT_EQ(same.Json()["canceled"], true);
 }
 
 TEST_F(DebugPagesTest, UntrustedTextComesBackVerbatimAsJsonNeverAsMarkup) {

@@ -60,6 +60,8 @@ bool AccessControl::CheckUserHeader(const HttpRequest& req, HttpResponse* denied
   return false;
 }
 
+bool AccessControl::HasUserHeader(const HttpRequest& req) { return !UserHeader(req).empty(); }
+
 bool AccessControl::MayAccess(const Principal& p, const ClientRequestState& query) const {
   return !authentication_enabled_ || p.admin || p.user == query.user();
 }

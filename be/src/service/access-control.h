@@ -41,6 +41,10 @@ class AccessControl {
   /// With authentication on: false with a 403 in '*denied' when the request's user header
   /// names someone other than the authenticated user and that user is not an admin.
   bool CheckUserHeader(const HttpRequest& req, HttpResponse* denied) const;
+  /// Whether 'req' names its user in a protocol header (X-Trino-User or X-Presto-User). A
+  /// cross-site HTML form cannot send a custom header, so state-changing debug-page requests
+  /// require one (browsers attach cached Basic credentials to cross-site form posts).
+  static bool HasUserHeader(const HttpRequest& req);
   /// Whether 'p' may see, fetch and cancel 'query'. Always true without authentication.
   bool MayAccess(const Principal& p, const ClientRequestState& query) const;
 

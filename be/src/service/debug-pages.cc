@@ -265,6 +265,31 @@ void HandleQueryStatement(const Ctx& ctx, HttpRequest& req, ResponseCallback res
   respond(std::move(r));
 }
 
+/// True, with a 403 in '*denied', when a state-changing request may come from another site's
+/// page: it lacks the protocol user header (a cross-site form cannot send custom headers, and a
+/// cross-origin fetch() with one needs a CORS preflight this server never grants), or its
+/// Origin names another host than its Host. Browsers send cached Basic credentials along with a
+/// cross-site form post, so without this a hostile page could cancel an admin's way through
+/// the queries whose ids it knows.
+bool IsCrossSite(const HttpRequest& req, HttpResponse* denied) {
+  if (!AccessControl::HasUserHeader(req)) {
+    *denied = JsonError(403, "POST /cancel_query needs the X-Trino-User (or X-Presto-User) "
+                             "header naming who cancels (with authentication, your own user "
+                             "name): a request without it could be a cross-site form");
+    return true;
+  }
+  std::string_view origin = req.Header("Origin");
+  if (origin.empty() || origin == "null") return false;
+  size_t scheme_end = origin.find("://");
+  std::string_view origin_host =
+      scheme_end == std::string_view::npos ? origin : origin.substr(scheme_end + 3);
+  if (origin_host == req.Header("Host")) return false;
+  *denied = JsonError(403, "Cross-origin cancel refused: Origin " + QuoteForError(origin) +
+                               " is not this server (Host " + QuoteForError(req.Header("Host")) +
+                               ")");
+  return true;
+}
+
 /// POST /cancel_query?query_id=ID. Without authentication the requester is the self-asserted
 /// protocol user, so the owner check prevents accidents, not attacks; with authentication it
 /// is the authenticated user, and someone else's query is answered as an unknown one.
@@ -280,6 +305,8 @@ void HandleCancel(const Ctx& ctx, HttpRequest& req, ResponseCallback respond) {
     r.headers.emplace_back("WWW-Authenticate", "Basic realm=\"coordinatord\"");
     return respond(std::move(r));
   }
+  HttpResponse forged;
+  if (IsCrossSite(req, &forged)) return respond(std::move(forged));
   std::shared_ptr<ClientRequestState> state = FindAccessible(*ctx, req, id);
   if (!state) return respond(UnknownQuery(id));
   if (user != state->user() && !principal.admin) {
