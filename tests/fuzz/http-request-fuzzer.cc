@@ -1,7 +1,10 @@
-// The whole HTTP request path, as a client reaches it: one CoordinatorServer (webserver,
+// The whole HTTP request path, as a client reaches it: two CoordinatorServers (webserver,
 // Trino protocol handlers, debug pages, coordinator, SQLite engine over a tiny sample
-// database) runs in this process on a free port. Each input is written as is to a new
-// connection, whose write side is then shut down; the answer is read until the server closes.
+// database) run in this process on free ports, one open and one with password authentication
+// (users "alice" and "admin", passwords "alice-pw" and "admin-pw"; the seeds carry their
+// Basic credentials), so that the authenticate hook, its deferred verification and the
+// user-header rules are fuzzed too. Each input is written as is to a new connection to each
+// server, whose write side is then shut down; the answer is read until the server closes.
 //
 // Properties:
 //  - the server answers every input, or closes, within a deadline (no hang);
@@ -24,6 +27,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
+#include <fstream>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -39,6 +43,7 @@
 
 #include "fuzz-util.h"
 #include "service/coordinator-server.h"
+#include "util/password-file.h"
 #include "util/webserver.h"
 
 namespace {
@@ -51,7 +56,9 @@ constexpr auto kDeadline = 10s;
 /// Inputs between two health checks.
 constexpr int kHealthCheckEvery = 64;
 
+/// The open server, and the one with password authentication.
 qr::CoordinatorServer* g_server = nullptr;
+qr::CoordinatorServer* g_auth_server = nullptr;
 
 qr::CoordinatorServer::Options ServerOptions() {
   qr::CoordinatorServer::Options o;
@@ -76,6 +83,26 @@ qr::CoordinatorServer::Options ServerOptions() {
   return o;
 }
 
+/// ServerOptions() with a password file of two users (written into the data directory).
+qr::CoordinatorServer::Options AuthServerOptions() {
+  qr::CoordinatorServer::Options o = ServerOptions();
+  std::string lines;
+  for (const char* user : {"alice", "admin"}) {
+    std::string line;
+    const qr::Status s = qr::MakePasswordEntryLine(user, std::string(user) + "-pw",
+                                                   qr::kMinPasswordIterations, &line);
+    FUZZ_CHECK(s.ok(), "cannot make a password entry", s.message());
+    lines += line + "\n";
+  }
+  o.auth_password_file = qr::fuzz::DataDir() + "/fuzz.passwd";
+  std::ofstream(o.auth_password_file, std::ios::trunc) << lines;
+  o.allow_insecure_auth = true;  // Loopback only; TLS has its own tests.
+  // Every input comes from 127.0.0.1: with the default limit, ten wrong passwords would turn
+  // every later input into a 429 and the rest of the path would go unfuzzed.
+  o.auth.max_failures = 1 << 30;
+  return o;
+}
+
 /// What one connection brought back.
 struct Exchange {
   std::string received;
@@ -85,13 +112,13 @@ struct Exchange {
 
 /// Connects, sends 'request' (reading at the same time, so a server that answers early never
 /// deadlocks against us), shuts down the write side and reads until the server closes.
-Exchange Send(std::string_view request) {
+Exchange Send(const qr::CoordinatorServer* server, std::string_view request) {
   Exchange ex;
   const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   FUZZ_CHECK(fd >= 0, "socket() failed");
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(g_server->port()));
+  addr.sin_port = htons(static_cast<uint16_t>(server->port()));
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   FUZZ_CHECK(connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0,
              "cannot connect to the server");
@@ -204,20 +231,27 @@ void CheckResponses(std::string_view input, const Exchange& ex) {
   FUZZ_CHECK(index <= methods.size() + 1, "more responses than requests", ex.received);
 }
 
-/// The server still serves, and has closed every connection whose client is gone.
-void HealthCheck() {
+/// 'server' still serves, and has closed every connection whose client is gone.
+void HealthCheck(qr::CoordinatorServer* server, const char* auth_header) {
   const auto deadline = std::chrono::steady_clock::now() + 5s;
-  while (g_server->webserver()->connections_open() > 0 &&
+  while (server->webserver()->connections_open() > 0 &&
          std::chrono::steady_clock::now() < deadline) {
     std::this_thread::sleep_for(1ms);
   }
-  FUZZ_CHECK(g_server->webserver()->connections_open() == 0,
+  FUZZ_CHECK(server->webserver()->connections_open() == 0,
              "connections stay open after their clients left");
-  const Exchange ex =
-      Send("GET /v1/info/state HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n");
+  const Exchange ex = Send(server, std::string("GET /v1/info/state HTTP/1.1\r\nHost: localhost\r\n") +
+                                       auth_header + "Connection: close\r\n\r\n");
   FUZZ_CHECK(ex.received.starts_with("HTTP/1.1 200 ") &&
                  ex.received.ends_with("\"ACTIVE\""),
              "the server no longer answers GET /v1/info/state", ex.received);
+}
+
+qr::CoordinatorServer* StartServer(qr::CoordinatorServer::Options options) {
+  auto* server = new qr::CoordinatorServer(std::move(options));
+  const qr::Status s = server->Start();
+  FUZZ_CHECK(s.ok(), "the server does not start", s.message());
+  return server;
 }
 
 }  // namespace
@@ -225,13 +259,14 @@ void HealthCheck() {
 extern "C" int LLVMFuzzerInitialize(int* /*argc*/, char*** /*argv*/) {
   // The server logs a warning for every odd request: keep the fuzzer's output readable.
   if (getenv("QR_FUZZ_VERBOSE") == nullptr) FLAGS_minloglevel = google::GLOG_ERROR;
-  g_server = new qr::CoordinatorServer(ServerOptions());
-  const qr::Status s = g_server->Start();
-  FUZZ_CHECK(s.ok(), "the server does not start", s.message());
+  g_server = StartServer(ServerOptions());
+  g_auth_server = StartServer(AuthServerOptions());
   atexit([] {
-    g_server->Shutdown(0);
-    delete g_server;
-    g_server = nullptr;
+    for (qr::CoordinatorServer** server : {&g_server, &g_auth_server}) {
+      (*server)->Shutdown(0);
+      delete *server;
+      *server = nullptr;
+    }
   });
   return 0;
 }
@@ -239,10 +274,15 @@ extern "C" int LLVMFuzzerInitialize(int* /*argc*/, char*** /*argv*/) {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static int inputs = 0;
   const std::string_view input(reinterpret_cast<const char*>(data), size);
-  const Exchange ex = Send(input);
-  FUZZ_CHECK(!ex.timed_out, "the server neither answered nor closed within the deadline",
-             ex.received);
-  CheckResponses(input, ex);
-  if (++inputs % kHealthCheckEvery == 0) HealthCheck();
+  for (const qr::CoordinatorServer* server : {g_server, g_auth_server}) {
+    const Exchange ex = Send(server, input);
+    FUZZ_CHECK(!ex.timed_out, "the server neither answered nor closed within the deadline",
+               ex.received);
+    CheckResponses(input, ex);
+  }
+  if (++inputs % kHealthCheckEvery == 0) {
+    HealthCheck(g_server, "");
+    HealthCheck(g_auth_server, "Authorization: Basic YWRtaW46YWRtaW4tcHc=\r\n");  // admin
+  }
   return 0;
 }
