@@ -278,6 +278,18 @@ TEST_F(DebugPagesTest, CrossOriginCancelIsRefused) {
   EXPECT_EQ(foreign.status, 403) << foreign.body;
   EXPECT_NE(foreign.Json()["error"].get<std::string>().find("evil.example"), std::string::npos);
   EXPECT_EQ(FindQuery("in_flight", a->result().id)["state"], "RUNNING");
+  TestResponse forwarded_elsewhere = TestHttpClient(port_).Post(
+      target, "",
+      {{"X-Trino-User", "alice"}, {"Origin", "https://evil.example"},
+       {"X-Forwarded-Host", "db.example:443"}});
+  EXPECT_EQ(forwarded_elsewhere.status, 403) << forwarded_elsewhere.body;
+  // Behind a proxy that rewrites Host, X-Forwarded-Host names the browser's host.
+  auto b = StartEndless("alice");
+  TestResponse proxied = TestHttpClient(port_).Post(
+      "/cancel_query?query_id=" + b->result().id, "",
+      {{"X-Trino-User", "alice"}, {"Origin", "https://db.example"},
+       {"X-Forwarded-Host", "db.example"}});
+  EXPECT_EQ(proxied.status, 200) << proxied.body;
   // The page's own fetch() carries an Origin naming the server itself (the client sends
   // Host: 127.0.0.1:port).
   TestResponse same = TestHttpClient(port_).Post(

@@ -283,7 +283,11 @@ bool IsCrossSite(const HttpRequest& req, HttpResponse* denied) {
   size_t scheme_end = origin.find("://");
   std::string_view origin_host =
       scheme_end == std::string_view::npos ? origin : origin.substr(scheme_end + 3);
-  if (origin_host == req.Header("Host")) return false;
+  // Behind a proxy that rewrites Host, the browser's host is in X-Forwarded-Host (a page can
+  // send neither header cross-site, so either may vouch for the Origin).
+  if (origin_host == req.Header("Host") || origin_host == req.Header("X-Forwarded-Host")) {
+    return false;
+  }
   *denied = JsonError(403, "Cross-origin cancel refused: Origin " + QuoteForError(origin) +
                                " is not this server (Host " + QuoteForError(req.Header("Host")) +
                                ")");
