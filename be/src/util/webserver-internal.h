@@ -17,7 +17,6 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/steady_timer.hpp>
-#include <boost/asio/strand.hpp>
 #include <boost/beast/core/error.hpp>
 #include <boost/beast/core/string.hpp>
 
@@ -32,14 +31,20 @@ namespace beast = boost::beast;
 namespace http = beast::http;
 using tcp = asio::ip::tcp;
 
-using Strand = asio::strand<asio::io_context::executor_type>;
-using StrandSocket = tcp::socket::rebind_executor<Strand>::other;
+/// A connection's executor: the io_context of the one I/O thread that serves the connection.
+/// One thread runs each io_context, so a connection's handlers never run concurrently (no
+/// strand needed), and one I/O thread never wakes another.
+using IoExecutor = asio::io_context::executor_type;
+using IoSocket = tcp::socket::rebind_executor<IoExecutor>::other;
 
 /// The server's state. Lifecycle: RegisterHandler()* -> Start() -> Stop() -> destruction.
 /// Thread-safety: the counters are atomics; 'routes' is written only before Start() and
 /// read-only afterwards (starting the I/O threads orders the writes before every read); the
 /// acceptor and its retry timer are used by Start()/Stop() and by the one accept chain
-/// running on the I/O threads, never at the same time (Stop() joins the threads first).
+/// running on I/O thread 0, never at the same time (Stop() joins the threads first).
+/// Threading: I/O thread i runs iocs[i] alone. The acceptor hands each accepted connection to
+/// the next io_context in turn; everything of a connection then runs on that one thread.
+/// Other threads (executors completing long polls, password verification) post to it.
 /// Lock order: lifecycle_mu -> control->mu -> sessions_mu. None is held while a handler runs.
 struct Webserver::Impl {
   class SessionBase;
@@ -69,17 +74,21 @@ struct Webserver::Impl {
 
   enum class State { kNew, kRunning, kStopped };
 
-  explicit Impl(Options o) : options(std::move(o)), ioc(std::max(1, options.num_threads)) {}
+  explicit Impl(Options o);
 
   const Route* FindRoute(std::string_view path) const;
   /// Sorts the routes longest path first and computes their Allow headers.
   void FinishRoutes();
   void DoAccept();
-  void OnAccept(const beast::error_code& ec, StrandSocket socket);
+  void OnAccept(const beast::error_code& ec, IoSocket socket);
   /// A plain or TLS session (per options.tls_context) on an accepted socket
   /// (webserver-session.cc).
-  std::shared_ptr<SessionBase> MakeSession(StrandSocket socket, std::string remote_address);
+  std::shared_ptr<SessionBase> MakeSession(IoSocket socket, std::string remote_address);
   void RunIoThread(int index);
+  /// Whether 'ioc' (may be null) is one of this server's.
+  bool OwnsIoContext(const asio::io_context* ioc) const;
+  /// The io_context the next accepted connection goes to (round robin).
+  asio::io_context& NextIoContext();
   void CountResponse(unsigned status) {
     responses[status < responses.size() ? status : 0].fetch_add(1, std::memory_order_relaxed);
   }
@@ -108,18 +117,21 @@ struct Webserver::Impl {
 
   // Declared after everything a Session's destructor touches: sessions owned by handlers
   // still queued in the io_context die when it is destroyed.
-  asio::io_context ioc;
-  std::optional<asio::executor_work_guard<asio::io_context::executor_type>> work
+  /// One per I/O thread, each created with concurrency hint 1 (one thread runs it).
+  std::vector<std::unique_ptr<asio::io_context>> iocs;
+  std::vector<asio::executor_work_guard<asio::io_context::executor_type>> work
       GUARDED_BY(lifecycle_mu);
-  tcp::acceptor acceptor{ioc};
-  asio::steady_timer accept_retry_timer{ioc};
+  /// Used only by the accept chain (on I/O thread 0).
+  size_t next_ioc = 0;
+  tcp::acceptor acceptor{*iocs[0]};
+  asio::steady_timer accept_retry_timer{*iocs[0]};
   std::vector<std::thread> threads GUARDED_BY(lifecycle_mu);
 };
 
 /// What the server and the ResponseCallbacks see of a connection, plain or TLS
 /// (webserver-session.cc has the Session<Stream> that implements it).
-/// Thread-safety: OnStrand()/executor() from any thread; Start() once, after construction;
-/// Complete() on the strand; Close() on the strand or from Stop() after the I/O threads are
+/// Thread-safety: OnIoThread()/executor() from any thread; Start() once, after construction;
+/// Complete() on its I/O thread; Close() on it or from Stop() after the I/O threads are
 /// joined.
 class Webserver::Impl::SessionBase : public std::enable_shared_from_this<SessionBase> {
  public:
@@ -130,14 +142,14 @@ class Webserver::Impl::SessionBase : public std::enable_shared_from_this<Session
   virtual void Complete(uint64_t seq, HttpResponse resp, bool dropped) = 0;
   virtual void Close() = 0;
 
-  bool OnStrand() const { return strand_.running_in_this_thread(); }
-  const Strand& executor() const { return strand_; }
+  bool OnIoThread() const { return executor_.running_in_this_thread(); }
+  const IoExecutor& executor() const { return executor_; }
 
  protected:
-  explicit SessionBase(Strand strand) : strand_(std::move(strand)) {}
+  explicit SessionBase(IoExecutor executor) : executor_(std::move(executor)) {}
 
   /// The socket's executor, kept apart so that other threads may read it (const).
-  const Strand strand_;
+  const IoExecutor executor_;
 };
 
 /// Beast 1.74's string_view is boost::string_view.

@@ -28,7 +28,7 @@
 namespace qr {
 namespace {
 
-using PlainStream = beast::basic_stream<tcp, Strand>;
+using PlainStream = beast::basic_stream<tcp, IoExecutor>;
 using TlsStream = beast::ssl_stream<PlainStream>;
 
 constexpr std::string_view k100Continue = "HTTP/1.1 100 Continue\r\n\r\n";
@@ -66,8 +66,8 @@ bool HasWellFormedVersion(const beast::flat_buffer& buffer) {
 
 /// One connection over 'Stream' (PlainStream or TlsStream): reads a request, dispatches it,
 /// writes the response, and repeats while the connection is kept alive.
-/// Thread-safety: every member is used only on the connection's strand, except Close() from
-/// Stop() after the I/O threads are joined, and OnStrand()/executor() from any thread.
+/// Thread-safety: every member is used only on the connection's I/O thread, except Close() from
+/// Stop() after the I/O threads are joined, and OnIoThread()/executor() from any thread.
 /// Ownership: shared; each pending asynchronous operation holds a reference, and while a
 /// handler owns the request (no I/O is pending then) the session holds one to itself, dropped
 /// when the response is written or the connection is closed. A ResponseCallback holds only a
@@ -79,7 +79,7 @@ class Webserver::Impl::Session final : public SessionBase {
 
   /// 'tls' (only for TLS) is the server's context.
   template <class... Tls>
-  Session(Impl* server, StrandSocket socket, std::string remote_address, Tls&... tls)
+  Session(Impl* server, IoSocket socket, std::string remote_address, Tls&... tls)
       : SessionBase(socket.get_executor()), server_(server), stream_(std::move(socket), tls...) {
     req_.remote_address = std::move(remote_address);
     req_.secure = kTls;
@@ -171,7 +171,7 @@ struct Webserver::Impl::PendingResponse {
 
 bool Webserver::Impl::PendingResponse::Deliver(HttpResponse resp, bool dropped) {
   if (delivered.exchange(true, std::memory_order_acq_rel)) return false;
-  std::shared_ptr<SessionBase> on_strand;
+  std::shared_ptr<SessionBase> on_thread;
   {
     // Under control->mu, a session reference is taken and handed to the io_context only
     // while the server runs, so no session outlives the io_context's destruction in a
@@ -180,25 +180,25 @@ bool Webserver::Impl::PendingResponse::Deliver(HttpResponse resp, bool dropped) 
     if (control->stopped) return true;
     std::shared_ptr<SessionBase> s = session.lock();
     if (s == nullptr) return true;  // The connection is gone.
-    if (!s->OnStrand()) {
-      Strand ex = s->executor();  // A copy: 's' is moved below.
+    if (!s->OnIoThread()) {
+      IoExecutor ex = s->executor();  // A copy: 's' is moved below.
       asio::post(ex, [s = std::move(s), n = seq, r = std::move(resp), dropped]() mutable {
         s->Complete(n, std::move(r), dropped);
       });
       return true;
     }
-    on_strand = std::move(s);
+    on_thread = std::move(s);
   }
   // Called from the handler itself (the common synchronous case), or from other work on the
-  // strand: answer without a round trip through the queue. An I/O thread is running, so the
-  // server is not destroyed meanwhile.
-  on_strand->Complete(seq, std::move(resp), dropped);
+  // connection's I/O thread: answer without a round trip through the queue. An I/O thread is
+  // running, so the server is not destroyed meanwhile.
+  on_thread->Complete(seq, std::move(resp), dropped);
   return true;
 }
 
 template <class Stream>
 void Webserver::Impl::Session<Stream>::Start() {
-  asio::dispatch(strand_, [self = Self()] {
+  asio::dispatch(executor_, [self = Self()] {
     if constexpr (kTls) {
       self->Tcp().expires_after(self->server_->options.idle_timeout);
       self->stream_.async_handshake(
@@ -389,7 +389,7 @@ AuthCallback Webserver::Impl::Session<Stream>::DeferAuthentication() {
     if (control->stopped) return;
     std::shared_ptr<Session> s = weak.lock();
     if (s == nullptr) return;  // The connection is gone.
-    Strand ex = s->executor();
+    IoExecutor ex = s->executor();
     asio::post(ex, [s = std::move(s), seq, ok, u = std::move(user),
                     d = std::move(denied)]() mutable {
       s->OnAuthenticated(seq, ok, std::move(u), std::move(d));
@@ -537,7 +537,7 @@ void Webserver::Impl::Session<Stream>::DoDrain() {
 }
 
 std::shared_ptr<Webserver::Impl::SessionBase> Webserver::Impl::MakeSession(
-    StrandSocket socket, std::string remote_address) {
+    IoSocket socket, std::string remote_address) {
   if (options.tls_context) {
     return std::make_shared<Session<TlsStream>>(this, std::move(socket),
                                                 std::move(remote_address), *options.tls_context);

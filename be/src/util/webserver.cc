@@ -58,7 +58,21 @@ Status ResolveBindAddress(const Webserver::Options& o, tcp::endpoint* out) {
   return Status::OK();
 }
 
+std::vector<std::unique_ptr<asio::io_context>> MakeIoContexts(int n) {
+  std::vector<std::unique_ptr<asio::io_context>> iocs;
+  // Hint 1: exactly one thread runs each, so Asio skips the locking its scheduler needs when
+  // several threads run one io_context (posts from other threads stay safe).
+  for (int i = 0; i < n; ++i) iocs.push_back(std::make_unique<asio::io_context>(1));
+  return iocs;
+}
+
+/// The io_context run by the calling thread, if it is an I/O thread (for Webserver::io_context()).
+thread_local asio::io_context* tls_io_context = nullptr;
+
 }  // namespace
+
+Webserver::Impl::Impl(Options o)
+    : options(std::move(o)), iocs(MakeIoContexts(std::max(1, options.num_threads))) {}
 
 std::string EndpointString(const tcp::endpoint& ep) {
   std::string address = ep.address().to_string();
@@ -105,13 +119,27 @@ void Webserver::Impl::FinishRoutes() {
   }
 }
 
-void Webserver::Impl::DoAccept() {
-  acceptor.async_accept(asio::make_strand(ioc), [this](beast::error_code ec, StrandSocket socket) {
-    OnAccept(ec, std::move(socket));
-  });
+bool Webserver::Impl::OwnsIoContext(const asio::io_context* ioc) const {
+  for (const auto& own : iocs) {
+    if (own.get() == ioc) return true;
+  }
+  return false;
 }
 
-void Webserver::Impl::OnAccept(const beast::error_code& ec, StrandSocket socket) {
+asio::io_context& Webserver::Impl::NextIoContext() {
+  asio::io_context& ioc = *iocs[next_ioc];
+  next_ioc = (next_ioc + 1) % iocs.size();
+  return ioc;
+}
+
+void Webserver::Impl::DoAccept() {
+  acceptor.async_accept(NextIoContext().get_executor(),
+                        [this](beast::error_code ec, IoSocket socket) {
+                          OnAccept(ec, std::move(socket));
+                        });
+}
+
+void Webserver::Impl::OnAccept(const beast::error_code& ec, IoSocket socket) {
   if (ec == asio::error::operation_aborted) return;
   if (ec) {
     LOG(WARNING) << "HTTP accept failed: " << ec.message() << "; retrying";
@@ -153,6 +181,8 @@ void Webserver::Impl::RunIoThread(int index) {
   char name[16];
   snprintf(name, sizeof(name), "http-io-%d", index);
   pthread_setname_np(pthread_self(), name);
+  asio::io_context& ioc = *iocs[index];
+  tls_io_context = &ioc;
   for (;;) {
     try {
       ioc.run();
@@ -233,7 +263,7 @@ Status Webserver::Start() {
   }
   s.port.store(s.acceptor.local_endpoint().port(), std::memory_order_release);
   s.FinishRoutes();
-  s.work.emplace(s.ioc.get_executor());
+  for (auto& ioc : s.iocs) s.work.push_back(asio::make_work_guard(*ioc));
   s.DoAccept();
   s.state = Impl::State::kRunning;
   for (int i = 0; i < s.options.num_threads; ++i) {
@@ -247,8 +277,8 @@ Status Webserver::Start() {
 
 void Webserver::Stop() {
   Impl& s = *impl_;
-  DCHECK(!s.ioc.get_executor().running_in_this_thread())
-      << "Webserver::Stop() called from an HTTP I/O thread (it joins them)";
+  DCHECK(!s.OwnsIoContext(tls_io_context))
+      << "Webserver::Stop() called from one of its HTTP I/O threads (it joins them)";
   MutexLock l(&s.lifecycle_mu);
   {
     MutexLock c(&s.control->mu);
@@ -259,8 +289,8 @@ void Webserver::Stop() {
     return;
   }
   s.state = Impl::State::kStopped;
-  s.work.reset();
-  s.ioc.stop();
+  s.work.clear();
+  for (auto& ioc : s.iocs) ioc->stop();
   for (std::thread& t : s.threads) t.join();
   s.threads.clear();
   // No I/O thread runs any more: this thread may use the acceptor and the sockets.
@@ -273,7 +303,9 @@ void Webserver::Stop() {
 
 int Webserver::port() const { return impl_->port.load(std::memory_order_acquire); }
 
-asio::io_context& Webserver::io_context() { return impl_->ioc; }
+asio::io_context& Webserver::io_context() {
+  return impl_->OwnsIoContext(tls_io_context) ? *tls_io_context : *impl_->iocs[0];
+}
 
 uint64_t Webserver::responses_with_status(unsigned status) const {
   if (status < 100 || status >= impl_->responses.size()) return 0;

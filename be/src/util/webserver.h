@@ -94,6 +94,8 @@ using AuthCallback = std::function<void(bool ok, std::string user, HttpResponse 
 using AuthDeferrer = std::function<AuthCallback()>;
 
 /// An asynchronous HTTP/1.1 server (Boost.Beast over Asio) with a fixed pool of I/O threads.
+/// Each I/O thread runs an io_context of its own and serves the connections handed to it
+/// (round robin at accept), so a connection needs no strand and no I/O thread wakes another.
 ///
 /// Keep-alive; limits on header size (431), body size (413) and idle connections (closed after
 /// 'idle_timeout'); malformed requests get 400 and the connection is closed; unknown paths 404;
@@ -118,7 +120,7 @@ class Webserver {
     /// 'open_paths', on an I/O thread, and must not block: returns kAllow (having set
     /// req.authenticated_user), kDeny with the answer (401, 429, 503...) in '*denied', or
     /// kDeferred after calling 'defer' and handing the callback to slow work (a password
-    /// check on another thread); the request resumes on its connection's strand when the
+    /// check on another thread); the request resumes on its connection's I/O thread when the
     /// callback is called.
     std::function<AuthVerdict(HttpRequest& req, HttpResponse* denied, const AuthDeferrer& defer)>
         authenticate;
@@ -147,7 +149,9 @@ class Webserver {
 
   /// The bound port (after Start()).
   int port() const;
-  /// For timers and posting work onto the I/O threads.
+  /// For timers and posting work: called from a handler, the io_context of the I/O thread
+  /// running it (the connection's own, so a timer's handler runs on that thread with no
+  /// hand-off); from any other thread, the first I/O thread's.
   boost::asio::io_context& io_context();
 
   /// Responses sent, by status code (index = status code, 100..599), for /metrics.
