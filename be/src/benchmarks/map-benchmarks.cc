@@ -309,6 +309,8 @@ struct Variant {
   int shards = 1;
   /// False for the unlocked baselines: they only run single-threaded.
   bool thread_safe = true;
+  /// Runs only the lookup-only mix (no writer), where it needs no lock to be race-free.
+  bool lookup_only = false;
   void (*mix)(benchmark::State&, int, Mix, int, int, int) = nullptr;
   /// Null when the map has no iteration API.
   void (*iteration)(benchmark::State&, int, bool, int, int, const MapBenchmarkOptions&) =
@@ -318,11 +320,13 @@ struct Variant {
 };
 
 template <class Map>
-Variant MakeVariant(std::string name, int shards, bool thread_safe = true) {
+Variant MakeVariant(std::string name, int shards, bool thread_safe = true,
+                    bool lookup_only = false) {
   Variant v;
   v.name = std::move(name);
   v.shards = shards;
   v.thread_safe = thread_safe;
+  v.lookup_only = lookup_only;
   if (thread_safe) v.mix = &BM_Mix<Map>;
   if constexpr (requires(Map& m) { m.ForEachLocked([](const UniqueId&, const Value&) {}); }) {
     v.iteration = &BM_LookupDuringIteration<Map>;
@@ -354,6 +358,9 @@ std::vector<Variant> AllVariants() {
   v.push_back(MakeVariant<SpinShardedMap<Value, StdMap<Value>>>("SpinShards256Std", 256));
   v.push_back(MakeVariant<ShardedLockMap<Value, LegacySpinLock, StdMap<Value>>>(
       "LegacySpinShards64Std", 64));
+  // The same shards and inner map as the default, without locks: lookup-only mix only.
+  v.push_back(MakeVariant<ShardedLockMap<Value, NoLock, FlatMap<Value>>>("UnlockedShards256",
+                                                                          256, true, true));
 #ifdef QR_HAVE_TBB
   v.push_back(MakeVariant<TbbMap<Value>>("TbbConcurrentHashMap", 1));
 #endif
@@ -375,7 +382,7 @@ void RegisterMapBenchmarks(const MapBenchmarkOptions& o) {
     for (int entries : o.entries) {
       for (int threads : o.threads) {
         for (const Variant& v : variants) {
-          if (!v.thread_safe) continue;
+          if (!v.thread_safe || (v.lookup_only && mix != Mix::kLookupOnly)) continue;
           std::string name = std::string("BM_") + MixName(mix) + "<" + v.name + ">" +
                              PointSuffix(entries, threads);
           benchmark::RegisterBenchmark(name.c_str(),

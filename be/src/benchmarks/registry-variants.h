@@ -196,6 +196,16 @@ class ShardedLockMap {
   std::unique_ptr<Shard[]> shards_;
 };
 
+/// No lock at all, for ShardedLockMap: only in the lookup-only mix, where no thread writes
+/// while the others read, so the reads are race-free. It is the ceiling of a read path that
+/// writes no shared memory (seqlock- or epoch-validated reads): the difference to the locked
+/// maps is what the lock's cache-line transfers between cores cost.
+struct NoLock {
+  void lock() {}
+  void unlock() {}
+  bool try_lock() { return true; }
+};
+
 /// The real thing: ShardedQueryMap (SpinLock shards) with the given inner map.
 template <typename T, typename Inner>
 class SpinShardedMap {
