@@ -356,6 +356,10 @@ std::vector<Variant> AllVariants() {
         "SpinShards" + std::to_string(n), n));
   }
   v.push_back(MakeVariant<SpinShardedMap<Value, StdMap<Value>>>("SpinShards256Std", 256));
+  // The previous default: the same shards and inner map, every access under the exclusive
+  // SpinLock (lookups too), which moves the shard's cache line to each reading core.
+  v.push_back(MakeVariant<ShardedLockMap<Value, SpinLock, FlatMap<Value>>>("SpinLockShards256",
+                                                                           256));
   v.push_back(MakeVariant<ShardedLockMap<Value, LegacySpinLock, StdMap<Value>>>(
       "LegacySpinShards64Std", 64));
   // The same shards and inner map as the default, without locks: lookup-only mix only.

@@ -213,7 +213,7 @@ class SpinShardedMap {
   explicit SpinShardedMap(int num_shards) : map_(num_shards) {}
 
   bool Add(const UniqueId& id, T v) { return map_.Add(id, std::move(v)).ok(); }
-  bool Get(const UniqueId& id, T* out) const {
+  [[gnu::always_inline]] bool Get(const UniqueId& id, T* out) const {
     std::optional<T> v = map_.Get(id);
     if (!v) return false;
     *out = std::move(*v);
@@ -228,7 +228,7 @@ class SpinShardedMap {
   void ForEachSnapshot(Fn&& fn) {
     map_.ForEachUnlocked(fn);
   }
-  /// Sums of the shards' SpinLock statistics.
+  /// Sums of the shards' lock statistics.
   ShardStats TotalLockStats() const {
     ShardStats total;
     for (int i = 0; i < map_.num_shards(); ++i) {

@@ -142,6 +142,10 @@ void AppendRegistryMetrics(const QueryCoordinator& coordinator, const QueryExecM
   ShardFamily("qr_registry_shard_lock_acquisitions_total", "counter",
               "Acquisitions of a registry shard's lock.", registries, &ShardStats::acquisitions,
               out);
+  ShardFamily("qr_registry_shard_lock_shared_acquisitions_total", "counter",
+              "Shared acquisitions (lookups) of a registry shard's lock, included in "
+              "qr_registry_shard_lock_acquisitions_total.",
+              registries, &ShardStats::shared_acquisitions, out);
   ShardFamily("qr_registry_shard_contended_acquisitions_total", "counter",
               "Acquisitions of a registry shard's lock that found it held.", registries,
               &ShardStats::contended_acquisitions, out);

@@ -15,6 +15,7 @@
 #include <gflags/gflags_declare.h>
 #include <glog/logging.h>
 
+#include "util/shard-lock.h"
 #include "util/spinlock.h"
 #include "util/status.h"
 #include "util/unique-id.h"
@@ -44,7 +45,10 @@ inline constexpr int kMaxRegistryShards = 4096;
 /// exact when read but the set is not a consistent snapshot.
 struct ShardStats {
   uint64_t entries = 0;
+  /// Acquisitions of the shard's lock: exclusive (Add, Delete, ScopedShardedMapRef,
+  /// DoFuncForAllEntries) plus shared (Get, Snapshot); the shared ones alone below.
   uint64_t acquisitions = 0;
+  uint64_t shared_acquisitions = 0;
   uint64_t contended_acquisitions = 0;
   uint64_t sleeps = 0;
 };
@@ -56,7 +60,9 @@ inline thread_local const void* tls_iterating_map = nullptr;
 }  // namespace internal
 
 /// A process-wide registry of values keyed by query id, split into N shards, each an inner hash
-/// map guarded by its own SpinLock, so that lookups of different queries rarely contend. The
+/// map guarded by its own ShardLock, so that lookups of different queries rarely contend, and
+/// lookups (Get, Snapshot: shared) on different cores do not even write a common cache line.
+/// Writers (Add, Delete, ScopedShardedMapRef, DoFuncForAllEntries) hold a shard exclusively. The
 /// shard is chosen from the id's 'hi' half (mixed, so sequential ids spread too); all fragment
 /// instances of a query (same 'hi') live in the query's shard.
 ///
@@ -102,6 +108,7 @@ class ShardedQueryMap {
   /// Keep it short-lived: no I/O, no other locks, no allocation-heavy work while it lives.
   class ScopedShardedMapRef {
    public:
+    /// Holds the shard exclusively (the caller may change the map or its values).
     ScopedShardedMapRef(const UniqueId& id, ShardedQueryMap* map) NO_THREAD_SAFETY_ANALYSIS
         : map_(map), shard_(&map->shards_[map->ShardIndex(id)]) {
       map_->CheckNotIterating("ScopedShardedMapRef");
@@ -128,7 +135,7 @@ class ShardedQueryMap {
     CheckNotIterating("Add");
     Shard& s = ShardFor(id);
     {
-      SpinLockGuard l(&s.lock);
+      WriterLockGuard l(&s.lock);
       if (s.map.try_emplace(id, std::move(value)).second) {
         s.PublishSize();
         return Status::OK();
@@ -137,11 +144,13 @@ class ShardedQueryMap {
     return AlreadyExists("query id " + PrintId(id) + " is already registered");
   }
 
-  /// A copy of the value registered for 'id', or nullopt.
-  std::optional<T> Get(const UniqueId& id) const {
+  /// A copy of the value registered for 'id', or nullopt. Holds the shard shared: concurrent
+  /// Gets of one shard run in parallel (T's copy must be safe from several threads at once, as
+  /// a pointer's or a shared_ptr's is).
+  [[gnu::always_inline]] std::optional<T> Get(const UniqueId& id) const {
     CheckNotIterating("Get");
     Shard& s = ShardFor(id);
-    SpinLockGuard l(&s.lock);
+    ReaderLockGuard l(&s.lock);
     auto it = s.map.find(id);
     if (it == s.map.end()) return std::nullopt;
     return it->second;
@@ -154,7 +163,7 @@ class ShardedQueryMap {
     Shard& s = ShardFor(id);
     std::optional<T> victim;
     {
-      SpinLockGuard l(&s.lock);
+      WriterLockGuard l(&s.lock);
       auto it = s.map.find(id);
       if (it != s.map.end()) {
         victim.emplace(std::move(it->second));
@@ -182,7 +191,7 @@ class ShardedQueryMap {
     IterationMarker marker(this);
     for (int i = 0; i < num_shards_; ++i) {
       Shard& s = shards_[i];
-      SpinLockGuard l(&s.lock);
+      WriterLockGuard l(&s.lock);  // 'fn' gets a mutable value.
       for (auto& [id, value] : s.map) fn(id, value);
     }
   }
@@ -195,7 +204,7 @@ class ShardedQueryMap {
     out.reserve(Count() + 16);
     for (int i = 0; i < num_shards_; ++i) {
       Shard& s = shards_[i];
-      SpinLockGuard l(&s.lock);
+      ReaderLockGuard l(&s.lock);
       for (const auto& [id, value] : s.map) out.emplace_back(id, value);
     }
     return out;
@@ -210,14 +219,15 @@ class ShardedQueryMap {
 
   ShardStats GetShardStats(int shard) const {
     const Shard& s = shards_[shard];
-    return ShardStats{s.size.load(std::memory_order_relaxed), s.lock.acquisitions(),
-                      s.lock.contended_acquisitions(), s.lock.sleeps()};
+    const uint64_t shared = s.lock.shared_acquisitions();
+    return ShardStats{s.size.load(std::memory_order_relaxed), s.lock.acquisitions() + shared,
+                      shared, s.lock.contended_acquisitions(), s.lock.sleeps()};
   }
 
  private:
   struct alignas(128) Shard {
-    /// Protects 'map'.
-    mutable SpinLock lock;
+    /// Protects 'map' (and 'size''s writes).
+    mutable ShardLock lock;
     Map map GUARDED_BY(lock);
     /// map.size() as of the last change, readable without the lock.
     std::atomic<uint64_t> size{0};

@@ -1,0 +1,197 @@
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+#if defined(__x86_64__) && __has_include(<sys/rseq.h>)
+#include <sys/rseq.h>  // glibc >= 2.35: the thread's rseq area (__rseq_offset, __rseq_size)
+#define QR_SHARD_LOCK_RSEQ 1
+#endif
+
+#include "util/spinlock.h"
+#include "util/thread-annotations.h"
+
+namespace qr {
+
+/// The lock of one registry shard: exclusive for writers, shared for readers, and built so that
+/// a reader writes no cache line that another core's reader writes.
+///
+/// Why: a lookup that takes an exclusive lock writes the lock word, so the shard's cache line
+/// moves to the reading core on nearly every lookup once two cores read the same shards; on
+/// the 2-core benchmark machine one lookup then costs ~4x its single-thread CPU time, and a
+/// lookup-only workload does not scale past one core at all (docs/benchmarks.md). Here each
+/// reader registers in one of a few reader slots, each on a cache line of its own, picked by
+/// the CPU it runs on, so readers on different cores never touch the same line and a slot's
+/// line stays in its core's cache. Writers (add, delete, a ScopedShardedMapRef) take the
+/// exclusive SpinLock, raise a flag that readers check, and wait for every slot to drain.
+///
+/// Reader: slot += 1; if a writer is flagged, undo and wait for it. Writer: lock, flag, wait
+/// until every slot is 0. Both sides use sequentially consistent operations on (slot, flag), so
+/// at least one of them sees the other (the Dekker pattern). A writer waiting for a reader that
+/// was preempted sleeps in the kernel on that slot (futex) after a short spin; the reader's
+/// release wakes it only when the flag says a writer sleeps, so an uncontended release is one
+/// atomic decrement and one read of a line that only writers write. A reader that meets a
+/// writer waits by locking and unlocking the writers' SpinLock (spin, then futex).
+///
+/// Writers have priority: a flagged writer makes new readers wait, so a stream of readers can
+/// never starve a writer. Not recursive in either mode; a reader must not take the lock
+/// exclusively (it would wait for itself).
+/// Thread-safety: thread-safe. Satisfies Lockable (lock/unlock/try_lock); the shared side is
+/// lock_shared()/unlock_shared(slot) (the slot number lock_shared() returned).
+class CAPABILITY("mutex") ShardLock {
+ public:
+  ShardLock();
+  ShardLock(const ShardLock&) = delete;
+  ShardLock& operator=(const ShardLock&) = delete;
+
+  // The analysis checks the callers; inside, the writers' SpinLock is held across calls.
+  void lock() ACQUIRE() NO_THREAD_SAFETY_ANALYSIS {
+    writer_lock_.lock();
+    // seq_cst: ordered before the reads of the slots below (the writer half of Dekker).
+    writer_.store(kWriterActive, std::memory_order_seq_cst);
+    for (uint32_t i = 0; i <= slot_mask_; ++i) {
+      if (slots_[i].readers.load(std::memory_order_seq_cst) != 0) WaitForReaders(i);
+    }
+  }
+
+  /// Takes the lock exclusively only if no writer holds it and no reader is inside.
+  bool try_lock() TRY_ACQUIRE(true) NO_THREAD_SAFETY_ANALYSIS {
+    if (!writer_lock_.try_lock()) return false;
+    writer_.store(kWriterActive, std::memory_order_seq_cst);
+    for (uint32_t i = 0; i <= slot_mask_; ++i) {
+      if (slots_[i].readers.load(std::memory_order_seq_cst) != 0) {
+        writer_.store(kNoWriter, std::memory_order_release);  // Readers that backed off retry.
+        writer_lock_.unlock();
+        return false;
+      }
+    }
+    return true;
+  }
+
+  void unlock() RELEASE() NO_THREAD_SAFETY_ANALYSIS {
+    // Release: the writer's changes are visible to a reader that sees the flag down.
+    writer_.store(kNoWriter, std::memory_order_release);
+    writer_lock_.unlock();
+  }
+
+  /// Takes the lock shared; returns the slot to hand to unlock_shared().
+  [[gnu::always_inline]] uint32_t lock_shared() ACQUIRE_SHARED() {
+    const uint32_t slot = CurrentSlot();
+    Slot& s = slots_[slot];
+    // seq_cst: ordered before the read of the flag (the reader half of Dekker).
+    s.readers.fetch_add(1, std::memory_order_seq_cst);
+    if (writer_.load(std::memory_order_seq_cst) != kNoWriter) [[unlikely]] {
+      LockSharedSlow(slot);
+    }
+    // Statistics only: a relaxed load and store, exact unless two threads share a slot.
+    s.reads.store(s.reads.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+    return slot;
+  }
+
+  [[gnu::always_inline]] void unlock_shared(uint32_t slot) RELEASE_SHARED() {
+    // seq_cst: a writer that reads a stale count and goes to sleep must see this decrement in
+    // its futex check, or this thread must see its "sleeping" flag and wake it.
+    if (slots_[slot].readers.fetch_sub(1, std::memory_order_seq_cst) == 1 &&
+        writer_.load(std::memory_order_seq_cst) == kWriterSleeping) [[unlikely]] {
+      WakeWriter(slot);
+    }
+  }
+
+  /// Exclusive acquisitions (writers).
+  uint64_t acquisitions() const { return writer_lock_.acquisitions(); }
+  /// Shared acquisitions (readers), summed over the slots; approximate when threads share a slot.
+  uint64_t shared_acquisitions() const;
+  /// Exclusive acquisitions that found another writer, plus shared ones that found a writer.
+  uint64_t contended_acquisitions() const {
+    return writer_lock_.contended_acquisitions() +
+           reader_waits_.load(std::memory_order_relaxed);
+  }
+  /// Times a thread slept in the kernel: a writer behind a writer or waiting for a reader, or
+  /// a reader behind a writer.
+  uint64_t sleeps() const {
+    return writer_lock_.sleeps() + writer_sleeps_.load(std::memory_order_relaxed);
+  }
+
+  /// Reader slots per lock: the CPU count rounded up to a power of two, at most kMaxSlots.
+  static uint32_t NumSlots();
+  static constexpr uint32_t kMaxSlots = 16;
+
+ private:
+  static constexpr uint32_t kNoWriter = 0;
+  static constexpr uint32_t kWriterActive = 1;
+  static constexpr uint32_t kWriterSleeping = 2;
+
+  struct alignas(64) Slot {
+    /// Readers holding the lock through this slot.
+    std::atomic<uint32_t> readers{0};
+    std::atomic<uint64_t> reads{0};
+  };
+
+  /// The reader slot of the CPU this thread runs on, from the cpu_id the kernel keeps in the
+  /// thread's rseq area (a TLS load, no system call). It may be stale by the time it is used
+  /// (the thread migrated): that costs a cache-line transfer, never correctness, since a slot
+  /// is a counter, not a per-CPU assumption. Without rseq (glibc tunable off, valgrind, other
+  /// architectures) each thread keeps one slot, handed out round robin.
+  [[gnu::always_inline]] uint32_t CurrentSlot() const {
+#ifdef QR_SHARD_LOCK_RSEQ
+    if (__rseq_size != 0) [[likely]] {
+      uintptr_t thread_pointer;
+      asm("mov %%fs:0, %0" : "=r"(thread_pointer));
+      const auto* cpu_id = reinterpret_cast<const uint32_t*>(
+          thread_pointer + __rseq_offset + offsetof(struct rseq, cpu_id));
+      // Relaxed: the kernel writes it; any recent value picks a valid slot.
+      return __atomic_load_n(cpu_id, __ATOMIC_RELAXED) & slot_mask_;
+    }
+#endif
+    uint32_t slot = tls_slot_;
+    if (slot == kUnassigned) [[unlikely]] slot = AssignThreadSlot();
+    return slot & slot_mask_;
+  }
+  /// Gives the calling thread its fallback slot number (round robin).
+  static uint32_t AssignThreadSlot();
+  static constexpr uint32_t kUnassigned = ~0u;
+  static inline thread_local uint32_t tls_slot_ = kUnassigned;
+  void LockSharedSlow(uint32_t slot);
+  void WaitForReaders(uint32_t slot);
+  void WakeWriter(uint32_t slot);
+
+  /// Serializes writers; a reader that meets a writer waits on it.
+  SpinLock writer_lock_;
+  /// kNoWriter, kWriterActive, or kWriterSleeping (a writer sleeps until a slot drains).
+  /// Written by writers only, so readers keep this line shared in their caches.
+  std::atomic<uint32_t> writer_{kNoWriter};
+  std::atomic<uint64_t> reader_waits_{0};
+  std::atomic<uint64_t> writer_sleeps_{0};
+  const uint32_t slot_mask_;
+  const std::unique_ptr<Slot[]> slots_;
+};
+
+/// RAII shared hold of a ShardLock, visible to the thread-safety analysis.
+class SCOPED_CAPABILITY ReaderLockGuard {
+ public:
+  [[gnu::always_inline]] explicit ReaderLockGuard(ShardLock* lock) ACQUIRE_SHARED(lock)
+      : lock_(lock), slot_(lock->lock_shared()) {}
+  [[gnu::always_inline]] ~ReaderLockGuard() RELEASE() { lock_->unlock_shared(slot_); }
+  ReaderLockGuard(const ReaderLockGuard&) = delete;
+  ReaderLockGuard& operator=(const ReaderLockGuard&) = delete;
+
+ private:
+  ShardLock* const lock_;
+  const uint32_t slot_;
+};
+
+/// RAII exclusive hold of a ShardLock, visible to the thread-safety analysis.
+class SCOPED_CAPABILITY WriterLockGuard {
+ public:
+  explicit WriterLockGuard(ShardLock* lock) ACQUIRE(lock) : lock_(lock) { lock_->lock(); }
+  ~WriterLockGuard() RELEASE() { lock_->unlock(); }
+  WriterLockGuard(const WriterLockGuard&) = delete;
+  WriterLockGuard& operator=(const WriterLockGuard&) = delete;
+
+ private:
+  ShardLock* const lock_;
+};
+
+}  // namespace qr
