@@ -106,7 +106,10 @@ TEST(ShardLockTest, WriterWaitsForReadersAndReadersForWriter) {
     ASSERT_TRUE(WaitFor([&] { return release_reader.load(); }));
   });
   ASSERT_TRUE(WaitFor([&] { return reader_in.load(); }));
-  EXPECT_FALSE(lock.try_lock()) << "a reader is inside";
+  if (lock.try_lock()) {
+    lock.unlock();
+    ADD_FAILURE() << "try_lock succeeded while a reader is inside";
+  }
   std::thread writer([&] {
     lock.lock();
     writer_in.store(true);
@@ -130,8 +133,11 @@ TEST(ShardLockTest, WriterWaitsForReadersAndReadersForWriter) {
   lock.unlock();
   ASSERT_TRUE(WaitFor([&] { return late_reader_in.load(); }));
   late_reader.join();
-  EXPECT_TRUE(lock.try_lock());
-  lock.unlock();
+  if (lock.try_lock()) {
+    lock.unlock();
+  } else {
+    ADD_FAILURE() << "try_lock failed on a free lock";
+  }
 }
 
 TEST(ShardLockTest, CountsSharedAndExclusiveAcquisitions) {

@@ -153,7 +153,8 @@ class CAPABILITY("mutex") ShardLock {
   static uint32_t AssignThreadSlot();
   static constexpr uint32_t kUnassigned = ~0u;
   static inline thread_local uint32_t tls_slot_ = kUnassigned;
-  void LockSharedSlow(uint32_t slot);
+  // Steps out of the shared hold and back in: invisible to the analysis by design.
+  void LockSharedSlow(uint32_t slot) NO_THREAD_SAFETY_ANALYSIS;
   void WaitForReaders(uint32_t slot);
   void WakeWriter(uint32_t slot);
 
