@@ -528,7 +528,7 @@ def main():
                     help="the plot's path as the document links it")
     ap.add_argument("--candidates", default="",
                     help="variants whose targets are evaluated next to the current default")
-    ap.add_argument("--plotted", default="GlobalMutex,SharedMutex,ShardedStdMutex64,SpinShards4,"
+    ap.add_argument("--plotted", default="GlobalMutex,SharedMutex,ShardedStdMutex64,SpinLockShards256,"
                     "SpinShards64,SpinShards256,SpinShards256Std,LegacySpinShards64Std,"
                     "TbbConcurrentHashMap,LibcuckooMap",
                     help="variants drawn in the plot (at most 10 stay distinguishable)")
