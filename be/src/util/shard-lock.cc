@@ -1,27 +1,15 @@
 #include "util/shard-lock.h"
 
-#include <linux/futex.h>
-#include <sys/syscall.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <thread>
+
+#include "util/futex.h"
 
 namespace qr {
 namespace {
 
-inline void CpuRelax() {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#elif defined(__aarch64__)
-  asm volatile("yield" ::: "memory");
-#endif
-}
-
-long Futex(std::atomic<uint32_t>* addr, int op, uint32_t val) {
-  return syscall(SYS_futex, reinterpret_cast<uint32_t*>(addr), op | FUTEX_PRIVATE_FLAG, val,
-                 nullptr, nullptr, 0);
-}
+using internal::CpuRelax;
+using internal::Futex;
 
 uint32_t ComputeNumSlots() {
   const uint32_t cpus = std::max(1u, std::thread::hardware_concurrency());

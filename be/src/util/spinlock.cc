@@ -1,26 +1,11 @@
 #include "util/spinlock.h"
 
-#include <linux/futex.h>
-#include <sys/syscall.h>
-#include <unistd.h>
+#include "util/futex.h"
 
 namespace qr {
-namespace {
 
-inline void CpuRelax() {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#elif defined(__aarch64__)
-  asm volatile("yield" ::: "memory");
-#endif
-}
-
-long Futex(std::atomic<uint32_t>* addr, int op, uint32_t val) {
-  return syscall(SYS_futex, reinterpret_cast<uint32_t*>(addr), op | FUTEX_PRIVATE_FLAG, val,
-                 nullptr, nullptr, 0);
-}
-
-}  // namespace
+using internal::CpuRelax;
+using internal::Futex;
 
 void SpinLock::LockSlow() {
   contended_.fetch_add(1, std::memory_order_relaxed);
