@@ -71,7 +71,7 @@ std::unique_ptr<Map> MakePopulatedMap(const Workload& w, int shards) {
   return map;
 }
 
-/// For the SpinLock-sharded maps: how often a lock was contended and how often a thread went to
+/// For the ShardedQueryMap variants: how often a lock was contended and how often a thread went to
 /// sleep in the kernel, per operation (the population before timing is single-threaded, so it
 /// adds acquisitions but neither of these).
 template <class Map>
@@ -344,7 +344,7 @@ std::vector<Variant> AllVariants() {
   v.push_back(MakeVariant<GlobalMutexMap<Value>>("GlobalMutex", 1));
   v.push_back(MakeVariant<SharedMutexMap<Value>>("SharedMutex", 1));
   v.push_back(MakeVariant<ShardedLockMap<Value, std::mutex>>("ShardedStdMutex64", 64));
-  // The real ShardedQueryMap (SpinLock shards, its default flat inner map) at several shard
+  // The real ShardedQueryMap (ShardLock shards, its default flat inner map) at several shard
   // counts, then the same with std::unordered_map inside, then the previous default.
   std::vector<int> shard_counts = {4, 16, 64, 256};
   if (std::find(shard_counts.begin(), shard_counts.end(), FLAGS_registry_num_shards) ==

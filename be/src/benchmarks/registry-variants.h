@@ -33,6 +33,7 @@
 #include <boost/thread/mutex.hpp>
 
 #include "util/sharded-query-map-util.h"
+#include "util/spinlock.h"
 #include "util/unique-id.h"
 
 #ifdef QR_HAVE_TBB

@@ -16,25 +16,12 @@
 #include <glog/logging.h>
 
 #include "util/shard-lock.h"
-#include "util/spinlock.h"
 #include "util/status.h"
 #include "util/unique-id.h"
 
 DECLARE_int32(registry_num_shards);
 
 namespace qr {
-
-/// RAII holder of a SpinLock, visible to the thread-safety analysis.
-class SCOPED_CAPABILITY SpinLockGuard {
- public:
-  explicit SpinLockGuard(SpinLock* lock) ACQUIRE(lock) : lock_(lock) { lock_->lock(); }
-  ~SpinLockGuard() RELEASE() { lock_->unlock(); }
-  SpinLockGuard(const SpinLockGuard&) = delete;
-  SpinLockGuard& operator=(const SpinLockGuard&) = delete;
-
- private:
-  SpinLock* const lock_;
-};
 
 /// OK if 'num_shards' is a power of two in [1, kMaxRegistryShards]; otherwise an error saying
 /// what is accepted.
