@@ -71,23 +71,50 @@ class Results:
             self.variants.setdefault(op, [])
             if variant not in self.variants[op]:
                 self.variants[op].append(variant)
+        self.grouped = grouped  # every run of a point, in pass order
         self.runs = {k: median_run(v) for k, v in grouped.items()}
         self.repetitions = max([len(v) for v in grouped.values()] or [1])
 
     def get(self, op, variant, field, mode="", entries=0, threads=0, queries=0, accesses=0):
-        b = self.runs.get((op, variant, mode, entries, threads, queries, accesses))
-        if b is None:
+        return field_of(self.runs.get((op, variant, mode, entries, threads, queries, accesses)),
+                        field)
+
+    def paired_ratio(self, field, a, b):
+        """The median over the passes of a/b, each pass's 'a' divided by the same pass's 'b'.
+
+        'a' and 'b' are dicts of get()'s keyword arguments plus "op" and "variant". Within a
+        pass the two points run seconds apart, so a burst of load from other processes mostly
+        hits both sides of one ratio instead of one side of the medians' ratio (on the shared
+        benchmark machine the global mutex's throughput alone swings 3x between passes).
+        """
+        def key(p):
+            return (p["op"], p["variant"], p.get("mode", ""), p.get("entries", 0),
+                    p.get("threads", 0), p.get("queries", 0), p.get("accesses", 0))
+        ra, rb = self.grouped.get(key(a)), self.grouped.get(key(b))
+        if not ra or not rb:
             return None
-        if field in ("real_ns", "cpu_ns"):
-            scale = {"ns": 1, "us": 1e3, "ms": 1e6, "s": 1e9}[b.get("time_unit", "ns")]
-            return b["real_time" if field == "real_ns" else "cpu_time"] * scale
-        return b.get(field)
+        ratios = []
+        for x, y in zip(ra, rb):
+            vx, vy = field_of(x, field), field_of(y, field)
+            if vx is not None and vy:
+                ratios.append(vx / vy)
+        return median(ratios) if ratios else None
 
     def points(self, op, key_index):
         return sorted({k[key_index] for k in self.runs if k[0] == op})
 
     def grid(self, op):
         return sorted({(k[5], k[6]) for k in self.runs if k[0] == op})
+
+
+def field_of(b, field):
+    """'field' of one run (or median run); real_ns and cpu_ns are its times in ns."""
+    if b is None:
+        return None
+    if field in ("real_ns", "cpu_ns"):
+        scale = {"ns": 1, "us": 1e3, "ms": 1e6, "s": 1e9}[b.get("time_unit", "ns")]
+        return b["real_time" if field == "real_ns" else "cpu_time"] * scale
+    return b.get(field)
 
 
 def median(values):
@@ -167,7 +194,10 @@ def machine_section(res, machine, command):
                  f"{ctx.get('passes', '1')} whole passes over all benchmarks one after the other "
                  "(so a burst of load from other processes hits one repetition of every "
                  "variant rather than every repetition of one); within a pass the variants of a "
-                 "point run back to back. Each repetition of a mix is "
+                 "point run back to back. Every ratio (in the tables and the targets) is the "
+                 "median over the passes of that pass's ratio, both sides measured seconds "
+                 "apart, not a ratio of two medians that may come from different passes. Each "
+                 "repetition of a mix is "
                  f"{ctx.get('mix_rounds', '?')} timed rounds of {ctx.get('mix_round_ms', '?')} "
                  "ms. `--registry_num_shards` default: "
                  f"{ctx.get('registry_num_shards', '?')}.")
@@ -188,10 +218,11 @@ def lifecycle_section(res, op, title, what):
     rows = []
     for q, a in res.grid(op):
         row = [f"{q} x {a}"]
-        b_ns = res.get(op, base, "ns_per_op", queries=q, accesses=a)
         for v in variants:
             ns = res.get(op, v, "ns_per_op", queries=q, accesses=a)
-            row.append(num(ns) if v == base else f"{num(ns)} ({times(ratio(b_ns, ns))})")
+            r = res.paired_ratio("ns_per_op", dict(op=op, variant=base, queries=q, accesses=a),
+                                 dict(op=op, variant=v, queries=q, accesses=a))
+            row.append(num(ns) if v == base else f"{num(ns)} ({times(r)})")
         for v in variants:
             row.append(num(res.get(op, v, "ctx_switches_per_op", queries=q, accesses=a), 2))
         rows.append(row)
@@ -218,8 +249,10 @@ def mix_tables(res):
                 row = [name]
                 for t in threads:
                     ops = res.get(op, v, "ops_per_s", entries=entries, threads=t)
-                    base = res.get(op, BASELINE, "ops_per_s", entries=entries, threads=t)
-                    row.append(f"{rate(ops)} ({times(ratio(ops, base))})")
+                    r = res.paired_ratio("ops_per_s",
+                                         dict(op=op, variant=v, entries=entries, threads=t),
+                                         dict(op=op, variant=BASELINE, entries=entries, threads=t))
+                    row.append(f"{rate(ops)} ({times(r)})")
                 rows.append(row)
             out += ["", f"#### {label}, {entries:,} live entries", "", table(header, rows)]
             drows = []
@@ -278,7 +311,10 @@ def iteration_section(res):
                     snap = res.get(op, v, field, "snapshot", entries, t)
                     few = min(res.get(op, v, "probes", "lock_held", entries, t) or 0,
                               res.get(op, v, "probes", "snapshot", entries, t) or 0) < 200
-                    row.append(f"{num(held)} / {num(snap)} ({times(ratio(snap, held))})"
+                    r = res.paired_ratio(
+                        field, dict(op=op, variant=v, mode="snapshot", entries=entries, threads=t),
+                        dict(op=op, variant=v, mode="lock_held", entries=entries, threads=t))
+                    row.append(f"{num(held)} / {num(snap)} ({times(r)})"
                                + (" *" if few else ""))
                 rows.append(row)
             out += ["", f"#### {entries:,} live entries: probe {label} ns, lock-held / snapshot "
@@ -309,8 +345,9 @@ def get_section(res, callgrind):
         for e in entries_list:
             for op in ("UncontendedGet", "UncontendedGetDependent"):
                 ns = res.get(op, v, "cpu_ns", entries=e, threads=1)
-                b = res.get(op, bare, "cpu_ns", entries=e, threads=1)
-                row.append(num(ns) if v.startswith("Bare") else f"{num(ns)} ({times(ratio(ns, b))})")
+                r = res.paired_ratio("cpu_ns", dict(op=op, variant=v, entries=e, threads=1),
+                                     dict(op=op, variant=bare, entries=e, threads=1))
+                row.append(num(ns) if v.startswith("Bare") else f"{num(ns)} ({times(r)})")
         if callgrind:
             ins = callgrind["instructions_per_get"].get(v)
             b = callgrind["instructions_per_get"].get(bare)
@@ -348,8 +385,8 @@ def evaluate_targets(res, callgrind, variant):
     """[(target, measured, verdict)] for 'variant'."""
     rows = []
     # 1. Read-heavy, 8 threads, 1k entries: >= 4x the global mutex.
-    r = ratio(res.get("ReadHeavy", variant, "ops_per_s", entries=1000, threads=8),
-              res.get("ReadHeavy", BASELINE, "ops_per_s", entries=1000, threads=8))
+    r = res.paired_ratio("ops_per_s", dict(op="ReadHeavy", variant=variant, entries=1000, threads=8),
+                         dict(op="ReadHeavy", variant=BASELINE, entries=1000, threads=8))
     rows.append(("read-heavy, 8 threads, 1k entries: >= 4x the global mutex",
                  times(r), verdict(r is not None and r >= 4)))
     # 2. 64 threads >= 70% of 2 threads, every mix and size. In wall-clock throughput as the
@@ -361,9 +398,10 @@ def evaluate_targets(res, callgrind, variant):
         worst, bad = None, []
         for mix, _ in MIXES:
             for e in res.points(mix, 3):
-                at64 = res.get(mix, variant, field, entries=e, threads=64)
-                at2 = res.get(mix, variant, field, entries=e, threads=2)
-                r = ratio(at2, at64) if invert else ratio(at64, at2)
+                at64 = dict(op=mix, variant=variant, entries=e, threads=64)
+                at2 = dict(op=mix, variant=variant, entries=e, threads=2)
+                r = (res.paired_ratio(field, at2, at64) if invert
+                     else res.paired_ratio(field, at64, at2))
                 if r is None:
                     continue
                 if worst is None or r < worst[0]:
@@ -385,8 +423,8 @@ def evaluate_targets(res, callgrind, variant):
         ok = ok and ri is not None and ri <= 1.5
     for e in res.points("UncontendedGet", 3):
         for op, what in (("UncontendedGet", "throughput"), ("UncontendedGetDependent", "latency")):
-            rn = ratio(res.get(op, variant, "cpu_ns", entries=e, threads=1),
-                       res.get(op, bare, "cpu_ns", entries=e, threads=1))
+            rn = res.paired_ratio("cpu_ns", dict(op=op, variant=variant, entries=e, threads=1),
+                                  dict(op=op, variant=bare, entries=e, threads=1))
             if rn is not None:
                 parts.append(f"{e // 1000}k {what} {times(rn)}")
                 ok = ok and rn <= 1.5
@@ -398,8 +436,9 @@ def evaluate_targets(res, callgrind, variant):
         worst, bad = None, []
         for e in res.points(op, 3):
             for t in res.points(op, 4):
-                r = ratio(res.get(op, variant, "lookup_p99_ns", "snapshot", e, t),
-                          res.get(op, variant, "lookup_p99_ns", "lock_held", e, t))
+                r = res.paired_ratio(
+                    "lookup_p99_ns", dict(op=op, variant=variant, mode="snapshot", entries=e, threads=t),
+                    dict(op=op, variant=variant, mode="lock_held", entries=e, threads=t))
                 if r is None:
                     continue
                 if worst is None or r > worst[0]:
@@ -422,8 +461,8 @@ def evaluate_targets(res, callgrind, variant):
         for mix in ("ReadHeavy", "HotQuery"):
             for e in res.points(mix, 3):
                 for t in res.points(mix, 4):
-                    r = ratio(res.get(mix, variant, "ops_per_s", entries=e, threads=t),
-                              res.get(mix, other, "ops_per_s", entries=e, threads=t))
+                    r = res.paired_ratio("ops_per_s", dict(op=mix, variant=variant, entries=e, threads=t),
+                                         dict(op=mix, variant=other, entries=e, threads=t))
                     if r is not None and r < 1.0:
                         behind.append(f"{mix}/{e}/{t}thr at {r:.0%}")
         rows.append((f"at or ahead of {other} (read-heavy and hot query, every thread count)",
