@@ -19,6 +19,7 @@
 // includes does not matter.
 #include "util/thread-annotations.h"
 
+#include <bit>
 #include <cstddef>
 #include <memory>
 #include <mutex>
@@ -142,6 +143,7 @@ class ShardedLockMap {
   explicit ShardedLockMap(int num_shards)
       : num_shards_(num_shards),
         mask_(static_cast<uint64_t>(num_shards) - 1),
+        shard_bits_(std::countr_zero(static_cast<uint64_t>(num_shards))),
         shards_(std::make_unique<Shard[]>(num_shards)) {}
 
   bool Add(const UniqueId& id, T v) {
@@ -187,13 +189,14 @@ class ShardedLockMap {
     Lock lock;
     Inner map;
   };
-  // The same mix as ShardedQueryMap::ShardIndex.
+  // The same choice as ShardedQueryMap::ShardIndex.
   Shard& ShardFor(const UniqueId& id) const {
-    return shards_[(Mix64(id.hi ^ 0x5bd1e9955bd1e995ULL) >> 32) & mask_];
+    return shards_[std::rotl(id.hi * ShardedQueryMap<T>::kFibonacci, shard_bits_) & mask_];
   }
 
   const int num_shards_;
   const uint64_t mask_;
+  const int shard_bits_;
   std::unique_ptr<Shard[]> shards_;
 };
 

@@ -92,9 +92,10 @@ class CAPABILITY("mutex") ShardLock {
 
   [[gnu::always_inline]] void unlock_shared(uint32_t slot) RELEASE_SHARED() {
     // seq_cst: a writer that reads a stale count and goes to sleep must see this decrement in
-    // its futex check, or this thread must see its "sleeping" flag and wake it.
-    if (slots_[slot].readers.fetch_sub(1, std::memory_order_seq_cst) == 1 &&
-        writer_.load(std::memory_order_seq_cst) == kWriterSleeping) [[unlikely]] {
+    // its futex check, or this thread must see its "sleeping" flag and wake it. The flag is
+    // tested first: without a writer (the common case) that is the only test.
+    const uint32_t before = slots_[slot].readers.fetch_sub(1, std::memory_order_seq_cst);
+    if (writer_.load(std::memory_order_seq_cst) == kWriterSleeping && before == 1) [[unlikely]] {
       WakeWriter(slot);
     }
   }

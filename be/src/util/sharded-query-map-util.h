@@ -4,6 +4,7 @@
 #include "util/thread-annotations.h"
 
 #include <atomic>
+#include <bit>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -75,7 +76,9 @@ class ShardedQueryMap {
   /// REQUIRES: ValidateNumShards(num_shards) is OK (checked: a bad value is a fatal error;
   /// the --registry_num_shards flag is validated at flag-parsing time).
   explicit ShardedQueryMap(int num_shards = FLAGS_registry_num_shards)
-      : num_shards_(num_shards), mask_(static_cast<uint64_t>(num_shards) - 1) {
+      : num_shards_(num_shards),
+        mask_(static_cast<uint64_t>(num_shards) - 1),
+        shard_bits_(std::countr_zero(static_cast<uint64_t>(num_shards))) {
     Status s = ValidateNumShards(num_shards);
     CHECK(s.ok()) << s.message();
     shards_ = std::make_unique<Shard[]>(num_shards);
@@ -85,11 +88,14 @@ class ShardedQueryMap {
 
   int num_shards() const { return num_shards_; }
 
-  /// The shard that owns 'id'. A salted mix of 'hi', so that it is independent of the inner
-  /// map's hash of the same id.
-  int ShardIndex(const UniqueId& id) const {
-    return static_cast<int>((Mix64(id.hi ^ 0x5bd1e9955bd1e995ULL) >> 32) & mask_);
+  /// The shard that owns 'id': the top log2(num_shards) bits of hi * 2^64/phi (Fibonacci
+  /// hashing). Three instructions instead of a full mix; sequential ids spread as evenly as
+  /// random ones (the multiplier's top bits depend on every bit of 'hi'). The inner map's hash
+  /// mixes all of 'hi' and 'lo' again, so the shard's fixed top bits do not bias it.
+  [[gnu::always_inline]] int ShardIndex(const UniqueId& id) const {
+    return static_cast<int>(std::rotl(id.hi * kFibonacci, shard_bits_) & mask_);
   }
+  static constexpr uint64_t kFibonacci = 0x9e3779b97f4a7c15ULL;
 
   /// RAII lock of the shard owning an id; '->' and '*' give that shard's inner map.
   /// Keep it short-lived: no I/O, no other locks, no allocation-heavy work while it lives.
@@ -250,6 +256,7 @@ class ShardedQueryMap {
 
   const int num_shards_;
   const uint64_t mask_;
+  const int shard_bits_;
   std::unique_ptr<Shard[]> shards_;
 };
 
