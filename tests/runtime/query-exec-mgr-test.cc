@@ -148,5 +148,59 @@ TEST(QueryExecMgrTest, ConcurrentGetReleaseOnSharedAndPrivateIds) {
   EXPECT_EQ(mgr.num_live(), 0);
 }
 
+// The last release races with Gets from other threads: a Get either takes a reference while
+// one is still held (and the state lives on until that one is released) or sees nullptr, never
+// a state being deleted. Bounded: each thread makes at most kTries attempts per round.
+TEST(QueryExecMgrTest, LastReleaseRacesWithGets) {
+  constexpr int kThreads = 4;
+  constexpr int kRounds = 300;
+  constexpr int kTries = 2000;
+  QueryExecMgr mgr(4);
+  for (int round = 0; round < kRounds; ++round) {
+    const UniqueId id = GenerateQueryId();
+    QueryState* creator = nullptr;
+    ASSERT_TRUE(mgr.CreateQueryState(id, Ctx(), &creator).ok());
+    std::atomic<int> ready{0};
+    std::atomic<int64_t> hits{0};
+    std::vector<std::thread> threads;
+    for (int t = 0; t < kThreads; ++t) {
+      threads.emplace_back([&] {
+        ready.fetch_add(1);
+        for (int i = 0; i < kTries; ++i) {
+          QueryState* qs = mgr.GetQueryState(id);
+          if (qs == nullptr) break;  // Once gone, it stays gone.
+          EXPECT_EQ(qs->query_id(), id);
+          qs->rows_produced.fetch_add(1, std::memory_order_relaxed);
+          hits.fetch_add(1, std::memory_order_relaxed);
+          mgr.ReleaseQueryState(qs);
+        }
+      });
+    }
+    while (ready.load() < kThreads) std::this_thread::yield();
+    mgr.ReleaseQueryState(creator);  // Usually not the last one: a Get holds another.
+    for (auto& th : threads) th.join();
+    EXPECT_EQ(mgr.GetQueryState(id), nullptr) << "round " << round;
+    EXPECT_EQ(mgr.num_live(), 0) << "round " << round;
+    EXPECT_EQ(mgr.num_released(), round + 1) << "deleted exactly once";
+    EXPECT_LE(hits.load(), int64_t{kThreads} * kTries);
+  }
+  EXPECT_EQ(mgr.num_created(), kRounds);
+}
+
+// GetAll skips a state whose last reference is gone but which is not yet unregistered, and
+// takes references that keep the others alive.
+TEST(QueryExecMgrTest, GetAllHoldsReferences) {
+  QueryExecMgr mgr(4);
+  std::vector<QueryStateHandle> held(3);
+  for (auto& h : held) ASSERT_TRUE(mgr.CreateQueryState(GenerateQueryId(), Ctx(), &h).ok());
+  std::vector<QueryStateHandle> all = mgr.GetAll();
+  ASSERT_EQ(all.size(), 3u);
+  held.clear();
+  EXPECT_EQ(mgr.num_live(), 3) << "GetAll's handles keep every state alive";
+  all.clear();
+  EXPECT_EQ(mgr.num_live(), 0);
+  EXPECT_EQ(mgr.num_released(), 3);
+}
+
 }  // namespace
 }  // namespace qr

@@ -90,6 +90,22 @@ TEST(ShardedQueryMapTest, AddGetDelete) {
   EXPECT_EQ(map.Count(), 1u);
 }
 
+TEST(ShardedQueryMapTest, VisitSharedSeesTheEntryUnderTheSharedLock) {
+  ShardedQueryMap<std::shared_ptr<std::atomic<int>>> map(4);
+  ASSERT_TRUE(map.Add(Id(4), std::make_shared<std::atomic<int>>(1)).ok());
+  const int before = static_cast<int>(map.GetShardStats(map.ShardIndex(Id(4))).shared_acquisitions);
+  // 'fn' may change what the value points to atomically, and its result is returned.
+  EXPECT_EQ(map.VisitShared(Id(4), [](const std::shared_ptr<std::atomic<int>>* v) {
+              return v == nullptr ? -1 : (*v)->fetch_add(1) + 1;
+            }),
+            2);
+  EXPECT_EQ(*map.Get(Id(4)).value(), 2);
+  const ShardStats stats = map.GetShardStats(map.ShardIndex(Id(4)));
+  EXPECT_EQ(static_cast<int>(stats.shared_acquisitions) - before, 2) << "shared, not exclusive";
+  EXPECT_EQ(stats.acquisitions - stats.shared_acquisitions, 1u) << "only the Add was exclusive";
+  EXPECT_TRUE(map.VisitShared(Id(5), [](const auto* v) { return v == nullptr; }));
+}
+
 TEST(ShardedQueryMapTest, DeleteReleasesTheValueOutsideTheLock) {
   ShardedQueryMap<std::shared_ptr<int>> map(4);
   auto value = std::make_shared<int>(7);

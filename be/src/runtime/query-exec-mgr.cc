@@ -54,12 +54,20 @@ Status QueryExecMgr::CreateQueryState(const UniqueId& id, QueryContext ctx,
   return Status::OK();
 }
 
+bool QueryExecMgr::TryAddRef(QueryState* qs) {
+  int32_t n = qs->refcount_.load(std::memory_order_relaxed);
+  do {
+    if (n == 0) return false;
+    // Relaxed: the reference is taken from a live one; the registry (or the caller's own
+    // reference) already orders the state's creation before this.
+  } while (!qs->refcount_.compare_exchange_weak(n, n + 1, std::memory_order_relaxed));
+  return true;
+}
+
 QueryState* QueryExecMgr::GetQueryState(const UniqueId& id) {
-  Registry::ScopedShardedMapRef ref(id, &registry_);
-  auto it = ref->find(id);
-  if (it == ref->end()) return nullptr;
-  ++it->second->refcount_;
-  return it->second;
+  return registry_.VisitShared(id, [](QueryState* const* entry) -> QueryState* {
+    return entry != nullptr && TryAddRef(*entry) ? *entry : nullptr;
+  });
 }
 
 QueryStateHandle QueryExecMgr::GetQueryStateHandle(const UniqueId& id) {
@@ -68,15 +76,19 @@ QueryStateHandle QueryExecMgr::GetQueryStateHandle(const UniqueId& id) {
 
 void QueryExecMgr::ReleaseQueryState(QueryState* qs) {
   DCHECK(qs != nullptr);
+  // acq_rel: the thread that drops the last reference sees what every other holder wrote.
+  const int32_t before = qs->refcount_.fetch_sub(1, std::memory_order_acq_rel);
+  DCHECK_GT(before, 0);
+  if (before > 1) return;
   {
+    // The last reference: nobody can take a new one (TryAddRef refuses 0), and the exclusive
+    // lock waits for the readers that found the entry to leave the shard.
     Registry::ScopedShardedMapRef ref(qs->query_id(), &registry_);
-    DCHECK_GT(qs->refcount_, 0);
-    if (--qs->refcount_ > 0) return;
     auto it = ref->find(qs->query_id());
     DCHECK(it != ref->end() && it->second == qs);
     ref->erase(it);
   }
-  // The last reference: the entry is gone, so nobody can find it; delete outside the lock.
+  // The entry is gone, so nobody can find it; delete outside the lock.
   delete qs;
   released_.fetch_add(1, std::memory_order_relaxed);
   MutexLock l(&drain_lock_);
@@ -89,8 +101,7 @@ std::vector<QueryStateHandle> QueryExecMgr::GetAll() {
   // Take a reference to each under its shard lock (the callback does no allocation beyond
   // the reserved vector's occasional growth), act on them after the locks are released.
   registry_.DoFuncForAllEntries([&](const UniqueId&, QueryState*& qs) {
-    ++qs->refcount_;
-    out.emplace_back(this, qs);
+    if (TryAddRef(qs)) out.emplace_back(this, qs);  // Skips a state being unregistered.
   });
   return out;
 }

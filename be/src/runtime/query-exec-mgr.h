@@ -40,9 +40,12 @@ class QueryStateHandle {
 
 /// Executor-side registry of live queries, keyed by query id.
 ///
-/// Each QueryState carries a refcount guarded by its shard's lock: CreateQueryState() starts it
-/// at 1, GetQueryState() adds one under the lock, ReleaseQueryState() removes one, and the last
-/// release erases the entry under the lock and deletes the QueryState after unlocking.
+/// Each QueryState carries an atomic refcount: CreateQueryState() starts it at 1,
+/// GetQueryState() adds one while holding the shard shared (so lookups of one shard run in
+/// parallel) and never from 0, ReleaseQueryState() removes one without any lock, and the
+/// release that reaches 0 erases the entry under the shard's exclusive lock (which waits for
+/// every reader that may have found it) and deletes the QueryState after unlocking. Between
+/// that release and the erase the id is still registered but Get returns nullptr.
 /// Bulk operations take references under the shard locks and act after releasing them.
 /// Thread-safety: all methods are thread-safe.
 /// Ownership: owns every QueryState; one lives while its refcount is above zero.
@@ -82,6 +85,9 @@ class QueryExecMgr {
   const Registry& registry() const { return registry_; }
 
  private:
+  /// Adds a reference unless the count is already 0 (the state is being unregistered).
+  static bool TryAddRef(QueryState* qs);
+
   Registry registry_;
   std::atomic<int64_t> created_{0};
   /// QueryStates deleted (their last reference released).

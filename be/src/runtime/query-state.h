@@ -73,8 +73,8 @@ class QueryState {
 
   const UniqueId id_;
   const QueryContext ctx_;
-  /// Guarded by the owning QueryExecMgr shard's lock.
-  int32_t refcount_ = 1;
+  /// References held (QueryExecMgr). Never raised from 0: the last release unregisters it.
+  std::atomic<int32_t> refcount_{1};
   std::atomic<ExecState> exec_state_{ExecState::kCreated};
   std::atomic<bool> cancelled_{false};
   std::atomic<int64_t> exec_start_ns_{0};

@@ -149,6 +149,20 @@ class ShardedQueryMap {
     return it->second;
   }
 
+  /// Calls 'fn(const T* value)' with the shard held shared, 'value' pointing at the entry of
+  /// 'id' or nullptr when it is absent, and returns what 'fn' returns: for work that must see
+  /// the entry still registered, such as taking a reference on it (QueryExecMgr). 'fn' runs
+  /// beside the shard's other readers, so it may only read the value or change what it points
+  /// to atomically; it must be short and must not call into this map.
+  template <typename Fn>
+  [[gnu::always_inline]] decltype(auto) VisitShared(const UniqueId& id, Fn&& fn) const {
+    CheckNotIterating("VisitShared");
+    Shard& s = ShardFor(id);
+    ReaderLockGuard l(&s.lock);
+    auto it = s.map.find(id);
+    return fn(it == s.map.end() ? static_cast<const T*>(nullptr) : &it->second);
+  }
+
   /// Removes 'id', moving its value into 'removed' if not null. NotFound if absent.
   /// The value is destroyed (or handed out) after the shard lock is released.
   Status Delete(const UniqueId& id, T* removed = nullptr) {
