@@ -121,6 +121,19 @@ void AppendRow(const UniqueId& id, const Entry* e, std::string* page) {
   page->append("</td></tr>\n");
 }
 
+/// What the iterator thread of BM_LookupDuringIteration does: render under the map's locks,
+/// render from a snapshot, or nothing at all (the floor the other two are compared with).
+enum class IterationMode { kLockHeld, kSnapshot, kNone };
+
+const char* IterationModeName(IterationMode m) {
+  switch (m) {
+    case IterationMode::kLockHeld: return "lock_held";
+    case IterationMode::kSnapshot: return "snapshot";
+    case IterationMode::kNone: break;
+  }
+  return "none";
+}
+
 /// Renders the whole map again and again until 'stop'; returns the number of full passes.
 template <class Map>
 uint64_t IterateUntil(Map& map, bool lock_held, const std::atomic<bool>& stop) {
@@ -204,12 +217,13 @@ void RunProbes(const Map& map, const Workload& w, int interval_us, std::vector<u
 }
 
 /// BM_LookupDuringIteration<Map>: 'threads' lookup threads, one thread rendering every entry,
-/// either under the map's locks (lock_held) or from a snapshot, and one probe thread. Reports
+/// either under the map's locks (lock_held) or from a snapshot, or idle (none: the floor of
+/// the probes' latency with the same threads and no iteration), and one probe thread. Reports
 /// the probes' latency percentiles (lookup_p50/p99/p999_ns) and, for comparison, those of
 /// every 'sample_every'-th lookup of the lookup threads (sampled_lookup_p99_ns). The lookup and
 /// iterator threads run at nice 'o.iteration_nice', the probe at SCHED_FIFO where permitted.
 template <class Map>
-void BM_LookupDuringIteration(benchmark::State& state, int shards, bool lock_held, int threads,
+void BM_LookupDuringIteration(benchmark::State& state, int shards, IterationMode mode, int threads,
                               int entries, const MapBenchmarkOptions& o) {
   const Workload& w = GetWorkload(Mix::kLookupOnly, threads, entries);
   std::unique_ptr<Map> map = MakePopulatedMap<Map>(w, shards);
@@ -235,7 +249,9 @@ void BM_LookupDuringIteration(benchmark::State& state, int shards, bool lock_hel
           }
           SetThreadNice(o.iteration_nice);
           if (t == threads) {
-            passes += IterateUntil(*map, lock_held, stop);
+            if (mode != IterationMode::kNone) {
+              passes += IterateUntil(*map, mode == IterationMode::kLockHeld, stop);
+            }
             return 0;
           }
           return RunSampledLookups(*map, w, t, &pos[t], o.sample_every, cap, &samples[t], stop);
@@ -313,7 +329,7 @@ struct Variant {
   bool lookup_only = false;
   void (*mix)(benchmark::State&, int, Mix, int, int, int) = nullptr;
   /// Null when the map has no iteration API.
-  void (*iteration)(benchmark::State&, int, bool, int, int, const MapBenchmarkOptions&) =
+  void (*iteration)(benchmark::State&, int, IterationMode, int, int, const MapBenchmarkOptions&) =
       nullptr;
   void (*get)(benchmark::State&, int, int, bool) = nullptr;
   int (*callgrind)(int, int, int) = nullptr;
@@ -403,19 +419,20 @@ void RegisterMapBenchmarks(const MapBenchmarkOptions& o) {
   const std::vector<std::string>& iteration_names = o.iteration_variants;
   for (int entries : o.entries) {
     for (int threads : o.threads) {
-      for (bool lock_held : {true, false}) {
+      for (IterationMode mode :
+           {IterationMode::kLockHeld, IterationMode::kSnapshot, IterationMode::kNone}) {
         for (const Variant& v : variants) {
           if (v.iteration == nullptr || std::find(iteration_names.begin(), iteration_names.end(),
                                                   v.name) == iteration_names.end()) {
             continue;
           }
           std::string name = "BM_LookupDuringIteration<" + v.name + ">/mode:" +
-                             (lock_held ? "lock_held" : "snapshot") +
+                             IterationModeName(mode) +
                              PointSuffix(entries, threads);
           benchmark::RegisterBenchmark(
               name.c_str(),
-              [v, lock_held, threads, entries, o](benchmark::State& s) {
-                v.iteration(s, v.shards, lock_held, threads, entries, o);
+              [v, mode, threads, entries, o](benchmark::State& s) {
+                v.iteration(s, v.shards, mode, threads, entries, o);
               })
               ->UseManualTime()
               ->Iterations(o.rounds)

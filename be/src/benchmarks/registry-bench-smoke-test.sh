@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# ctest smoke test of process-wide-locks-benchmark and scripts/render-benchmarks.py (label
+# "bench"): a few seconds of every benchmark kind on the default variant and the global mutex,
+# with short rounds and two passes, then checks of the JSON (every mix did operations and no
+# write failed, every iteration mode probed, the grids ran) and a render of it into a temporary
+# document (without the plot: matplotlib is a --bench dependency only).
+#   registry-bench-smoke-test.sh PROCESS-WIDE-LOCKS-BENCHMARK RENDER-BENCHMARKS.PY
+set -euo pipefail
+bench=$1
+render=$2
+work=$(mktemp -d /tmp/qr-registry-bench-smoke.XXXXXX)
+trap 'rm -rf "$work"' EXIT
+
+"$bench" --passes=2 --mix_threads=1,2 --mix_entries=1000 --mix_round_ms=5 \
+  --iteration_round_ms=20 --grid=5x100 --grid_min_time_s=0.01 --get_min_time_s=0.01 \
+  --iteration_probe_realtime=false \
+  --benchmark_filter='<(GlobalMutex|SpinShards256|BareFlatFind|GlobalBoostMutex|QueryExecMgr4Shards|QueryExecMgr256Shards)>' \
+  --benchmark_format=json --benchmark_out="$work/run.json" >"$work/out" 2>"$work/err" ||
+  { cat "$work/err"; exit 1; }
+"$bench" --callgrind_variant=SpinShards256 --callgrind_ops=1000 >/dev/null 2>"$work/err" ||
+  { cat "$work/err"; exit 1; }
+
+python3 - "$work/run.json" <<'PY'
+import json, sys
+runs = json.load(open(sys.argv[1]))["benchmarks"]
+seen, errors = set(), []
+for b in runs:
+    name = b["run_name"]
+    kind = name.split("<")[0]
+    seen.add(kind)
+    if kind in ("BM_LookupOnly", "BM_ReadHeavy", "BM_Churn", "BM_HotQuery"):
+        if not b.get("ops_per_s", 0) > 0:
+            errors.append(f"{name}: no operations")
+        if b.get("write_failures", 0) != 0:
+            errors.append(f"{name}: {b['write_failures']} failed writes")
+    if kind == "BM_LookupDuringIteration":
+        seen.add("mode:" + name.split("/mode:")[1].split("/")[0])
+        if not b.get("probes", 0) > 0:
+            errors.append(f"{name}: no probes")
+for want in ("BM_LookupOnly", "BM_ReadHeavy", "BM_Churn", "BM_HotQuery", "BM_QueryLifecycle",
+             "BM_RequestLifecycle", "BM_LookupDuringIteration", "BM_UncontendedGet",
+             "mode:lock_held", "mode:snapshot", "mode:none"):
+    if want not in seen:
+        errors.append(f"{want}: did not run")
+if errors:
+    print("\n".join(errors))
+    sys.exit(1)
+print(f"{len(runs)} runs checked")
+PY
+
+python3 "$render" --json "$work/run.json" --doc "$work/doc.md" --no-plot
+for section in "Targets of the issue" "Fixed-thread mixes" "Lookups while another thread" \
+               "Uncontended single-thread Get" "Executor side" "Coordinator side"; do
+  grep -q "$section" "$work/doc.md" || { echo "rendered document lacks '$section'"; exit 1; }
+done
+echo "registry benchmark smoke test: ok"
