@@ -115,7 +115,9 @@ TEST(ShardLockTest, WriterWaitsForReadersAndReadersForWriter) {
     writer_in.store(true);
     lock.unlock();
   });
-  // The writer cannot be in while the reader holds the lock.
+  // The writer cannot be in while the reader holds the lock; it spins, then sleeps in the
+  // kernel until the reader's release wakes it.
+  ASSERT_TRUE(WaitFor([&] { return lock.sleeps() >= 1; }));
   EXPECT_FALSE(writer_in.load());
   release_reader.store(true);
   reader.join();
@@ -129,6 +131,8 @@ TEST(ShardLockTest, WriterWaitsForReadersAndReadersForWriter) {
     ReaderLockGuard l(&lock);
     late_reader_in.store(true);
   });
+  ASSERT_TRUE(WaitFor([&] { return lock.contended_acquisitions() >= 1; }))
+      << "the late reader meets the writer's flag";
   EXPECT_FALSE(late_reader_in.load());
   lock.unlock();
   ASSERT_TRUE(WaitFor([&] { return late_reader_in.load(); }));
@@ -138,6 +142,8 @@ TEST(ShardLockTest, WriterWaitsForReadersAndReadersForWriter) {
   } else {
     ADD_FAILURE() << "try_lock failed on a free lock";
   }
+  // Two reads completed; the late reader's steps back before the writer are not acquisitions.
+  EXPECT_EQ(lock.shared_acquisitions(), 2u);
 }
 
 TEST(ShardLockTest, CountsSharedAndExclusiveAcquisitions) {

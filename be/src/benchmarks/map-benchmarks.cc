@@ -296,8 +296,14 @@ void BM_UncontendedGet(benchmark::State& state, int shards, int entries, bool de
 }
 
 /// The loop callgrind measures (--toggle-collect=*CallgrindGetLoop*): 'ops' Gets, nothing else.
+/// Flattened, for every variant alike, so that each map's lookup is inlined into the loop as it
+/// is at the call sites of the daemon (coordinatord has no out-of-line copy of the flat map's
+/// find). Without it GCC keeps one out-of-line find for this file's ~30 map types and calls it
+/// from the sharded variants' loops but not from the bare map's: ~15 instructions of call,
+/// spills and prologue that a real Get does not pay (docs/benchmarks.md gives both counts).
 template <class Map>
-[[gnu::noinline]] uint64_t CallgrindGetLoop(const Map& map, const Workload& w, int ops) {
+[[gnu::noinline, gnu::flatten]] uint64_t CallgrindGetLoop(const Map& map, const Workload& w,
+                                                          int ops) {
   const std::vector<uint32_t>& seq = w.ops[0];
   const size_t mask = seq.size() - 1;
   uint64_t found = 0;

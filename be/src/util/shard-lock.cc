@@ -1,6 +1,7 @@
 #include "util/shard-lock.h"
 
 #include <algorithm>
+#include <bit>
 #include <thread>
 
 #include "util/futex.h"
@@ -10,6 +11,14 @@ namespace {
 
 using internal::CpuRelax;
 using internal::Futex;
+
+static_assert(std::endian::native == std::endian::little,
+              "a writer sleeps on the low 32 bits of a 64-bit counter");
+
+/// The low 32 bits of a slot's 'exited' counter: the futex word (it changes on every release).
+std::atomic<uint32_t>* ExitedWord(std::atomic<uint64_t>* exited) {
+  return reinterpret_cast<std::atomic<uint32_t>*>(exited);
+}
 
 uint32_t ComputeNumSlots() {
   const uint32_t cpus = std::max(1u, std::thread::hardware_concurrency());
@@ -35,8 +44,8 @@ uint32_t ShardLock::AssignThreadSlot() {
 
 uint64_t ShardLock::shared_acquisitions() const {
   uint64_t n = 0;
-  for (uint32_t i = 0; i <= slot_mask_; ++i) n += slots_[i].reads.load(std::memory_order_relaxed);
-  return n;
+  for (uint32_t i = 0; i <= slot_mask_; ++i) n += slots_[i].exited.load(std::memory_order_relaxed);
+  return n - reader_backoffs_.load(std::memory_order_relaxed);
 }
 
 void ShardLock::LockSharedSlow(uint32_t slot) {
@@ -44,6 +53,7 @@ void ShardLock::LockSharedSlow(uint32_t slot) {
   Slot& s = slots_[slot];
   for (;;) {
     // Step back so the writer can proceed (waking it if it sleeps on this slot).
+    reader_backoffs_.fetch_add(1, std::memory_order_relaxed);
     unlock_shared(slot);
     // Wait for the writer: spin on the flag a little, then queue on the writers' lock, which
     // sleeps in the kernel and is released when the writer is done.
@@ -56,33 +66,35 @@ void ShardLock::LockSharedSlow(uint32_t slot) {
       writer_lock_.lock();
       writer_lock_.unlock();
     }
-    s.readers.fetch_add(1, std::memory_order_seq_cst);
+    s.entered.fetch_add(1, std::memory_order_seq_cst);
     if (writer_.load(std::memory_order_seq_cst) == kNoWriter) return;
   }
 }
 
 void ShardLock::WaitForReaders(uint32_t slot) {
-  std::atomic<uint32_t>& readers = slots_[slot].readers;
+  Slot& s = slots_[slot];
   for (int i = 0; i < SpinLock::kSpinRounds; ++i) {
-    if (readers.load(std::memory_order_acquire) == 0) return;
+    if (Drained(s)) return;
     CpuRelax();
   }
   // A reader holds on: it may have been preempted, so sleep rather than burn the CPU it needs.
   for (;;) {
-    const uint32_t n = readers.load(std::memory_order_seq_cst);
-    if (n == 0) break;
     writer_.store(kWriterSleeping, std::memory_order_seq_cst);
-    // The reader that drops the count to 0 after this store sees kWriterSleeping and wakes us;
-    // one that dropped it before makes FUTEX_WAIT return at once (the word is no longer 'n').
-    if (readers.load(std::memory_order_seq_cst) == n) {
-      writer_sleeps_.fetch_add(1, std::memory_order_relaxed);
-      Futex(&readers, FUTEX_WAIT, n);
-    }
+    const uint64_t exited = s.exited.load(std::memory_order_seq_cst);
+    if (s.entered.load(std::memory_order_seq_cst) == exited) break;
+    // The release that empties the slot after the store above sees kWriterSleeping and wakes
+    // us; one that came before it makes FUTEX_WAIT return at once (the word moved on).
+    writer_sleeps_.fetch_add(1, std::memory_order_relaxed);
+    Futex(ExitedWord(&s.exited), FUTEX_WAIT, static_cast<uint32_t>(exited));
   }
   // Readers' releases need not look for a sleeper any more.
   writer_.store(kWriterActive, std::memory_order_seq_cst);
 }
 
-void ShardLock::WakeWriter(uint32_t slot) { Futex(&slots_[slot].readers, FUTEX_WAKE, 1); }
+void ShardLock::WakeWriterIfDrained(uint32_t slot) {
+  // Only the release that leaves the slot empty wakes the writer: the others would wake it
+  // for nothing. Read after this thread's own increment, like the writer's Drained().
+  if (Drained(slots_[slot])) Futex(ExitedWord(&slots_[slot].exited), FUTEX_WAKE, 1);
+}
 
 }  // namespace qr

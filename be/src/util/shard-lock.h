@@ -27,12 +27,17 @@ namespace qr {
 /// line stays in its core's cache. Writers (add, delete, a ScopedShardedMapRef) take the
 /// exclusive SpinLock, raise a flag that readers check, and wait for every slot to drain.
 ///
-/// Reader: slot += 1; if a writer is flagged, undo and wait for it. Writer: lock, flag, wait
-/// until every slot is 0. Both sides use sequentially consistent operations on (slot, flag), so
-/// at least one of them sees the other (the Dekker pattern). A writer waiting for a reader that
-/// was preempted sleeps in the kernel on that slot (futex) after a short spin; the reader's
-/// release wakes it only when the flag says a writer sleeps, so an uncontended release is one
-/// atomic decrement and one read of a line that only writers write. A reader that meets a
+/// A slot is two counters that only grow: 'entered' (shared acquisitions) and 'exited'
+/// (releases, and a reader's step back before a writer); entered - exited readers are inside,
+/// and 'exited' doubles as the acquisition statistic, so a lookup pays for no counter of its
+/// own. Reader: entered += 1; if a writer is flagged, step back (exited += 1) and wait for it.
+/// Writer: lock, flag, wait until every slot has entered == exited (read 'exited' first: an
+/// exit is always counted after its entry, so equal counts mean nobody was inside). Both sides
+/// use sequentially consistent operations on (counter, flag), so at least one of them sees the
+/// other (the Dekker pattern). A writer waiting for a reader that was preempted sleeps in the
+/// kernel on the slot's 'exited' word (futex) after a short spin; a release wakes it only when
+/// the flag says a writer sleeps and the release emptied the slot, so an uncontended release is
+/// one atomic increment and one read of a line that only writers write. A reader that meets a
 /// writer waits by locking and unlocking the writers' SpinLock (spin, then futex).
 ///
 /// Writers have priority: a flagged writer makes new readers wait, so a stream of readers can
@@ -52,7 +57,7 @@ class CAPABILITY("mutex") ShardLock {
     // seq_cst: ordered before the reads of the slots below (the writer half of Dekker).
     writer_.store(kWriterActive, std::memory_order_seq_cst);
     for (uint32_t i = 0; i <= slot_mask_; ++i) {
-      if (slots_[i].readers.load(std::memory_order_seq_cst) != 0) WaitForReaders(i);
+      if (!Drained(slots_[i])) WaitForReaders(i);
     }
   }
 
@@ -61,7 +66,7 @@ class CAPABILITY("mutex") ShardLock {
     if (!writer_lock_.try_lock()) return false;
     writer_.store(kWriterActive, std::memory_order_seq_cst);
     for (uint32_t i = 0; i <= slot_mask_; ++i) {
-      if (slots_[i].readers.load(std::memory_order_seq_cst) != 0) {
+      if (!Drained(slots_[i])) {
         writer_.store(kNoWriter, std::memory_order_release);  // Readers that backed off retry.
         writer_lock_.unlock();
         return false;
@@ -79,30 +84,26 @@ class CAPABILITY("mutex") ShardLock {
   /// Takes the lock shared; returns the slot to hand to unlock_shared().
   [[gnu::always_inline]] uint32_t lock_shared() ACQUIRE_SHARED() {
     const uint32_t slot = CurrentSlot();
-    Slot& s = slots_[slot];
     // seq_cst: ordered before the read of the flag (the reader half of Dekker).
-    s.readers.fetch_add(1, std::memory_order_seq_cst);
+    slots_[slot].entered.fetch_add(1, std::memory_order_seq_cst);
     if (writer_.load(std::memory_order_seq_cst) != kNoWriter) [[unlikely]] {
       LockSharedSlow(slot);
     }
-    // Statistics only: a relaxed load and store, exact unless two threads share a slot.
-    s.reads.store(s.reads.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
     return slot;
   }
 
   [[gnu::always_inline]] void unlock_shared(uint32_t slot) RELEASE_SHARED() {
-    // seq_cst: a writer that reads a stale count and goes to sleep must see this decrement in
-    // its futex check, or this thread must see its "sleeping" flag and wake it. The flag is
-    // tested first: without a writer (the common case) that is the only test.
-    const uint32_t before = slots_[slot].readers.fetch_sub(1, std::memory_order_seq_cst);
-    if (writer_.load(std::memory_order_seq_cst) == kWriterSleeping && before == 1) [[unlikely]] {
-      WakeWriter(slot);
+    // seq_cst: a writer that read a stale count and goes to sleep must see this increment in
+    // its futex check, or this thread must see its "sleeping" flag and wake it.
+    slots_[slot].exited.fetch_add(1, std::memory_order_seq_cst);
+    if (writer_.load(std::memory_order_seq_cst) == kWriterSleeping) [[unlikely]] {
+      WakeWriterIfDrained(slot);
     }
   }
 
   /// Exclusive acquisitions (writers).
   uint64_t acquisitions() const { return writer_lock_.acquisitions(); }
-  /// Shared acquisitions (readers), summed over the slots; approximate when threads share a slot.
+  /// Shared acquisitions (readers) released so far, summed over the slots.
   uint64_t shared_acquisitions() const;
   /// Exclusive acquisitions that found another writer, plus shared ones that found a writer.
   uint64_t contended_acquisitions() const {
@@ -125,10 +126,18 @@ class CAPABILITY("mutex") ShardLock {
   static constexpr uint32_t kWriterSleeping = 2;
 
   struct alignas(64) Slot {
-    /// Readers holding the lock through this slot.
-    std::atomic<uint32_t> readers{0};
-    std::atomic<uint64_t> reads{0};
+    /// Shared acquisitions through this slot, including ones that stepped back for a writer.
+    std::atomic<uint64_t> entered{0};
+    /// Releases through this slot, including steps back. A writer sleeps on its low 32 bits.
+    std::atomic<uint64_t> exited{0};
   };
+
+  /// True if nobody held the slot at the moment 'entered' was read. 'exited' is read first:
+  /// every exit it counts had its entry counted before, so equal counts leave nobody inside.
+  static bool Drained(const Slot& s) {
+    const uint64_t exited = s.exited.load(std::memory_order_seq_cst);
+    return s.entered.load(std::memory_order_seq_cst) == exited;
+  }
 
   /// The reader slot of the CPU this thread runs on, from the cpu_id the kernel keeps in the
   /// thread's rseq area (a TLS load, no system call). It may be stale by the time it is used
@@ -157,7 +166,7 @@ class CAPABILITY("mutex") ShardLock {
   // Steps out of the shared hold and back in: invisible to the analysis by design.
   void LockSharedSlow(uint32_t slot) NO_THREAD_SAFETY_ANALYSIS;
   void WaitForReaders(uint32_t slot);
-  void WakeWriter(uint32_t slot);
+  void WakeWriterIfDrained(uint32_t slot);
 
   /// Serializes writers; a reader that meets a writer waits on it.
   SpinLock writer_lock_;
@@ -165,6 +174,8 @@ class CAPABILITY("mutex") ShardLock {
   /// Written by writers only, so readers keep this line shared in their caches.
   std::atomic<uint32_t> writer_{kNoWriter};
   std::atomic<uint64_t> reader_waits_{0};
+  /// Steps back of readers that met a writer (counted in 'exited' but not acquisitions).
+  std::atomic<uint64_t> reader_backoffs_{0};
   std::atomic<uint64_t> writer_sleeps_{0};
   const uint32_t slot_mask_;
   const std::unique_ptr<Slot[]> slots_;
