@@ -4,8 +4,9 @@
 //  1. BM_QueryLifecycle<Registry>/queries:Q/accesses:A - the original experiment: one thread per
 //     query creates a QueryState through the registry, does A x (GetQueryState +
 //     ReleaseQueryState), then releases it. Registries: a global boost::mutex registry (the
-//     original "before"), QueryExecMgr with 4 shards (the original "after"), QueryExecMgr with
-//     the --registry_num_shards default.
+//     original "before"), 4 SpinLock shards with every access exclusive (the original
+//     "after"), and QueryExecMgr itself (shared-lock Get, lock-free Release) with 4 shards and
+//     with the --registry_num_shards default.
 //  2. BM_RequestLifecycle<Map>/queries:Q/accesses:A - the same for the coordinator side's
 //     ClientRequestStateMap: register, A lookups that copy the shared_ptr, unregister.
 //  3. The map benchmarks of map-benchmarks.h: fixed-thread mixes, lookups during a full
@@ -15,8 +16,10 @@
 //
 // --callgrind_variant=NAME runs only an uncontended Get loop for valgrind --tool=callgrind.
 
+#include <bit>
 #include <cstdio>
 #include <memory>
+#include <mutex>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -25,7 +28,6 @@
 #include <vector>
 
 #include <benchmark/benchmark.h>
-#include <boost/thread/lock_guard.hpp>
 #include <boost/thread/mutex.hpp>
 #include <gflags/gflags.h>
 #include <glog/logging.h>
@@ -36,6 +38,7 @@
 #include "runtime/query-exec-mgr.h"
 #include "runtime/query-state.h"
 #include "service/client-request-state.h"
+#include "util/spinlock.h"
 #include "util/unique-id.h"
 
 DEFINE_string(grid, "5x100,50x100,50x1000,500x100,500x1000,500x5000,1000x1000,1000x5000",
@@ -75,36 +78,45 @@ DEFINE_int32(callgrind_ops, 200000, "Gets for --callgrind_variant");
 namespace qr::bench {
 namespace {
 
-/// The original "before": one boost::mutex around one map, with QueryExecMgr's refcounting
-/// (create at 1, +1 per get, -1 per release, the last release erases under the lock and
-/// deletes after it).
-class GlobalBoostMutexQueryRegistry {
+/// The original experiment's registries, with QueryExecMgr's refcounting done the original
+/// way: every access holds the shard's lock exclusively (create at 1, +1 per get, -1 per
+/// release, the last release erases under the lock and deletes after it). With one shard and
+/// a boost::mutex it is the original "before"; with 4 shards and a SpinLock, the original
+/// "after" (IMPALA-4456), shard chosen as ShardedQueryMap chooses it.
+template <typename Lock>
+class ExclusiveQueryRegistry {
  public:
-  explicit GlobalBoostMutexQueryRegistry(int /*num_shards*/) {}
+  explicit ExclusiveQueryRegistry(int num_shards)
+      : mask_(static_cast<uint64_t>(num_shards) - 1),
+        shard_bits_(std::countr_zero(static_cast<uint64_t>(num_shards))),
+        shards_(std::make_unique<Shard[]>(num_shards)) {}
 
   QueryState* Create(const UniqueId& id, const QueryContext& ctx) {
     auto qs = std::make_unique<QueryState>(id, ctx);
     bool inserted;
     {
-      boost::lock_guard<boost::mutex> l(lock_);
-      inserted = map_.try_emplace(id, Slot{qs.get(), 1}).second;
+      Shard& s = ShardFor(id);
+      std::lock_guard l(s.lock);
+      inserted = s.map.try_emplace(id, Slot{qs.get(), 1}).second;
     }
     CHECK(inserted);
     return qs.release();
   }
   QueryState* Get(const UniqueId& id) {
-    boost::lock_guard<boost::mutex> l(lock_);
-    auto it = map_.find(id);
-    if (it == map_.end()) return nullptr;
+    Shard& s = ShardFor(id);
+    std::lock_guard l(s.lock);
+    auto it = s.map.find(id);
+    if (it == s.map.end()) return nullptr;
     ++it->second.refcount;
     return it->second.qs;
   }
   void Release(QueryState* qs) {
     {
-      boost::lock_guard<boost::mutex> l(lock_);
-      auto it = map_.find(qs->query_id());
+      Shard& s = ShardFor(qs->query_id());
+      std::lock_guard l(s.lock);
+      auto it = s.map.find(qs->query_id());
       if (--it->second.refcount > 0) return;
-      map_.erase(it);
+      s.map.erase(it);
     }
     delete qs;
   }
@@ -114,9 +126,18 @@ class GlobalBoostMutexQueryRegistry {
     QueryState* qs;
     int32_t refcount;
   };
-  /// Protects 'map_'.
-  boost::mutex lock_;
-  std::unordered_map<UniqueId, Slot, UniqueIdHash> map_;
+  struct alignas(128) Shard {
+    /// Protects 'map'.
+    Lock lock;
+    std::unordered_map<UniqueId, Slot, UniqueIdHash> map;
+  };
+  Shard& ShardFor(const UniqueId& id) {
+    return shards_[std::rotl(id.hi * ShardedQueryMap<int>::kFibonacci, shard_bits_) & mask_];
+  }
+
+  const uint64_t mask_;
+  const int shard_bits_;
+  std::unique_ptr<Shard[]> shards_;
 };
 
 /// QueryExecMgr itself, with 'num_shards' shards.
@@ -253,7 +274,11 @@ void RegisterLifecycleBenchmarks() {
   const auto grid = ParseGrid(FLAGS_grid);
   for (const auto& [queries, accesses] : grid) {
     RegisterLifecycle("BM_QueryLifecycle<GlobalBoostMutex>",
-                      &BM_QueryLifecycle<GlobalBoostMutexQueryRegistry>, 1, queries, accesses);
+                      &BM_QueryLifecycle<ExclusiveQueryRegistry<boost::mutex>>, 1, queries,
+                      accesses);
+    RegisterLifecycle("BM_QueryLifecycle<SpinLock4ShardsExclusive>",
+                      &BM_QueryLifecycle<ExclusiveQueryRegistry<SpinLock>>, 4, queries,
+                      accesses);
     for (int n : shard_counts) {
       RegisterLifecycle("BM_QueryLifecycle<QueryExecMgr" + std::to_string(n) + "Shards>",
                         &BM_QueryLifecycle<ShardedQueryRegistry>, n, queries, accesses);

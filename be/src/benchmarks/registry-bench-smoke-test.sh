@@ -14,7 +14,7 @@ trap 'rm -rf "$work"' EXIT
 "$bench" --passes=2 --mix_threads=1,2 --mix_entries=1000 --mix_round_ms=5 \
   --iteration_round_ms=20 --grid=5x100 --grid_min_time_s=0.01 --get_min_time_s=0.01 \
   --iteration_probe_realtime=false \
-  --benchmark_filter='<(GlobalMutex|SpinShards256|BareFlatFind|GlobalBoostMutex|QueryExecMgr4Shards|QueryExecMgr256Shards)>' \
+  --benchmark_filter='<(GlobalMutex|SpinShards256|BareFlatFind|GlobalBoostMutex|SpinLock4ShardsExclusive|QueryExecMgr4Shards|QueryExecMgr256Shards)>' \
   --benchmark_format=json --benchmark_out="$work/run.json" >"$work/out" 2>"$work/err" ||
   { cat "$work/err"; exit 1; }
 "$bench" --callgrind_variant=SpinShards256 --callgrind_ops=1000 >/dev/null 2>"$work/err" ||
