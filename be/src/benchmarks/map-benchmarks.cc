@@ -1,6 +1,7 @@
 #include "benchmarks/map-benchmarks.h"
 
 #include <sys/prctl.h>
+#include <time.h>
 
 #include <algorithm>
 #include <atomic>
@@ -11,6 +12,7 @@
 #include <random>
 #include <string>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 #include <benchmark/benchmark.h>
@@ -295,6 +297,87 @@ void BM_UncontendedGet(benchmark::State& state, int shards, int entries, bool de
       benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
 }
 
+/// CPU time of the calling thread, in ns.
+int64_t ThreadCpuNs() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
+}
+
+/// 'n' Gets of thread 0's lookup sequence from '*p' on (as BM_UncontendedGet does); returns the
+/// thread CPU ns they took.
+template <class Map>
+int64_t TimeGets(const Map& map, const Workload& w, int n, bool dependent, size_t* p) {
+  const std::vector<uint32_t>& seq = w.ops[0];
+  const size_t mask = seq.size() - 1;
+  size_t q = *p;
+  const int64_t t0 = ThreadCpuNs();
+  for (int i = 0; i < n; ++i) {
+    Value v = nullptr;
+    map.Get(w.keys[seq[q] & kOpKeyMask], &v);
+    benchmark::DoNotOptimize(v);
+    q = (q + 1 + (dependent && v == nullptr ? 1 : 0)) & mask;
+  }
+  const int64_t t1 = ThreadCpuNs();
+  *p = q;
+  return t1 - t0;
+}
+
+double Median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
+  return v[v.size() / 2];
+}
+
+/// BM_GetVsBare<Map>: BM_UncontendedGet of 'Map' and of the bare inner map 'Bare', interleaved
+/// in chunks of kChunk Gets (a fraction of a millisecond each, the order alternating) over the
+/// same key sequence, reporting the median of the per-round ratios (ratio_to_bare) and the
+/// median ns per Get of each. On a machine shared with other work a burst of load lasts longer
+/// than a round, so it slows both sides of a ratio instead of one of two separate runs.
+template <class Map, class Bare>
+void BM_GetVsBare(benchmark::State& state, int shards, int entries, bool dependent) {
+  constexpr int kChunk = 4096;
+  const Workload& w = GetWorkload(Mix::kLookupOnly, 1, entries);
+  std::unique_ptr<Map> map = MakePopulatedMap<Map>(w, shards);
+  std::unique_ptr<Bare> bare = MakePopulatedMap<Bare>(w, shards);
+  std::vector<double> ratios, map_ns, bare_ns;
+  size_t p_map = 0, p_bare = 0;
+  bool bare_first = true;
+  for (auto _ : state) {
+    int64_t b, m;
+    if (bare_first) {
+      b = TimeGets(*bare, w, kChunk, dependent, &p_bare);
+      m = TimeGets(*map, w, kChunk, dependent, &p_map);
+    } else {
+      m = TimeGets(*map, w, kChunk, dependent, &p_map);
+      b = TimeGets(*bare, w, kChunk, dependent, &p_bare);
+    }
+    bare_first = !bare_first;
+    if (b <= 0 || m <= 0) continue;
+    ratios.push_back(static_cast<double>(m) / static_cast<double>(b));
+    map_ns.push_back(static_cast<double>(m) / kChunk);
+    bare_ns.push_back(static_cast<double>(b) / kChunk);
+  }
+  state.counters["ratio_to_bare"] = Median(ratios);
+  state.counters["ns_per_get"] = Median(map_ns);
+  state.counters["bare_ns_per_get"] = Median(bare_ns);
+  state.counters["rounds"] = static_cast<double>(ratios.size());
+}
+
+/// The bare inner map of a sharded variant (void for the others).
+template <class Map>
+struct BareOf {
+  using type = void;
+};
+template <class T, class Inner>
+struct BareOf<SpinShardedMap<T, Inner>> {
+  using type = BareMap<T, Inner>;
+};
+template <class T, class Lock, class Inner>
+struct BareOf<ShardedLockMap<T, Lock, Inner>> {
+  using type = BareMap<T, Inner>;
+};
+
 /// The loop callgrind measures (--toggle-collect=*CallgrindGetLoop*): 'ops' Gets, nothing else.
 /// Flattened, for every variant alike, so that each map's lookup is inlined into the loop as it
 /// is at the call sites of the daemon (coordinatord has no out-of-line copy of the flat map's
@@ -338,6 +421,8 @@ struct Variant {
   void (*iteration)(benchmark::State&, int, IterationMode, int, int, const MapBenchmarkOptions&) =
       nullptr;
   void (*get)(benchmark::State&, int, int, bool) = nullptr;
+  /// BM_GetVsBare; null for maps without a bare inner map to compare with.
+  void (*get_vs_bare)(benchmark::State&, int, int, bool) = nullptr;
   int (*callgrind)(int, int, int) = nullptr;
 };
 
@@ -354,6 +439,9 @@ Variant MakeVariant(std::string name, int shards, bool thread_safe = true,
     v.iteration = &BM_LookupDuringIteration<Map>;
   }
   v.get = &BM_UncontendedGet<Map>;
+  if constexpr (!std::is_void_v<typename BareOf<Map>::type>) {
+    v.get_vs_bare = &BM_GetVsBare<Map, typename BareOf<Map>::type>;
+  }
   v.callgrind = &CallgrindGets<Map>;
   return v;
 }
@@ -458,6 +546,14 @@ void RegisterMapBenchmarks(const MapBenchmarkOptions& o) {
                                        v.get(s, v.shards, entries, dependent);
                                      })
             ->MinTime(o.get_min_time_s);
+        if (v.get_vs_bare == nullptr) continue;
+        name = std::string(dependent ? "BM_GetVsBareDependent<" : "BM_GetVsBare<") + v.name +
+               ">" + PointSuffix(entries, 1);
+        benchmark::RegisterBenchmark(name.c_str(),
+                                     [v, entries, dependent](benchmark::State& s) {
+                                       v.get_vs_bare(s, v.shards, entries, dependent);
+                                     })
+            ->Iterations(o.get_vs_bare_rounds);
       }
     }
   }

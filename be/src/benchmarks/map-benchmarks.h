@@ -28,6 +28,8 @@ struct MapBenchmarkOptions {
   std::vector<std::string> iteration_variants;
   /// Minimum time of each uncontended-Get benchmark.
   double get_min_time_s = 0.05;
+  /// Rounds of BM_GetVsBare (each: 4096 Gets on the variant and 4096 on its bare map).
+  int get_vs_bare_rounds = 200;
 };
 
 /// Registers every map benchmark, point by point with all variants of a point back to back

@@ -10,7 +10,7 @@
 //  2. BM_RequestLifecycle<Map>/queries:Q/accesses:A - the same for the coordinator side's
 //     ClientRequestStateMap: register, A lookups that copy the shared_ptr, unregister.
 //  3. The map benchmarks of map-benchmarks.h: fixed-thread mixes, lookups during a full
-//     iteration, uncontended Get.
+//     iteration, uncontended Get (alone, and interleaved with its bare inner map: BM_GetVsBare).
 // Every throughput benchmark reports ops_per_s, ns_per_op and ctx_switches_per_op counters;
 // scripts/bench.sh runs it and renders docs/benchmarks.md.
 //
@@ -65,6 +65,8 @@ DEFINE_string(iteration_variants,
               "GlobalMutex,LegacySpinShards64Std,SpinShards64,SpinShards256",
               "Variants of BM_LookupDuringIteration");
 DEFINE_double(get_min_time_s, 0.05, "Minimum time of each BM_UncontendedGet run");
+DEFINE_int32(get_vs_bare_rounds, 200,
+             "Rounds of BM_GetVsBare (4096 Gets on the variant and 4096 on its bare inner map)");
 DEFINE_int32(passes, 1,
              "Register every benchmark this many times, one whole pass after the other: "
              "repetitions spread over the run, so a burst of load from other processes hits one "
@@ -339,6 +341,7 @@ int main(int argc, char** argv) {
   options.sample_every = FLAGS_iteration_sample_every;
   options.iteration_variants = ParseNames(FLAGS_iteration_variants);
   options.get_min_time_s = FLAGS_get_min_time_s;
+  options.get_vs_bare_rounds = FLAGS_get_vs_bare_rounds;
   for (int pass = 0; pass < FLAGS_passes; ++pass) {
     RegisterLifecycleBenchmarks();
     RegisterMapBenchmarks(options);

@@ -12,7 +12,7 @@ work=$(mktemp -d /tmp/qr-registry-bench-smoke.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 
 "$bench" --passes=2 --mix_threads=1,2 --mix_entries=1000 --mix_round_ms=5 \
-  --iteration_round_ms=20 --grid=5x100 --grid_min_time_s=0.01 --get_min_time_s=0.01 \
+  --iteration_round_ms=20 --grid=5x100 --grid_min_time_s=0.01 --get_min_time_s=0.01 --get_vs_bare_rounds=10 \
   --iteration_probe_realtime=false \
   --benchmark_filter='<(GlobalMutex|SpinShards256|BareFlatFind|GlobalBoostMutex|SpinLock4ShardsExclusive|QueryExecMgr4Shards|QueryExecMgr256Shards)>' \
   --benchmark_format=json --benchmark_out="$work/run.json" >"$work/out" 2>"$work/err" ||
@@ -33,12 +33,15 @@ for b in runs:
             errors.append(f"{name}: no operations")
         if b.get("write_failures", 0) != 0:
             errors.append(f"{name}: {b['write_failures']} failed writes")
+    if kind.startswith("BM_GetVsBare") and not b.get("ratio_to_bare", 0) > 0:
+        errors.append(f"{name}: no ratio")
     if kind == "BM_LookupDuringIteration":
         seen.add("mode:" + name.split("/mode:")[1].split("/")[0])
         if not b.get("probes", 0) > 0:
             errors.append(f"{name}: no probes")
 for want in ("BM_LookupOnly", "BM_ReadHeavy", "BM_Churn", "BM_HotQuery", "BM_QueryLifecycle",
              "BM_RequestLifecycle", "BM_LookupDuringIteration", "BM_UncontendedGet",
+             "BM_GetVsBare", "BM_GetVsBareDependent",
              "mode:lock_held", "mode:snapshot", "mode:none"):
     if want not in seen:
         errors.append(f"{want}: did not run")
