@@ -43,9 +43,12 @@ uint32_t ShardLock::AssignThreadSlot() {
 }
 
 uint64_t ShardLock::shared_acquisitions() const {
+  // Back-offs first: a step back counts in 'exited' before it counts here, so this order never
+  // subtracts one whose exit is missing (and the clamp covers relaxed loads seen out of order).
+  const uint64_t backoffs = reader_backoffs_.load(std::memory_order_acquire);
   uint64_t n = 0;
-  for (uint32_t i = 0; i <= slot_mask_; ++i) n += slots_[i].exited.load(std::memory_order_relaxed);
-  return n - reader_backoffs_.load(std::memory_order_relaxed);
+  for (uint32_t i = 0; i <= slot_mask_; ++i) n += slots_[i].exited.load(std::memory_order_acquire);
+  return n > backoffs ? n - backoffs : 0;
 }
 
 void ShardLock::LockSharedSlow(uint32_t slot) {
@@ -53,8 +56,8 @@ void ShardLock::LockSharedSlow(uint32_t slot) {
   Slot& s = slots_[slot];
   for (;;) {
     // Step back so the writer can proceed (waking it if it sleeps on this slot).
-    reader_backoffs_.fetch_add(1, std::memory_order_relaxed);
     unlock_shared(slot);
+    reader_backoffs_.fetch_add(1, std::memory_order_release);
     // Wait for the writer: spin on the flag a little, then queue on the writers' lock, which
     // sleeps in the kernel and is released when the writer is done.
     for (int i = 0; i < SpinLock::kSpinRounds &&
