@@ -295,7 +295,7 @@ def iteration_section(res):
            "same lookup threads, which neither mode can beat; then the same for p99.9, which shows "
            "lock holds that hit fewer than 1% of the probes (with 256 shards a probe meets "
            "the shard being rendered 1 time in 256). * = fewer than 200 probes in one of "
-           "the two (the probe itself was blocked for long stretches)."]
+           "the three (the probe itself was blocked for long stretches; 0 = none at all)."]
     realtime = [b.get("probe_realtime") for k, b in res.runs.items() if k[0] == op]
     if realtime and not all(realtime):
         out.append("")
@@ -311,9 +311,10 @@ def iteration_section(res):
                 for t in threads:
                     held = res.get(op, v, field, "lock_held", entries, t)
                     snap = res.get(op, v, field, "snapshot", entries, t)
-                    few = min(res.get(op, v, "probes", "lock_held", entries, t) or 0,
-                              res.get(op, v, "probes", "snapshot", entries, t) or 0) < 200
                     idle = res.get(op, v, field, "none", entries, t)
+                    few = min(res.get(op, v, "probes", mode, entries, t) or 0
+                              for mode in ("lock_held", "snapshot", "none")
+                              if mode != "none" or idle is not None) < 200
                     r = res.paired_ratio(
                         field, dict(op=op, variant=v, mode="snapshot", entries=entries, threads=t),
                         dict(op=op, variant=v, mode="lock_held", entries=entries, threads=t))
