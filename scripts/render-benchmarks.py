@@ -405,7 +405,8 @@ def evaluate_targets(res, callgrind, variant):
     """[(target, measured, verdict)] for 'variant'."""
     rows = []
     # 1. Read-heavy, 8 threads, 1k entries: >= 4x the global mutex.
-    r = res.paired_ratio("ops_per_s", dict(op="ReadHeavy", variant=variant, entries=1000, threads=8),
+    r = res.paired_ratio("ops_per_s",
+                         dict(op="ReadHeavy", variant=variant, entries=1000, threads=8),
                          dict(op="ReadHeavy", variant=BASELINE, entries=1000, threads=8))
     rows.append(("read-heavy, 8 threads, 1k entries: >= 4x the global mutex",
                  times(r), verdict(r is not None and r >= 4)))
@@ -462,7 +463,8 @@ def evaluate_targets(res, callgrind, variant):
         for e in res.points(op, 3):
             for t in res.points(op, 4):
                 r = res.paired_ratio(
-                    "lookup_p99_ns", dict(op=op, variant=variant, mode="snapshot", entries=e, threads=t),
+                    "lookup_p99_ns",
+                    dict(op=op, variant=variant, mode="snapshot", entries=e, threads=t),
                     dict(op=op, variant=variant, mode="lock_held", entries=e, threads=t))
                 if r is None:
                     continue
@@ -473,7 +475,8 @@ def evaluate_targets(res, callgrind, variant):
                 # Where lock-held is already within 2x of the no-iteration floor, no mode can be
                 # 10x below it: say so next to the verdict.
                 floor = res.paired_ratio(
-                    "lookup_p99_ns", dict(op=op, variant=variant, mode="lock_held", entries=e, threads=t),
+                    "lookup_p99_ns",
+                    dict(op=op, variant=variant, mode="lock_held", entries=e, threads=t),
                     dict(op=op, variant=variant, mode="none", entries=e, threads=t))
                 if floor is not None:
                     floors.append(floor)
@@ -484,8 +487,8 @@ def evaluate_targets(res, callgrind, variant):
                           f"within 2x of the floor at {near} of {len(floors)} points")
         rows.append(("lookup p99 during a full iteration: Snapshot <= 1/10 of lock-held",
                      "-" if worst is None else
-                     f"worst {worst[0]:.2f} ({worst[1]})" + (f"; above 0.1: {fmt_points(bad)}" if bad else "")
-                     + floor_note,
+                     f"worst {worst[0]:.2f} ({worst[1]})"
+                     + (f"; above 0.1: {fmt_points(bad)}" if bad else "") + floor_note,
                      verdict(worst is not None and not bad)))
     else:
         rows.append(("lookup p99 during a full iteration: Snapshot <= 1/10 of lock-held",
@@ -499,7 +502,8 @@ def evaluate_targets(res, callgrind, variant):
         for mix in ("ReadHeavy", "HotQuery"):
             for e in res.points(mix, 3):
                 for t in res.points(mix, 4):
-                    r = res.paired_ratio("ops_per_s", dict(op=mix, variant=variant, entries=e, threads=t),
+                    r = res.paired_ratio("ops_per_s",
+                                         dict(op=mix, variant=variant, entries=e, threads=t),
                                          dict(op=mix, variant=other, entries=e, threads=t))
                     if r is not None and r < 1.0:
                         behind.append(f"{mix}/{e}/{t}thr at {r:.0%}")
