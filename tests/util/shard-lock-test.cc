@@ -131,7 +131,8 @@ TEST(ShardLockTest, WriterWaitsForReadersAndReadersForWriter) {
     ReaderLockGuard l(&lock);
     late_reader_in.store(true);
   });
-  ASSERT_TRUE(WaitFor([&] { return lock.contended_acquisitions() >= 1; }))
+  // EXPECT, not ASSERT: returning here would leave the lock held (and the thread unjoined).
+  EXPECT_TRUE(WaitFor([&] { return lock.contended_acquisitions() >= 1; }))
       << "the late reader meets the writer's flag";
   EXPECT_FALSE(late_reader_in.load());
   lock.unlock();
