@@ -97,6 +97,29 @@ TEST(QueryExecMgrTest, WaitForDrainReturnsWhenTheLastStateGoes) {
   EXPECT_EQ(mgr.num_live(), 0);
 }
 
+// The owner destroys the manager as soon as WaitForDrain() returns (as the daemon does at
+// shutdown): the releasing thread must be done with the manager by then. Under ASan or TSan a
+// release that still touches it after the wait returns is reported as a use after free.
+TEST(QueryExecMgrTest, ManagerMayBeDestroyedWhenWaitForDrainReturns) {
+  constexpr int kRounds = 500;
+  for (int round = 0; round < kRounds; ++round) {
+    auto mgr = std::make_unique<QueryExecMgr>(4);
+    QueryState* qs = nullptr;
+    ASSERT_TRUE(mgr->CreateQueryState(GenerateQueryId(), Ctx(), &qs).ok());
+    QueryExecMgr* raw = mgr.get();
+    std::atomic<bool> go{false};
+    std::thread releaser([&] {
+      while (!go.load()) std::this_thread::yield();
+      raw->ReleaseQueryState(qs);
+    });
+    go.store(true);
+    const bool drained = mgr->WaitForDrain(60000);
+    mgr.reset();
+    releaser.join();
+    ASSERT_TRUE(drained) << "round " << round;
+  }
+}
+
 // 8 threads: each creates private queries and gets/releases them, and all of them hammer a set
 // of shared queries. Refcounts must balance exactly: at the end only what is still held lives.
 TEST(QueryExecMgrTest, ConcurrentGetReleaseOnSharedAndPrivateIds) {
@@ -161,7 +184,6 @@ TEST(QueryExecMgrTest, LastReleaseRacesWithGets) {
     QueryState* creator = nullptr;
     ASSERT_TRUE(mgr.CreateQueryState(id, Ctx(), &creator).ok());
     std::atomic<int> ready{0};
-    std::atomic<int64_t> hits{0};
     std::vector<std::thread> threads;
     for (int t = 0; t < kThreads; ++t) {
       threads.emplace_back([&] {
@@ -171,7 +193,6 @@ TEST(QueryExecMgrTest, LastReleaseRacesWithGets) {
           if (qs == nullptr) break;  // Once gone, it stays gone.
           EXPECT_EQ(qs->query_id(), id);
           qs->rows_produced.fetch_add(1, std::memory_order_relaxed);
-          hits.fetch_add(1, std::memory_order_relaxed);
           mgr.ReleaseQueryState(qs);
         }
       });
@@ -182,13 +203,13 @@ TEST(QueryExecMgrTest, LastReleaseRacesWithGets) {
     EXPECT_EQ(mgr.GetQueryState(id), nullptr) << "round " << round;
     EXPECT_EQ(mgr.num_live(), 0) << "round " << round;
     EXPECT_EQ(mgr.num_released(), round + 1) << "deleted exactly once";
-    EXPECT_LE(hits.load(), int64_t{kThreads} * kTries);
   }
   EXPECT_EQ(mgr.num_created(), kRounds);
 }
 
-// GetAll skips a state whose last reference is gone but which is not yet unregistered, and
-// takes references that keep the others alive.
+// GetAll's references keep the states alive after their creators let go. (Its skipping of a
+// state whose last reference is gone but which is not yet unregistered is exercised only by
+// races: the window between the two has no hook to hold it open.)
 TEST(QueryExecMgrTest, GetAllHoldsReferences) {
   QueryExecMgr mgr(4);
   std::vector<QueryStateHandle> held(3);

@@ -90,8 +90,12 @@ void QueryExecMgr::ReleaseQueryState(QueryState* qs) {
   }
   // The entry is gone, so nobody can find it; delete outside the lock.
   delete qs;
-  released_.fetch_add(1, std::memory_order_relaxed);
+  // Counted under drain_lock_ and this thread's last use of the manager: a WaitForDrain() that
+  // sees every state released lets its caller destroy the manager at once, so no release may
+  // still be about to touch it (counting before the lock, or waiting on the registry's count,
+  // left such a window).
   MutexLock l(&drain_lock_);
+  released_.fetch_add(1, std::memory_order_relaxed);
   if (drain_waiters_ > 0) drained_.NotifyAll();
 }
 
@@ -122,12 +126,19 @@ int QueryExecMgr::CancelIf(const std::function<bool(const QueryState&)>& pred,
 bool QueryExecMgr::WaitForDrain(int64_t timeout_ms) {
   auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
   MutexLock l(&drain_lock_);
+  // Every state created has been released, and each release finished under this lock. A
+  // released state was created before it (its creation happens before its last release), so
+  // reading 'released_' first never sees more releases than creations.
+  auto drained = [this] {
+    const int64_t released = released_.load(std::memory_order_relaxed);
+    return created_.load(std::memory_order_relaxed) == released;
+  };
   ++drain_waiters_;
-  while (registry_.Count() > 0) {
-    if (!drained_.WaitUntil(&drain_lock_, deadline) && registry_.Count() > 0) break;
+  while (!drained()) {
+    if (!drained_.WaitUntil(&drain_lock_, deadline) && !drained()) break;
   }
   --drain_waiters_;
-  return registry_.Count() == 0;
+  return drained();
 }
 
 }  // namespace qr

@@ -74,7 +74,8 @@ class QueryExecMgr {
   int CancelIf(const std::function<bool(const QueryState&)>& pred, const QueryError& reason);
   /// References to every live query (each must be released: the handles do it).
   std::vector<QueryStateHandle> GetAll();
-  /// Waits until no QueryState is live or 'timeout_ms' passes. True when drained.
+  /// Waits until every QueryState created has been released (and the releases are done with
+  /// this manager, which may then be destroyed) or 'timeout_ms' passes. True when drained.
   bool WaitForDrain(int64_t timeout_ms);
 
   int64_t num_live() const { return registry_.Count(); }
@@ -90,7 +91,7 @@ class QueryExecMgr {
 
   Registry registry_;
   std::atomic<int64_t> created_{0};
-  /// QueryStates deleted (their last reference released).
+  /// QueryStates deleted (their last reference released). Raised under drain_lock_ only.
   std::atomic<int64_t> released_{0};
   /// Signalled when a QueryState is deleted while someone waits for drain.
   Mutex drain_lock_;
