@@ -6,6 +6,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -146,6 +147,47 @@ TEST(ShardLockTest, WriterWaitsForReadersAndReadersForWriter) {
   }
   // Two reads completed; the late reader's steps back before the writer are not acquisitions.
   EXPECT_EQ(lock.shared_acquisitions(), 2u);
+}
+
+// Readers and writers contend while a third party polls the shared-acquisition count, as a
+// metrics scrape does: it must never decrease (a decreasing counter reads as a reset), and once
+// everyone is done it is exact.
+TEST(ShardLockTest, SharedAcquisitionCountIsMonotonicAndExact) {
+  constexpr int kReaders = 3;
+  constexpr int kReads = 20000;
+  ShardLock lock;
+  std::atomic<int> readers_running{kReaders};
+  std::atomic<bool> writer_done{false};
+  uint64_t writes = 0;  // Written by the writer thread, read after it is joined.
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kReaders; ++t) {
+    threads.emplace_back([&] {
+      for (int i = 0; i < kReads; ++i) ReaderLockGuard l(&lock);
+      readers_running.fetch_sub(1);
+    });
+  }
+  // Writes for as long as the readers read, so that readers keep stepping back for it.
+  threads.emplace_back([&] {
+    while (readers_running.load() > 0) {
+      WriterLockGuard l(&lock);
+      ++writes;
+    }
+    writer_done.store(true);
+  });
+  uint64_t last = 0, decreases = 0, polls = 0;
+  while (!writer_done.load()) {
+    const uint64_t now = lock.shared_acquisitions();
+    if (now < last) ++decreases;
+    last = now;
+    ++polls;
+  }
+  for (auto& th : threads) th.join();
+  const std::string context = "over " + std::to_string(polls) + " polls, " +
+                              std::to_string(lock.contended_acquisitions()) + " reader waits";
+  EXPECT_EQ(decreases, 0u) << context;
+  EXPECT_GE(lock.shared_acquisitions(), last) << context;
+  EXPECT_EQ(lock.shared_acquisitions(), uint64_t{kReaders} * kReads) << context;
+  EXPECT_EQ(lock.acquisitions(), writes) << "readers waiting are not exclusive; " << context;
 }
 
 TEST(ShardLockTest, CountsSharedAndExclusiveAcquisitions) {

@@ -96,6 +96,28 @@ TEST(SpinLockTest, ContendedLockerSleepsAndIsWokenByUnlock) {
   EXPECT_EQ(lock.acquisitions(), 2u);
 }
 
+// WaitUntilFree queues behind the holder (sleeping) and returns once it unlocks, leaving the
+// lock free, without counting an acquisition or a contended one.
+TEST(SpinLockTest, WaitUntilFreeWaitsForTheHolderAndIsNotAnAcquisition) {
+  SpinLock lock;
+  lock.WaitUntilFree();  // Free: returns at once.
+  lock.lock();
+  std::atomic<bool> returned{false};
+  std::thread waiter([&] {
+    lock.WaitUntilFree();
+    returned.store(true);
+  });
+  WaitFor([&] { return lock.sleeps() >= 1; });
+  EXPECT_FALSE(returned.load()) << "returned while the lock was held";
+  lock.unlock();
+  waiter.join();
+  EXPECT_TRUE(returned.load());
+  EXPECT_EQ(lock.acquisitions(), 1u);
+  EXPECT_EQ(lock.contended_acquisitions(), 0u);
+  EXPECT_GE(lock.wakes(), 1u) << "the holder's unlock woke the sleeping waiter";
+  EXPECT_TRUE(TryLockAndRelease(lock)) << "WaitUntilFree left the lock held";
+}
+
 TEST(SpinLockTest, UncontendedUseNeverSleeps) {
   SpinLock lock;
   for (int i = 0; i < 1000; ++i) {

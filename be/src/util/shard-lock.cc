@@ -43,21 +43,31 @@ uint32_t ShardLock::AssignThreadSlot() {
 }
 
 uint64_t ShardLock::shared_acquisitions() const {
-  // Back-offs first: a step back counts in 'exited' before it counts here, so this order never
-  // subtracts one whose exit is missing (and the clamp covers relaxed loads seen out of order).
-  const uint64_t backoffs = reader_backoffs_.load(std::memory_order_acquire);
+  // Exits first, then back-offs: a step back is counted in the back-offs before its exit, and
+  // the acquire loads of the exits make those back-offs visible to the load below. So every
+  // step back summed here is also subtracted, and the difference never runs ahead of the true
+  // count (it may lag: back-offs whose exits came after the sum, clamped at 0).
   uint64_t n = 0;
   for (uint32_t i = 0; i <= slot_mask_; ++i) n += slots_[i].exited.load(std::memory_order_acquire);
-  return n > backoffs ? n - backoffs : 0;
+  const uint64_t backoffs = reader_backoffs_.load(std::memory_order_relaxed);
+  const uint64_t value = n > backoffs ? n - backoffs : 0;
+  // Report the largest value seen: a lagging read never makes the counter step back (a
+  // Prometheus counter that decreases reads as a reset). Exact when no reader is stepping back.
+  uint64_t seen = max_reported_.load(std::memory_order_relaxed);
+  while (seen < value &&
+         !max_reported_.compare_exchange_weak(seen, value, std::memory_order_relaxed)) {
+  }
+  return std::max(seen, value);
 }
 
 void ShardLock::LockSharedSlow(uint32_t slot) {
   reader_waits_.fetch_add(1, std::memory_order_relaxed);
   Slot& s = slots_[slot];
   for (;;) {
-    // Step back so the writer can proceed (waking it if it sleeps on this slot).
+    // Step back so the writer can proceed (waking it if it sleeps on this slot). Counted as a
+    // back-off before the exit (see shared_acquisitions()).
+    reader_backoffs_.fetch_add(1, std::memory_order_relaxed);
     unlock_shared(slot);
-    reader_backoffs_.fetch_add(1, std::memory_order_release);
     // Wait for the writer: spin on the flag a little, then queue on the writers' lock, which
     // sleeps in the kernel and is released when the writer is done.
     for (int i = 0; i < SpinLock::kSpinRounds &&
@@ -66,8 +76,8 @@ void ShardLock::LockSharedSlow(uint32_t slot) {
       CpuRelax();
     }
     if (writer_.load(std::memory_order_relaxed) != kNoWriter) {
-      writer_lock_.lock();
-      writer_lock_.unlock();
+      // Not counted as an exclusive acquisition or contention: reader_waits_ counted this wait.
+      writer_lock_.WaitUntilFree();
     }
     s.entered.fetch_add(1, std::memory_order_seq_cst);
     if (writer_.load(std::memory_order_seq_cst) == kNoWriter) return;

@@ -38,7 +38,7 @@ namespace qr {
 /// kernel on the slot's 'exited' word (futex) after a short spin; a release wakes it only when
 /// the flag says a writer sleeps and the release emptied the slot, so an uncontended release is
 /// one atomic increment and one read of a line that only writers write. A reader that meets a
-/// writer waits by locking and unlocking the writers' SpinLock (spin, then futex).
+/// writer waits on the writers' SpinLock (WaitUntilFree: spin, then futex).
 ///
 /// Writers have priority: a flagged writer makes new readers wait, so a stream of readers can
 /// never starve a writer. Not recursive in either mode; a reader must not take the lock
@@ -103,7 +103,8 @@ class CAPABILITY("mutex") ShardLock {
 
   /// Exclusive acquisitions (writers).
   uint64_t acquisitions() const { return writer_lock_.acquisitions(); }
-  /// Shared acquisitions (readers) released so far, summed over the slots.
+  /// Shared acquisitions (readers) released so far, summed over the slots. Never decreases and
+  /// never runs ahead; it may lag while readers step back for a writer, exact when quiet.
   uint64_t shared_acquisitions() const;
   /// Exclusive acquisitions that found another writer, plus shared ones that found a writer.
   uint64_t contended_acquisitions() const {
@@ -176,6 +177,8 @@ class CAPABILITY("mutex") ShardLock {
   std::atomic<uint64_t> reader_waits_{0};
   /// Steps back of readers that met a writer (counted in 'exited' but not acquisitions).
   std::atomic<uint64_t> reader_backoffs_{0};
+  /// The largest shared_acquisitions() reported, which keeps that counter monotonic.
+  mutable std::atomic<uint64_t> max_reported_{0};
   std::atomic<uint64_t> writer_sleeps_{0};
   const uint32_t slot_mask_;
   const std::unique_ptr<Slot[]> slots_;

@@ -7,8 +7,8 @@ namespace qr {
 using internal::CpuRelax;
 using internal::Futex;
 
-void SpinLock::LockSlow() {
-  contended_.fetch_add(1, std::memory_order_relaxed);
+void SpinLock::LockSlow(bool count_contended) {
+  if (count_contended) contended_.fetch_add(1, std::memory_order_relaxed);
   for (int i = 0; i < kSpinRounds; ++i) {
     // Test before test-and-set: spin on a shared cache line, not by bouncing it in exclusive mode.
     const uint32_t s = state_.load(std::memory_order_relaxed);

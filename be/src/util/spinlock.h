@@ -40,7 +40,7 @@ class CAPABILITY("spinlock") SpinLock {
     // Acquire: the critical section must not be reordered before the lock is taken.
     if (!state_.compare_exchange_strong(expected, kHeld, std::memory_order_acquire,
                                         std::memory_order_relaxed)) {
-      LockSlow();
+      LockSlow(/*count_contended=*/true);
     }
     CountAcquisition();
   }
@@ -60,6 +60,18 @@ class CAPABILITY("spinlock") SpinLock {
     // Release: the critical section's writes are visible to the next holder. The exchange is
     // one locked instruction; a sleeper's "set 2, then futex_wait(2)" cannot miss it, because
     // FUTEX_WAIT re-checks the word under the futex bucket lock.
+    if (state_.exchange(kFree, std::memory_order_release) == kHeldWithSleepers) WakeOne();
+  }
+
+  /// Waits until the lock is free by taking it and dropping it at once: for a thread that must
+  /// queue behind the holder without becoming one (ShardLock's readers behind a writer).
+  /// Counted in sleeps() only, neither as an acquisition nor as a contended one.
+  void WaitUntilFree() {
+    uint32_t expected = kFree;
+    if (!state_.compare_exchange_strong(expected, kHeld, std::memory_order_acquire,
+                                        std::memory_order_relaxed)) {
+      LockSlow(/*count_contended=*/false);
+    }
     if (state_.exchange(kFree, std::memory_order_release) == kHeldWithSleepers) WakeOne();
   }
 
@@ -87,7 +99,7 @@ class CAPABILITY("spinlock") SpinLock {
   static constexpr uint32_t kHeld = 1;
   static constexpr uint32_t kHeldWithSleepers = 2;
 
-  void LockSlow();
+  void LockSlow(bool count_contended);
   void WakeOne();
 
   // Only the holder writes the counter, so a relaxed load+store (no locked instruction) is
