@@ -159,7 +159,8 @@ void SetUsageDelta(const ProcessUsage& before, RoundResult* r) {
 }  // namespace
 
 RoundResult RunTimedRound(int threads, std::chrono::nanoseconds duration,
-                          const std::function<uint64_t(int, const std::atomic<bool>&)>& body) {
+                          const std::function<uint64_t(int, const std::atomic<bool>&)>& body,
+                          const std::function<void(int)>& prepare) {
   StartGate gate;
   std::atomic<bool> stop{false};
   std::vector<uint64_t> ops(threads, 0);
@@ -167,6 +168,7 @@ RoundResult RunTimedRound(int threads, std::chrono::nanoseconds duration,
   pool.reserve(threads);
   for (int t = 0; t < threads; ++t) {
     pool.emplace_back([&, t] {
+      if (prepare) prepare(t);
       gate.ArriveAndWait();
       ops[t] = body(t, stop);
     });

@@ -111,9 +111,14 @@ void ReportThroughput(const Totals& totals, benchmark::State* state);
 /// Runs 'body(t, stop)' on 'threads' new threads (t in [0, threads)), released together once
 /// all have started. After 'duration' 'stop' is raised; each body returns the operations it
 /// did. The round ends when 'stop' is raised (later operations are still counted: a body
-/// checks 'stop' every few dozen operations).
+/// checks 'stop' every few dozen operations). 'prepare(t)', if given, runs on thread 't' before
+/// it arrives at the start gate: where a thread's scheduling (priority, nice) is set, so that it
+/// is in effect when the gate opens. (Set after the gate, a real-time priority only takes hold
+/// once the normal-priority thread first gets a CPU, which with 64 busy threads on 2 cores can
+/// be most of a round later.)
 RoundResult RunTimedRound(int threads, std::chrono::nanoseconds duration,
-                          const std::function<uint64_t(int, const std::atomic<bool>&)>& body);
+                          const std::function<uint64_t(int, const std::atomic<bool>&)>& body,
+                          const std::function<void(int)>& prepare = nullptr);
 
 /// Runs 'body(t)' to completion on 'threads' new threads released together; the round ends
 /// when the last body returns (thread exit is not timed). 'ops' is left 0 for the caller.

@@ -242,14 +242,9 @@ void BM_LookupDuringIteration(benchmark::State& state, int shards, IterationMode
         threads + 2, std::chrono::milliseconds(o.iteration_round_ms),
         [&](int t, const std::atomic<bool>& stop) -> uint64_t {
           if (t == threads + 1) {
-            // The probe stands for a request handler: it must get a CPU when it wakes, or its
-            // percentiles measure the run queue instead of the map. It sleeps almost all the
-            // time, so a real-time priority cannot starve anybody.
-            if (o.probe_realtime) probe_realtime = SetThreadRealtime();
             RunProbes(*map, w, o.probe_interval_us, &probes, stop);
             return 0;
           }
-          SetThreadNice(o.iteration_nice);
           if (t == threads) {
             if (mode != IterationMode::kNone) {
               passes += IterateUntil(*map, mode == IterationMode::kLockHeld, stop);
@@ -257,6 +252,16 @@ void BM_LookupDuringIteration(benchmark::State& state, int shards, IterationMode
             return 0;
           }
           return RunSampledLookups(*map, w, t, &pos[t], o.sample_every, cap, &samples[t], stop);
+        },
+        [&](int t) {
+          if (t == threads + 1) {
+            // The probe stands for a request handler: it must get a CPU when it wakes, or its
+            // percentiles measure the run queue instead of the map. It sleeps almost all the
+            // time, so a real-time priority cannot starve anybody.
+            if (o.probe_realtime) probe_realtime = SetThreadRealtime();
+          } else {
+            SetThreadNice(o.iteration_nice);
+          }
         });
     state.SetIterationTime(r.seconds);
     totals.Add(r);
