@@ -63,14 +63,16 @@ TEST_F(CoordinatorLimitsTest, ExecutionTimeLimitFailsWithExceededTimeLimit) {
 TEST_F(CoordinatorLimitsTest, TimeLimitAlsoEndsAQueryBlockedOnAClientThatStoppedFetching) {
   CoordinatorServer::Options o = DefaultOptions();
   o.coordinator.exec_time_limit_ms = 300;
+  // A spool quota far below the result (~10 MB): the executor waits for the client.
+  o.query_max_spill_bytes = 256 << 10;
   Start(o);
   StatementClient c(port_);
   c.Submit("SELECT * FROM lineitem");
   while (!c.done() && c.result().data_pages == 0) c.Advance();
   ASSERT_FALSE(c.done());
-  // The executor fills the bounded buffer and blocks on the client; the coordinator's
-  // expiration thread fails it. (A slow executor, e.g. under TSan, may instead still be
-  // stepping SQLite at the limit: then the engine's own check fails it. Same answer.)
+  // The executor fills the memory buffer and the spool quota and blocks on the client; the
+  // coordinator's expiration thread fails it. (A slow executor, e.g. under TSan, may instead
+  // still be stepping SQLite at the limit: then the engine's own check fails it. Same answer.)
   UniqueId id;
   ASSERT_TRUE(ParseId(c.result().id, &id).ok());
   std::shared_ptr<ClientRequestState> req = server_->coordinator()->Find(id);
@@ -80,6 +82,37 @@ TEST_F(CoordinatorLimitsTest, TimeLimitAlsoEndsAQueryBlockedOnAClientThatStopped
   EXPECT_TRUE(c.done());
   EXPECT_TRUE(c.result().failure.empty()) << c.result().failure;
   EXPECT_EQ(c.result().error_name(), "EXCEEDED_TIME_LIMIT");
+}
+
+TEST_F(CoordinatorLimitsTest, ResultsSpoolSoTheExecutorFinishesWithoutTheClient) {
+  Start(DefaultOptions());
+  StatementClient c(port_);
+  c.Submit("SELECT l_orderkey, l_linenumber, l_comment FROM lineitem");
+  while (!c.done() && c.result().data_pages == 0) c.Advance();
+  ASSERT_FALSE(c.done());
+  UniqueId id;
+  ASSERT_TRUE(ParseId(c.result().id, &id).ok());
+  std::shared_ptr<ClientRequestState> req = server_->coordinator()->Find(id);
+  ASSERT_NE(req, nullptr);
+  // ~6 MB of rows, far more than the 1 MiB buffer: the executor finishes anyway and frees
+  // its running slot while the client has read one page.
+  EXPECT_TRUE(WaitUntil([&] { return req->execution_done(); }, 60s));
+  EXPECT_TRUE(WaitUntil([&] { return server_->coordinator()->GetMetrics().running == 0; }));
+  EXPECT_GT(server_->spill_budget()->used_bytes(), 1 << 20) << "the rest is in the spool";
+  while (!c.done() && c.result().failure.empty()) c.Advance();
+  const StatementResult& r = c.result();
+  EXPECT_TRUE(r.failure.empty()) << r.failure;
+  EXPECT_EQ(r.final_state, "FINISHED");
+  ASSERT_EQ(r.rows.size(), static_cast<size_t>(kLineitemRows));
+  // In order: the spool hands pages back as they were produced (the table's rowid order).
+  for (size_t i = 1; i < r.rows.size(); ++i) {
+    const auto prev = std::make_pair(r.rows[i - 1][0].get<int64_t>(), r.rows[i - 1][1].get<int64_t>());
+    const auto cur = std::make_pair(r.rows[i][0].get<int64_t>(), r.rows[i][1].get<int64_t>());
+    ASSERT_LT(prev, cur) << "row " << i;
+  }
+  EXPECT_TRUE(WaitUntil([&] { return server_->spill_budget()->used_bytes() == 0; }))
+      << "the spool's quota is given back once the query is done";
+  EXPECT_TRUE(WaitUntil([&] { return server_->result_memory()->used_bytes() == 0; }));
 }
 
 TEST_F(CoordinatorLimitsTest, AdmissionQueuesThenRejectsWithQueueFull) {

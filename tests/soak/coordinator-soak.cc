@@ -42,7 +42,6 @@ namespace {
 
 constexpr int64_t kMaxStatementBytes = 64 * 1024;
 constexpr int64_t kMaxHeaderBytes = 8 * 1024;
-constexpr std::chrono::milliseconds kPollInterval{200};
 constexpr std::chrono::seconds kStartTimeout{300};  // includes generating the sample database
 constexpr std::chrono::seconds kRequestTimeout{30};
 const char kMultiPageSql[] = "SELECT l_orderkey, l_linenumber, l_comment FROM lineitem";
@@ -92,7 +91,8 @@ bool FetchMetrics(SoakState* s, std::string* text) {
 }
 
 /// One phase: the loadgen's clients and every fault injector for 'seconds'; samples the RSS.
-void RunPhase(SoakState* s, double seconds) {
+/// False (a failure recorded) if the daemon exited during the phase, which ends it at once.
+bool RunPhase(SoakState* s, double seconds) {
   loadgen::RunControl run;
   loadgen::Worker worker(s->load, &run, 0, 1);
   const Clock::time_point start = Clock::now(), end = start + Seconds(seconds);
@@ -100,9 +100,12 @@ void RunPhase(SoakState* s, double seconds) {
   std::thread load([&worker] { worker.Run(); });
   FaultOptions options{s->endpoint, kMultiPageSql, kMaxStatementBytes, kMaxHeaderBytes,
                        std::chrono::seconds(FLAGS_http_idle_timeout_s)};
-  std::thread faults([&] { RunFaults(options, end, &s->faults); });
+  StopSignal phase_over;
+  std::thread faults([&] { RunFaults(options, phase_over, &s->faults); });
   Clock::time_point next_print = start;
-  while (Clock::now() < end) {
+  bool daemon_alive = true;
+  // One RSS sample a second; the wait between two ends early if the daemon exits.
+  for (Clock::time_point now = start; now < end; now = Clock::now()) {
     const int64_t rss = s->daemon.RssKb();
     s->rss_peak_kb = std::max(s->rss_peak_kb, rss);
     if (Clock::now() >= next_print) {
@@ -112,12 +115,19 @@ void RunPhase(SoakState* s, double seconds) {
       fflush(stdout);
       next_print += std::chrono::seconds(10);
     }
-    std::this_thread::sleep_until(std::min(end, Clock::now() + std::chrono::seconds(1)));
+    if (s->daemon.WaitForExit(std::min(end, now + std::chrono::seconds(1)))) {
+      s->Fail("coordinatord exited during the phase, after " +
+              std::to_string(std::chrono::duration<double>(Clock::now() - start).count()) + " s");
+      daemon_alive = false;
+      break;
+    }
   }
+  phase_over.Raise();
   run.Stop(Clock::now());
   load.join();
   faults.join();
   s->load_stats.Merge(worker.stats());
+  return daemon_alive;
 }
 
 /// The numbers that must all reach zero once no client is left.
@@ -138,11 +148,13 @@ struct Drain {
   }
 };
 
-/// Polls /metrics until the registries are empty or 'deadline'; the last numbers seen.
+/// Fetches /metrics until the registries are empty or 'deadline'; the last numbers seen. The
+/// fetches go back to back (each one waits for the daemon's answer): nothing else runs now.
 Drain WaitDrained(SoakState* s, Clock::time_point deadline) {
   Drain d;
   std::string m;
-  while (true) {
+  const Clock::time_point start = Clock::now();
+  for (int64_t fetches = 1;; ++fetches) {
     if (FetchMetrics(s, &m)) {
       d.coordinator_entries = MetricSum(m, "qr_registry_shard_entries", "registry=\"coordinator\"");
       d.executor_entries = MetricSum(m, "qr_registry_shard_entries", "registry=\"executor\"");
@@ -151,8 +163,12 @@ Drain WaitDrained(SoakState* s, Clock::time_point deadline) {
       d.running = MetricSum(m, "qr_queries_running");
       d.queued = MetricSum(m, "qr_queries_queued");
     }
-    if (d.Empty() || Clock::now() >= deadline) return d;
-    std::this_thread::sleep_for(kPollInterval);
+    if (d.Empty() || Clock::now() >= deadline) {
+      const double waited = std::chrono::duration<double>(Clock::now() - start).count();
+      printf("drain: %s after %.2f s and %lld /metrics fetches\n",
+             d.Empty() ? "empty" : "NOT empty", waited, static_cast<long long>(fetches));
+      return d;
+    }
   }
 }
 
@@ -195,7 +211,7 @@ void CheckAccounting(SoakState* s, const std::string& metrics) {
 void CheckRss(SoakState* s, Clock::time_point deadline) {
   const int64_t limit = static_cast<int64_t>(s->rss_baseline_kb * (1 + FLAGS_rss_tolerance));
   while ((s->rss_end_kb = s->daemon.RssKb()) > limit && Clock::now() < deadline) {
-    std::this_thread::sleep_for(kPollInterval);
+    std::this_thread::yield();
   }
   printf("rss: warm baseline %lld KiB, peak %lld KiB, end %lld KiB (%+.1f%%)\n",
          static_cast<long long>(s->rss_baseline_kb), static_cast<long long>(s->rss_peak_kb),
@@ -215,7 +231,6 @@ void CheckConnections(SoakState* s, Clock::time_point deadline) {
   while (true) {
     if (FetchMetrics(s, &m)) open = MetricSum(m, "qr_http_connections_open");
     if (open == 1 || Clock::now() >= deadline) break;
-    std::this_thread::sleep_for(kPollInterval);
   }
   if (open != 1) {
     s->Fail("qr_http_connections_open is " + std::to_string(open) +
@@ -333,14 +348,14 @@ void Soak(SoakState* s, double duration_s) {
   ConfigureLoad(s);
   printf("warm-up: %.0f s\n", FLAGS_warmup_s);
   fflush(stdout);
-  RunPhase(s, FLAGS_warmup_s);
+  if (!RunPhase(s, FLAGS_warmup_s)) return;
   Drain d = WaitDrained(s, Clock::now() + drain);
   if (!d.Empty()) s->Fail("registries not empty after the warm-up: " + d.ToString());
   s->rss_baseline_kb = s->daemon.RssKb();
   printf("warm baseline RSS %lld KiB; soak: %.0f s\n",
          static_cast<long long>(s->rss_baseline_kb), duration_s);
   fflush(stdout);
-  RunPhase(s, duration_s);
+  if (!RunPhase(s, duration_s)) return;
   CheckStillServes(s);
   d = WaitDrained(s, Clock::now() + drain);
   printf("after the soak: %s\n", d.ToString().c_str());

@@ -4,13 +4,13 @@
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstring>
 #include <fstream>
 #include <sstream>
-#include <thread>
 
 #include "benchmarks/loadgen-stats.h"
 
@@ -19,8 +19,6 @@ extern char** environ;
 namespace qr::soak {
 
 namespace {
-
-constexpr std::chrono::milliseconds kExitPollInterval{20};
 
 /// Reads what the daemon prints on stdout until a line names its port, or 'deadline'.
 int ReadPort(int fd, Clock::time_point deadline, std::string* out) {
@@ -49,6 +47,7 @@ DaemonProcess::~DaemonProcess() {
     ::waitpid(pid_, nullptr, 0);
   }
   if (stdout_fd_ >= 0) ::close(stdout_fd_);
+  if (pidfd_ >= 0) ::close(pidfd_);
 }
 
 bool DaemonProcess::Start(const std::string& binary, const std::vector<std::string>& flags,
@@ -79,6 +78,11 @@ bool DaemonProcess::Start(const std::string& binary, const std::vector<std::stri
     *error = "cannot start " + binary + ": " + std::strerror(rc);
     return false;
   }
+  pidfd_ = static_cast<int>(::syscall(SYS_pidfd_open, pid_, 0));
+  if (pidfd_ < 0) {
+    *error = std::string("pidfd_open: ") + std::strerror(errno);
+    return false;
+  }
   std::string printed;
   port_ = ReadPort(stdout_fd_, deadline, &printed);
   if (port_ <= 0) {
@@ -95,22 +99,31 @@ bool DaemonProcess::Stop(Clock::time_point deadline, std::string* error) {
     return false;
   }
   ::kill(pid_, SIGTERM);
+  const bool exited = WaitForExit(deadline);
+  if (!exited) ::kill(pid_, SIGKILL);
   int status = 0;
-  pid_t done = 0;
-  while ((done = ::waitpid(pid_, &status, WNOHANG)) == 0 && Clock::now() < deadline) {
-    std::this_thread::sleep_for(kExitPollInterval);
-  }
-  if (done == 0) {
-    ::kill(pid_, SIGKILL);
-    ::waitpid(pid_, &status, 0);
-    *error = "did not exit within its deadline after SIGTERM (killed)";
-  }
+  ::waitpid(pid_, &status, 0);
   pid_ = -1;
-  if (done == 0) return false;
+  if (!exited) {
+    *error = "did not exit within its deadline after SIGTERM (killed)";
+    return false;
+  }
   if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return true;
   *error = WIFEXITED(status) ? "exited with status " + std::to_string(WEXITSTATUS(status))
                              : "killed by signal " + std::to_string(WTERMSIG(status));
   return false;
+}
+
+bool DaemonProcess::WaitForExit(Clock::time_point deadline) const {
+  if (pidfd_ < 0) return false;
+  while (true) {
+    const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - Clock::now());
+    pollfd p{pidfd_, POLLIN, 0};
+    const int n = ::poll(&p, 1, static_cast<int>(std::max<int64_t>(0, left.count())));
+    if (n > 0) return true;
+    if (n < 0 && errno != EINTR) return false;  // cannot wait: the caller treats it as running
+    if (n == 0 && Clock::now() >= deadline) return false;
+  }
 }
 
 int64_t DaemonProcess::RssKb() const {

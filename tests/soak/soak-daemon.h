@@ -27,6 +27,9 @@ class DaemonProcess {
   /// Sends SIGTERM and waits for the exit until 'deadline' (then SIGKILL). True if it exited
   /// with status 0; otherwise 'error' says how it ended.
   bool Stop(Clock::time_point deadline, std::string* error);
+  /// Waits until the daemon has exited (without reaping it: Stop() still reports how it ended)
+  /// or 'deadline'; true if it has exited. The wait is a poll() on a pidfd, woken by the exit.
+  bool WaitForExit(Clock::time_point deadline) const;
 
   pid_t pid() const { return pid_; }
   int port() const { return port_; }
@@ -39,6 +42,7 @@ class DaemonProcess {
   pid_t pid_ = -1;
   int port_ = 0;
   int stdout_fd_ = -1;
+  int pidfd_ = -1;  // readable once the daemon has exited
   std::string log_path_;
 };
 

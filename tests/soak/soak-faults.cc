@@ -80,7 +80,7 @@ void DeleteQuery(const FaultOptions& o, const std::string& id, FaultCounters* co
 // A multi-page query whose client goes away in the middle of a page: right after sending the
 // GET (even iterations) or after reading a few bytes of the answer (odd ones). Half of them are
 // then canceled from a new connection, the other half are abandoned for the idle-query timeout.
-void DisconnectMidPage(const FaultOptions& o, int i, FaultCounters* counters) {
+void DisconnectMidPage(const FaultOptions& o, const StopSignal&, int i, FaultCounters* counters) {
   SoakConnection c(o.endpoint);
   std::string id, next;
   Answer a;
@@ -125,7 +125,7 @@ void FinishRace(SoakConnection* c, std::string next, Answer a, FaultCounters* co
 // A short query; after 0 or 1 pages the next GET and a DELETE (of the nextUri, or of
 // /v1/query/{id}) go out together on two connections, so the cancel lands while the query
 // completes. The DELETE must answer 204, and the query must end FINISHED or USER_CANCELED.
-void CancelRace(const FaultOptions& o, int i, FaultCounters* counters) {
+void CancelRace(const FaultOptions& o, const StopSignal&, int i, FaultCounters* counters) {
   SoakConnection get(o.endpoint), del(o.endpoint);
   std::string id, next;
   Answer a, d;
@@ -158,7 +158,8 @@ void CancelRace(const FaultOptions& o, int i, FaultCounters* counters) {
 // Even iterations: GET /v1/info written one byte at a time (well within the server's idle
 // timeout), which must still be answered 200. Odd ones: half a request, then silence, which
 // the server must close within its idle timeout (plus slack).
-void SlowClient(const FaultOptions& o, int i, FaultCounters* counters) {
+void SlowClient(const FaultOptions& o, const StopSignal& phase_over, int i,
+                FaultCounters* counters) {
   SoakConnection c(o.endpoint);
   if (!c.Connect()) return counters->Problem("slow client: " + c.error());
   const std::string request = FormatRequest("GET", "/v1/info", HostOf(o), {});
@@ -169,7 +170,8 @@ void SlowClient(const FaultOptions& o, int i, FaultCounters* counters) {
       return counters->Problem("slow client: closed after " + std::to_string(b) + " bytes: " +
                                c.error());
     }
-    std::this_thread::sleep_for(kSlowBytePause);  // the pacing is the fault
+    // The pacing is the fault; the wait ends early only when the phase does.
+    if (phase_over.WaitUntil(Clock::now() + kSlowBytePause)) return;
   }
   if (stall) {
     counters->Injected(Fault::kStalledClient);
@@ -188,7 +190,7 @@ void SlowClient(const FaultOptions& o, int i, FaultCounters* counters) {
 
 // Requests the server must refuse with a status, in turn: a body over --max_statement_bytes
 // (413), a header block over --max_header_bytes (431), two malformed requests (400).
-void BadRequest(const FaultOptions& o, int i, FaultCounters* counters) {
+void BadRequest(const FaultOptions& o, const StopSignal&, int i, FaultCounters* counters) {
   const std::string host = HostOf(o);
   std::string request;
   unsigned expected = 400;
@@ -221,7 +223,7 @@ void BadRequest(const FaultOptions& o, int i, FaultCounters* counters) {
 
 // A batch of connections opened and never used; the server must close every one of them
 // within its idle timeout (plus slack).
-void IdleConnections(const FaultOptions& o, int, FaultCounters* counters) {
+void IdleConnections(const FaultOptions& o, const StopSignal&, int, FaultCounters* counters) {
   std::vector<std::unique_ptr<SoakConnection>> idle;
   for (int k = 0; k < kIdleConnectionsPerBatch; ++k) {
     idle.push_back(std::make_unique<SoakConnection>(o.endpoint));
@@ -236,14 +238,14 @@ void IdleConnections(const FaultOptions& o, int, FaultCounters* counters) {
   }
 }
 
-using Injector = void (*)(const FaultOptions&, int, FaultCounters*);
+using Injector = void (*)(const FaultOptions&, const StopSignal&, int, FaultCounters*);
 
-/// Runs 'inject' again and again (pausing 'pause' in between) until 'end'.
+/// Runs 'inject' again and again, 'pause' apart, until 'phase_over' is raised.
 void Loop(Injector inject, std::chrono::milliseconds pause, const FaultOptions& o,
-          Clock::time_point end, FaultCounters* counters) {
-  for (int i = 0; i < kMaxRounds && Clock::now() < end; ++i) {
-    inject(o, i, counters);
-    std::this_thread::sleep_for(pause);
+          const StopSignal& phase_over, FaultCounters* counters) {
+  for (int i = 0; i < kMaxRounds && !phase_over.raised(); ++i) {
+    inject(o, phase_over, i, counters);
+    if (phase_over.WaitUntil(Clock::now() + pause)) return;
   }
 }
 
@@ -276,7 +278,7 @@ std::vector<std::string> FaultCounters::problem_examples() const {
   return examples_;
 }
 
-void RunFaults(const FaultOptions& o, Clock::time_point end, FaultCounters* counters) {
+void RunFaults(const FaultOptions& o, const StopSignal& phase_over, FaultCounters* counters) {
   const std::pair<Injector, std::chrono::milliseconds> injectors[] = {
       {&DisconnectMidPage, kDisconnectPause}, {&CancelRace, kRacePause},
       {&SlowClient, kRacePause},              {&SlowClient, kRacePause},
@@ -284,7 +286,7 @@ void RunFaults(const FaultOptions& o, Clock::time_point end, FaultCounters* coun
   };
   std::vector<std::thread> threads;
   for (const auto& [inject, pause] : injectors) {
-    threads.emplace_back(&Loop, inject, pause, std::cref(o), end, counters);
+    threads.emplace_back(&Loop, inject, pause, std::cref(o), std::cref(phase_over), counters);
   }
   for (auto& t : threads) t.join();
 }

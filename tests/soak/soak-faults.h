@@ -63,8 +63,37 @@ struct FaultOptions {
   std::chrono::seconds http_idle_timeout{0};
 };
 
+/// Raised once, when a phase ends. Every pause of the injectors is a wait on it, so they stop
+/// the moment it is raised rather than after their current pause.
+/// Thread-safety: thread-safe.
+class StopSignal {
+ public:
+  void Raise() {
+    MutexLock l(&mu_);
+    raised_ = true;
+    cv_.NotifyAll();
+  }
+  bool raised() const {
+    MutexLock l(&mu_);
+    return raised_;
+  }
+  /// Waits until Raise() or 'deadline'; true if raised.
+  bool WaitUntil(Clock::time_point deadline) const {
+    MutexLock l(&mu_);
+    while (!raised_ && Clock::now() < deadline) cv_.WaitUntil(&mu_, deadline);
+    return raised_;
+  }
+
+ private:
+  mutable Mutex mu_;
+  mutable CondVar cv_;
+  bool raised_ GUARDED_BY(mu_) = false;
+};
+
 /// Runs every fault injector, each on its own thread with blocking sockets and deadlines, until
-/// 'end'; returns once all of them have stopped (each iteration is bounded in time).
-void RunFaults(const FaultOptions& options, Clock::time_point end, FaultCounters* counters);
+/// 'phase_over' is raised; returns once all of them have stopped (each iteration is bounded in
+/// time).
+void RunFaults(const FaultOptions& options, const StopSignal& phase_over,
+               FaultCounters* counters);
 
 }  // namespace qr::soak

@@ -77,6 +77,21 @@ QueryError QueryError::InsufficientResources(std::string msg) {
               std::move(msg));
 }
 
+QueryError QueryError::ExceededGlobalMemoryLimit(std::string msg) {
+  return Make(131073, "EXCEEDED_GLOBAL_MEMORY_LIMIT", ErrorType::kInsufficientResources,
+              std::move(msg));
+}
+
+QueryError QueryError::ExceededSpillLimit(std::string msg) {
+  return Make(131078, "EXCEEDED_SPILL_LIMIT", ErrorType::kInsufficientResources,
+              std::move(msg));
+}
+
+QueryError QueryError::ExceededLocalMemoryLimit(std::string msg) {
+  return Make(131079, "EXCEEDED_LOCAL_MEMORY_LIMIT", ErrorType::kInsufficientResources,
+              std::move(msg));
+}
+
 QueryError QueryError::QueueFull(std::string msg) {
   return Make(131074, "QUERY_QUEUE_FULL", ErrorType::kInsufficientResources, std::move(msg));
 }

@@ -33,6 +33,9 @@ struct QueryError {
   static QueryError InsufficientResources(std::string msg);               // 131072
   static QueryError QueueFull(std::string msg);                           // 131074
   static QueryError ExceededTimeLimit(std::string msg);                   // 131075
+  static QueryError ExceededGlobalMemoryLimit(std::string msg);           // 131073
+  static QueryError ExceededSpillLimit(std::string msg);                  // 131078
+  static QueryError ExceededLocalMemoryLimit(std::string msg);            // 131079
 };
 
 }  // namespace qr

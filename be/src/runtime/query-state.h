@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 
+#include "runtime/memory-budget.h"
 #include "runtime/query-error.h"
 #include "runtime/result-buffer.h"
 #include "util/mutex.h"
@@ -28,6 +29,12 @@ struct QueryContext {
   /// Rows per page handed to the client.
   int64_t page_max_rows = 1024;
   int64_t page_max_bytes = 256 << 10;
+  /// Bytes of encoded results this query may hold at once: the page being encoded (a single
+  /// wide row included) plus its buffered pages; beyond it the query fails with
+  /// EXCEEDED_LOCAL_MEMORY_LIMIT. 0: no per-query limit.
+  int64_t max_memory_bytes = 0;
+  /// The process-wide budget of encoded results (EXCEEDED_GLOBAL_MEMORY_LIMIT); may be null.
+  MemoryBudget* memory_budget = nullptr;
 };
 
 /// Executor-side state of one query: its context, execution state and counters, its result

@@ -37,28 +37,116 @@ void ResultBuffer::SetColumns(std::vector<Column> columns) {
   NotifyChange();
 }
 
+void ResultBuffer::EnableSpooling(std::string dir, std::shared_ptr<SpillAccount> account,
+                                  MemoryBudget* read_budget) {
+  MutexLock l(&lock_);
+  DCHECK(pages_.empty() && spooled_.empty()) << "EnableSpooling after the first Put";
+  spool_dir_ = std::move(dir);
+  spill_account_ = std::move(account);
+  read_budget_ = read_budget;
+}
+
 bool ResultBuffer::Put(ResultPage page) {
   const int64_t page_bytes = page.json_rows ? static_cast<int64_t>(page.json_rows->size()) : 0;
+  bool flush = false;
   {
     MutexLock l(&lock_);
-    // Wait for room; an empty buffer always takes the page, however large.
-    while (!closed_ && !pages_.empty() &&
-           (rows_ + page.num_rows > max_rows_ || bytes_ + page_bytes > max_bytes_)) {
+    for (;;) {
+      if (closed_) {
+        producer_waiting_ = false;
+        return false;
+      }
+      // Memory first while nothing is spooled (pages leave in order); an empty buffer always
+      // takes the page, however large.
+      if (spooled_.empty() && (pages_.empty() || (rows_ + page.num_rows <= max_rows_ &&
+                                                  bytes_ + page_bytes <= max_bytes_))) {
+        rows_ += page.num_rows;
+        bytes_ += page_bytes;
+        peak_bytes_ = std::max(peak_bytes_, bytes_);
+        pages_.push_back(std::move(page));
+        break;
+      }
+      if (SpoolLocked(&page, page_bytes)) {
+        flush = unwritten_bytes_ >= kSpoolBatchBytes;
+        break;
+      }
       producer_waiting_ = true;
       not_full_.Wait(&lock_);
     }
     producer_waiting_ = false;
-    if (closed_) return false;
-    rows_ += page.num_rows;
-    bytes_ += page_bytes;
-    peak_bytes_ = std::max(peak_bytes_, bytes_);
-    pages_.push_back(std::move(page));
   }
+  if (flush) FlushSpool();
   NotifyChange();
   return true;
 }
 
+bool ResultBuffer::SpoolLocked(ResultPage* page, int64_t page_bytes) {
+  if (spill_account_ == nullptr || spool_failed_) return false;
+  if (spool_ == nullptr) {
+    // Opening the file is I/O: not under the lock. Only the producer opens it.
+    lock_.unlock();
+    std::unique_ptr<SpoolFile> file;
+    Status s = SpoolFile::Create(spool_dir_, &file);
+    lock_.lock();
+    if (!s.ok()) {
+      LOG(WARNING) << "Results beyond the memory buffer will wait for the client: " << s.message();
+      spool_failed_ = true;
+      return false;
+    }
+    spool_ = std::move(file);
+    if (closed_) return false;
+  }
+  // A refused reservation waits for the client (the query says so in spool_quota_waits).
+  if (!spill_account_->TryReserve(page_bytes, /*record_refusal=*/false)) {
+    ++spool_quota_waits_;
+    SpoolFile::stats().quota_waits.fetch_add(1, std::memory_order_relaxed);
+    return false;
+  }
+  spool_reserved_ += page_bytes;
+  spooled_.push_back(SpooledPage{next_seq_++, -1, page_bytes, page->num_rows, page->num_bytes,
+                                 std::move(page->json_rows)});
+  unwritten_bytes_ += page_bytes;
+  return true;
+}
+
+void ResultBuffer::FlushSpool() {
+  std::shared_ptr<SpoolFile> file;
+  std::vector<std::shared_ptr<const std::string>> batch;
+  int64_t offset = 0;
+  uint64_t first_seq = 0;
+  {
+    MutexLock l(&lock_);
+    // The unwritten pages are the newest: a suffix of 'spooled_'.
+    size_t first = spooled_.size();
+    while (first > 0 && spooled_[first - 1].offset < 0) --first;
+    if (first == spooled_.size() || spool_ == nullptr) return;
+    file = spool_;
+    offset = spool_size_;
+    first_seq = spooled_[first].seq;
+    for (size_t i = first; i < spooled_.size(); ++i) {
+      spooled_[i].offset = spool_size_;
+      spool_size_ += spooled_[i].length;
+      batch.push_back(spooled_[i].in_memory);
+    }
+  }
+  Status s = file->WriteAt(offset, batch);
+  MutexLock l(&lock_);
+  if (!s.ok()) {
+    // The pages stay in memory (readers take them from there); no more spooling.
+    LOG(WARNING) << s.message();
+    spool_failed_ = true;
+    return;
+  }
+  // Pages a consumer took meanwhile are gone from the front; the rest leave memory now.
+  for (SpooledPage& e : spooled_) {
+    if (e.seq < first_seq || e.seq >= first_seq + batch.size() || !e.in_memory) continue;
+    unwritten_bytes_ -= e.length;
+    e.in_memory.reset();
+  }
+}
+
 void ResultBuffer::Finish(std::optional<QueryError> error) {
+  FlushSpool();  // the producer is done: what waits for the file leaves memory
   {
     MutexLock l(&lock_);
     if (finished_) return;
@@ -79,11 +167,43 @@ ResultBuffer::Next ResultBuffer::TryGet(ResultPage* page, std::optional<QueryErr
     if (producer_waiting_) not_full_.NotifyOne();
     return Next::kPage;
   }
+  if (!spooled_.empty()) {
+    SpooledPage e = std::move(spooled_.front());
+    spooled_.pop_front();
+    if (producer_waiting_) not_full_.NotifyOne();
+    if (e.in_memory) {  // not written yet (or being written): no need for the file
+      unwritten_bytes_ -= e.length;
+      *page = ResultPage{std::move(e.in_memory), e.num_rows, e.num_bytes};
+      return Next::kPage;
+    }
+    std::shared_ptr<SpoolFile> file = spool_;
+    lock_.unlock();  // the read is I/O; the written range of the file never changes
+    Next next = ReadSpooled(file, e, page, error);
+    lock_.lock();
+    return next;
+  }
   if (finished_) {
     *error = error_;
     return Next::kEnd;
   }
   return Next::kNotYet;
+}
+
+ResultBuffer::Next ResultBuffer::ReadSpooled(const std::shared_ptr<SpoolFile>& file,
+                                             const SpooledPage& e, ResultPage* page,
+                                             std::optional<QueryError>* error) {
+  std::string text;
+  Status s = file->ReadAt(e.offset, e.length, &text);
+  if (!s.ok()) {
+    *error = QueryError::Internal("The query's results could not be read back: " + s.message());
+    return Next::kEnd;
+  }
+  // Held by the client's answer until sent: charged like any page, never refused (the rows
+  // were produced; failing now would lose them).
+  if (read_budget_ != nullptr) read_budget_->Reserve(e.length);
+  *page = ResultPage{MakeAccountedPage(std::move(text), e.length, read_budget_), e.num_rows,
+                     e.num_bytes};
+  return Next::kPage;
 }
 
 const std::vector<Column>* ResultBuffer::columns() const {
@@ -93,15 +213,41 @@ const std::vector<Column>* ResultBuffer::columns() const {
 
 void ResultBuffer::Close() {
   std::deque<ResultPage> dropped;
+  std::deque<SpooledPage> dropped_spooled;
+  std::shared_ptr<SpoolFile> file;
   {
     MutexLock l(&lock_);
     closed_ = true;
     dropped.swap(pages_);
+    dropped_spooled.swap(spooled_);
     rows_ = 0;
     bytes_ = 0;
+    unwritten_bytes_ = 0;
+    file = std::move(spool_);
+    ReleaseSpoolLocked();
     if (producer_waiting_) not_full_.NotifyAll();
   }
-  // 'dropped' pages are freed here, outside the lock.
+  // The pages, and the file once no reader holds it, are freed here, outside the lock.
+}
+
+ResultBuffer::~ResultBuffer() {
+  MutexLock l(&lock_);
+  ReleaseSpoolLocked();
+}
+
+void ResultBuffer::ReleaseSpoolLocked() {
+  if (spill_account_ != nullptr && spool_reserved_ > 0) spill_account_->Release(spool_reserved_);
+  spool_reserved_ = 0;
+}
+
+int64_t ResultBuffer::spooled_bytes() const {
+  MutexLock l(&lock_);
+  return spool_reserved_;
+}
+
+int64_t ResultBuffer::spool_quota_waits() const {
+  MutexLock l(&lock_);
+  return spool_quota_waits_;
 }
 
 int64_t ResultBuffer::buffered_rows() const {
@@ -111,7 +257,7 @@ int64_t ResultBuffer::buffered_rows() const {
 
 int64_t ResultBuffer::buffered_bytes() const {
   MutexLock l(&lock_);
-  return bytes_;
+  return bytes_ + unwritten_bytes_;
 }
 
 int64_t ResultBuffer::peak_buffered_bytes() const {

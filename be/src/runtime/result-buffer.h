@@ -8,7 +8,10 @@
 #include <string>
 #include <vector>
 
+#include "runtime/memory-budget.h"
 #include "runtime/query-error.h"
+#include "runtime/spill-accounting.h"
+#include "runtime/spool-file.h"
 #include "util/mutex.h"
 #include "util/thread-annotations.h"
 
@@ -36,19 +39,36 @@ struct ResultPage {
 /// The bounded channel between the executor thread producing a query's rows and the
 /// coordinator handing them to the client.
 ///
-/// The producer blocks in Put() while the buffer holds 'max_rows' rows or 'max_bytes' JSON bytes
-/// (backpressure: an unread huge result never sits in memory); a single page larger than the
-/// limits is still accepted when the buffer is empty. The consumer never blocks: TryGet()
-/// answers at once, and the change listener tells it when to try again.
+/// At most 'max_rows' rows or 'max_bytes' JSON bytes are held in memory (a single page larger
+/// than that is still accepted when the buffer is empty). Beyond them, with spooling enabled,
+/// pages go to an anonymous spool file (SpoolFile) charged to the query's spill account, so
+/// that the producer (an executor thread) runs to the end whether or not the client reads;
+/// they are written in batches of about 1 MiB and read back, in order, by TryGet(). Without
+/// spooling, or once the spill quota refuses a page, Put() blocks until the client reads
+/// (backpressure: an unread huge result never sits in memory). The consumer never waits for
+/// the producer: TryGet() answers at once (reading a spooled page from the file if needed),
+/// and the change listener tells it when to try again.
 /// Thread-safety: thread-safe; one producer thread and any number of consumer threads.
 class ResultBuffer {
  public:
   /// 'on_change' is called, with no lock held, after columns arrive, a page arrives, or the
   /// producer finishes. It may be called from the producer thread; keep it short.
   ResultBuffer(int64_t max_rows, int64_t max_bytes, std::function<void()> on_change = nullptr);
+  /// Gives back the spill quota of the spool (the file closes with its last reader).
+  ~ResultBuffer();
+  ResultBuffer(const ResultBuffer&) = delete;
+  ResultBuffer& operator=(const ResultBuffer&) = delete;
+
+  /// Spooled pages are written once this many bytes wait in memory (and at Finish()).
+  static constexpr int64_t kSpoolBatchBytes = 1 << 20;
 
   /// Replaces the change listener. Call before the producer starts.
   void SetOnChange(std::function<void()> on_change);
+  /// Pages that do not fit in memory go to a spool file in 'dir' (created on first need),
+  /// their bytes charged to 'account' (the query's spill quota); pages read back from it are
+  /// charged to 'read_budget' (may be null). Call from the producer, before its first Put().
+  void EnableSpooling(std::string dir, std::shared_ptr<SpillAccount> account,
+                      MemoryBudget* read_budget);
 
   // Producer side.
   /// Sets the result columns; called once, before the first Put().
@@ -70,13 +90,37 @@ class ResultBuffer {
   void Close();
 
   int64_t buffered_rows() const;
+  /// Bytes held in memory: pages not spooled, and spooled pages not yet written.
   int64_t buffered_bytes() const;
+  /// Bytes of pages written to the spool file, consumed or not (what its quota holds).
+  int64_t spooled_bytes() const;
+  /// Times the producer had to wait because the spill quota refused a page.
+  int64_t spool_quota_waits() const;
   /// Highest buffered_bytes() ever observed (for tests of the backpressure limit).
   int64_t peak_buffered_bytes() const;
   bool finished() const;
 
  private:
   void NotifyChange();
+  /// A page waiting in (or written to) the spool file; 'offset' is -1 until it is written,
+  /// and 'in_memory' holds the page until then (a consumer may take it from there).
+  struct SpooledPage {
+    uint64_t seq;
+    int64_t offset;
+    int64_t length;
+    int64_t num_rows;
+    int64_t num_bytes;
+    std::shared_ptr<const std::string> in_memory;
+  };
+  /// Appends 'page' to the spool if its quota allows; false otherwise. Opens the file on
+  /// first use (with 'lock_' released meanwhile); '*failed' when it cannot be opened.
+  bool SpoolLocked(ResultPage* page, int64_t page_bytes) REQUIRES(lock_);
+  /// Writes the spooled pages not yet written, in one gathered write. Producer thread only.
+  void FlushSpool() EXCLUDES(lock_);
+  /// Reads spooled page 'e' back from the file (no lock held).
+  Next ReadSpooled(const std::shared_ptr<SpoolFile>& file, const SpooledPage& e,
+                   ResultPage* page, std::optional<QueryError>* error);
+  void ReleaseSpoolLocked() REQUIRES(lock_);
 
   const int64_t max_rows_;
   const int64_t max_bytes_;
@@ -94,6 +138,21 @@ class ResultBuffer {
   bool closed_ GUARDED_BY(lock_) = false;
   bool finished_ GUARDED_BY(lock_) = false;
   std::optional<QueryError> error_ GUARDED_BY(lock_);
+
+  // Spooling (EnableSpooling()). Set before the producer starts, then read-only:
+  std::string spool_dir_;
+  std::shared_ptr<SpillAccount> spill_account_;
+  MemoryBudget* read_budget_ = nullptr;
+  /// Opened by the producer on first need; consumers copy the pointer to read outside the lock.
+  std::shared_ptr<SpoolFile> spool_ GUARDED_BY(lock_);
+  bool spool_failed_ GUARDED_BY(lock_) = false;
+  /// Pages in the spool, oldest first; they come after every page in 'pages_'.
+  std::deque<SpooledPage> spooled_ GUARDED_BY(lock_);
+  uint64_t next_seq_ GUARDED_BY(lock_) = 0;
+  int64_t spool_size_ GUARDED_BY(lock_) = 0;      // bytes assigned in the file
+  int64_t spool_reserved_ GUARDED_BY(lock_) = 0;  // bytes held of 'spill_account_'
+  int64_t unwritten_bytes_ GUARDED_BY(lock_) = 0;
+  int64_t spool_quota_waits_ GUARDED_BY(lock_) = 0;
 };
 
 }  // namespace qr

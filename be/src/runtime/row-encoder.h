@@ -66,6 +66,8 @@ struct StmtValues {
     const auto* p = static_cast<const char*>(sqlite3_column_blob(stmt, i));
     return p ? std::string_view(p, sqlite3_column_bytes(stmt, i)) : std::string_view();
   }
+  /// The size of a TEXT or BLOB value without materializing it (a zeroblob stays unexpanded).
+  int64_t bytes(int i) const { return sqlite3_column_bytes(stmt, i); }
 };
 
 /// Reads values of one row held as protected sqlite3_value copies (sqlite3_value_dup()); the
@@ -83,7 +85,18 @@ struct CopiedValues {
     const auto* p = static_cast<const char*>(sqlite3_value_blob(row[i]));
     return p ? std::string_view(p, sqlite3_value_bytes(row[i])) : std::string_view();
   }
+  int64_t bytes(int i) const { return sqlite3_value_bytes(row[i]); }
 };
+
+/// A lower bound of the JSON bytes AppendValue() appends for value 'i' (exact for base64),
+/// computed before the value is read: what must fit in a memory budget before it is encoded.
+template <typename Values>
+int64_t EncodedSizeBound(const Values& values, int i, ColumnKind kind) {
+  const int type = values.type(i);
+  if (type != SQLITE_TEXT && type != SQLITE_BLOB) return 24;
+  const int64_t n = values.bytes(i);
+  return kind == ColumnKind::kVarbinary ? (n + 2) / 3 * 4 + 2 : n + 2;
+}
 
 /// 1 for "true", 0 for "false" (any case), -1 for any other text.
 int BoolFromText(std::string_view text);

@@ -1,5 +1,8 @@
 #include "runtime/sqlite-connection.h"
 
+#include "runtime/memory-budget.h"
+#include "runtime/sqlite-functions.h"
+
 #include <fcntl.h>
 #include <strings.h>
 #include <sys/stat.h>
@@ -175,6 +178,9 @@ Status SqliteConnection::Configure(const std::string& path) {
   // zeroblob(999999999) would otherwise cost gigabytes (the value, then its base64 JSON).
   // Larger values fail with GENERIC_INSUFFICIENT_RESOURCES ("string or blob too big").
   sqlite3_limit(db_, SQLITE_LIMIT_LENGTH, 16 << 20);
+  // A single function call cannot be interrupted: no built-in may be superlinear in its input
+  // (docs/architecture.md, "CPU": instr, replace and trim are replaced, LIKE/GLOB bounded).
+  ApplyCpuBoundingLimits(db_);
   sqlite3_busy_timeout(db_, 1000);
   // Reading the schema is what detects a file that is not a database.
   if (sqlite3_exec(db_, "PRAGMA query_only=1; SELECT count(*) FROM sqlite_master;", nullptr,
@@ -182,6 +188,7 @@ Status SqliteConnection::Configure(const std::string& path) {
     return InvalidArgument("'" + path + "' is not a usable SQLite database: " +
                            sqlite3_errmsg(db_));
   }
+  RETURN_IF_ERROR(RegisterLinearTimeFunctions(db_));
   if (sqlite3_create_function_v2(db_, "version", 0,
                                  SQLITE_UTF8 | SQLITE_DETERMINISTIC | SQLITE_INNOCUOUS, nullptr,
                                  &VersionFunction, nullptr, nullptr, nullptr) != SQLITE_OK ||
@@ -351,7 +358,16 @@ QueryError SqliteConnection::StepError(int rc) {
     case SQLITE_AUTH:
     case SQLITE_READONLY:
       return ReadOnlyError();
-    case SQLITE_NOMEM:
+    case SQLITE_NOMEM: {
+      const int64_t limit = sqlite3_hard_heap_limit64(-1);
+      if (limit > 0) {
+        return QueryError::ExceededGlobalMemoryLimit(
+            "Query exceeded the memory limit of the SQL engine: SQLite's heap, shared by all "
+            "running queries, may hold at most " + FormatBytes(limit) +
+            " (--sqlite_heap_limit_mb)");
+      }
+      return QueryError::InsufficientResources("The query ran out of resources: " + msg);
+    }
     case SQLITE_FULL:
     case SQLITE_TOOBIG:
       return QueryError::InsufficientResources("The query ran out of resources: " + msg);

@@ -11,6 +11,7 @@
 
 #include <glog/logging.h>
 
+#include "runtime/memory-budget.h"
 #include "runtime/row-encoder.h"
 #include "runtime/sqlite-connection.h"
 
@@ -88,8 +89,9 @@ class PendingRows {
 /// Thread-safety: used by one executor thread; only its progress check reads shared state.
 class QueryRunner {
  public:
-  QueryRunner(SqliteConnection* conn, QueryState* query)
-      : conn_(conn), query_(query), ctx_(query->query_ctx()) {}
+  QueryRunner(SqliteConnection* conn, QueryState* query, const SqliteEngine::Options& options)
+      : conn_(conn), query_(query), ctx_(query->query_ctx()), options_(options) {}
+  ~QueryRunner() { ReleaseReservation(); }
 
   /// Runs the query to its end; afterwards its exec_state is final and its buffer finished.
   void Run();
@@ -103,9 +105,16 @@ class QueryRunner {
   /// encodes the copies. '*rc' is the last step's result (SQLITE_ROW if more may follow).
   bool FirstPage(int* rc, End* end);
   void PublishColumns();
-  /// Appends one row to the page; true when the page is full.
+  enum class Append { kOk, kPageFull, kOverBudget };
+  /// Appends one row to the page, within the memory budgets (else kOverBudget, 'error_' set).
   template <typename Values>
-  bool AppendRow(const Values& values);
+  Append AppendRow(const Values& values);
+  /// Makes the query's reservation cover 'needed' bytes of page being encoded, checking the
+  /// per-query limit (with the buffered pages) and the process-wide budget; false with
+  /// 'error_' set when either would be exceeded.
+  bool Reserve(int64_t needed);
+  /// Gives back what the page under construction holds of the process-wide budget.
+  void ReleaseReservation();
   /// Hands the page to the result buffer; false when the query was cancelled.
   bool Flush();
   End EndOfSteps(int rc);
@@ -116,12 +125,15 @@ class QueryRunner {
   SqliteConnection* const conn_;
   QueryState* const query_;
   const QueryContext& ctx_;
+  const SqliteEngine::Options& options_;
   std::unique_ptr<sqlite3_stmt, StmtFinalizer> stmt_;
   std::vector<ColumnKind> kinds_;
   std::optional<QueryError> error_;
   std::string page_;
   int64_t page_rows_ = 0;
   int64_t page_value_bytes_ = 0;
+  /// Bytes of ctx_.memory_budget held for 'page_' (>= its size once a row is encoded).
+  int64_t reserved_ = 0;
   bool has_deadline_ = false;
   std::chrono::steady_clock::time_point deadline_;
   bool timed_out_ = false;
@@ -137,10 +149,27 @@ void QueryRunner::Run() {
     deadline_ = query_->exec_start() + std::chrono::milliseconds(ctx_.exec_time_limit_ms);
   }
   if (query_->is_cancelled()) return FinishCancelled();
+  // The temporary files SQLite writes for this query are charged to it (this thread's scope).
+  std::optional<QuerySpillScope> spill;
+  if (options_.spill_budget != nullptr) {
+    auto account =
+        std::make_shared<SpillAccount>(options_.spill_budget, options_.query_spill_limit_bytes);
+    if (!options_.spool_dir.empty()) {
+      query_->result_buffer()->EnableSpooling(options_.spool_dir, account, ctx_.memory_budget);
+    }
+    spill.emplace(std::move(account));
+  }
   conn_->SetProgressHandler(&QueryRunner::OnProgress, this);
-  const End end = Execute();
+  End end = Execute();
   conn_->SetProgressHandler(nullptr, nullptr);
   stmt_.reset();  // ends the read transaction before anyone learns that the query ended
+  if (end == End::kFailed && spill && spill->refusal()) {
+    error_ = QueryError::ExceededSpillLimit(
+        "Query exceeded a spill limit: " + SpillRefusalToString(*spill->refusal()) +
+        (spill->refusal()->limit == SpillLimit::kQuery ? " (--query_max_spill_mb)"
+                                                       : " (--max_spill_mb)"));
+  }
+  spill.reset();
   switch (end) {
     case End::kSucceeded: return Finish(QueryState::ExecState::kFinished, std::nullopt);
     case End::kFailed: return Finish(QueryState::ExecState::kFailed, std::move(error_));
@@ -184,7 +213,15 @@ QueryRunner::End QueryRunner::Execute() {
     PublishColumns();
   }
   while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
-    if (AppendRow(StmtValues{stmt}) && !Flush()) return End::kRefused;
+    const Append appended = AppendRow(StmtValues{stmt});
+    if (appended == Append::kOverBudget) return End::kFailed;
+    // Reading a value can fail for memory (a zeroblob expanded past the SQLite heap limit):
+    // the column functions then return an empty value and set the connection's error.
+    if ((sqlite3_errcode(conn_->db()) & 0xff) == SQLITE_NOMEM) {
+      error_ = conn_->StepError(SQLITE_NOMEM);
+      return End::kFailed;
+    }
+    if (appended == Append::kPageFull && !Flush()) return End::kRefused;
   }
   return EndOfSteps(rc);
 }
@@ -197,7 +234,7 @@ bool QueryRunner::FirstPage(int* rc, End* end) {
   while (rows.num_rows() < ctx_.page_max_rows && rows.approx_bytes() < ctx_.page_max_bytes &&
          (*rc = sqlite3_step(stmt)) == SQLITE_ROW) {
     if (!rows.Add(stmt)) {
-      error_ = QueryError::InsufficientResources("out of memory while reading the first rows");
+      error_ = conn_->StepError(SQLITE_NOMEM);
       *end = End::kFailed;
       return false;
     }
@@ -212,7 +249,12 @@ bool QueryRunner::FirstPage(int* rc, End* end) {
   }
   PublishColumns();
   for (int64_t r = 0; r < rows.num_rows(); ++r) {
-    if (AppendRow(rows.Row(r)) && !Flush()) {
+    const Append appended = AppendRow(rows.Row(r));
+    if (appended == Append::kOverBudget) {
+      *end = End::kFailed;
+      return false;
+    }
+    if (appended == Append::kPageFull && !Flush()) {
       *end = End::kRefused;
       return false;
     }
@@ -231,7 +273,14 @@ void QueryRunner::PublishColumns() {
 }
 
 template <typename Values>
-bool QueryRunner::AppendRow(const Values& values) {
+QueryRunner::Append QueryRunner::AppendRow(const Values& values) {
+  // What the row will take is checked before any of it is encoded: a row of wide values
+  // fails its query here, not the process in an allocation.
+  int64_t needed = static_cast<int64_t>(page_.size()) + 2 + static_cast<int64_t>(kinds_.size());
+  for (size_t i = 0; i < kinds_.size(); ++i) {
+    needed += EncodedSizeBound(values, static_cast<int>(i), kinds_[i]);
+  }
+  if (!Reserve(needed)) return Append::kOverBudget;
   if (page_rows_ > 0) page_.push_back(',');
   page_.push_back('[');
   for (size_t i = 0; i < kinds_.size(); ++i) {
@@ -240,17 +289,66 @@ bool QueryRunner::AppendRow(const Values& values) {
   }
   page_.push_back(']');
   ++page_rows_;
+  // Escaped text can outgrow its bound (a control byte takes 6): account what it took.
+  if (!Reserve(static_cast<int64_t>(page_.size()))) return Append::kOverBudget;
   return page_rows_ >= ctx_.page_max_rows ||
-         static_cast<int64_t>(page_.size()) >= ctx_.page_max_bytes;
+                 static_cast<int64_t>(page_.size()) >= ctx_.page_max_bytes
+             ? Append::kPageFull
+             : Append::kOk;
+}
+
+bool QueryRunner::Reserve(int64_t needed) {
+  if (needed <= reserved_) return true;
+  if (ctx_.max_memory_bytes > 0) {
+    const int64_t held = needed + query_->result_buffer()->buffered_bytes();
+    if (held > ctx_.max_memory_bytes) {
+      error_ = QueryError::ExceededLocalMemoryLimit(
+          "Query exceeded the per-query memory limit of " + FormatBytes(ctx_.max_memory_bytes) +
+          " (--query_max_memory_mb): its results would take " + FormatBytes(held) +
+          " (the row being encoded and the pages not yet fetched)");
+      return false;
+    }
+  }
+  MemoryBudget* budget = ctx_.memory_budget;
+  if (budget == nullptr) {
+    reserved_ = needed;
+    return true;
+  }
+  // Grown in steps of 64 KiB so that small rows touch the shared counter once in many.
+  constexpr int64_t kStep = 64 << 10;
+  if (budget->TryReserve(needed + kStep - reserved_)) {
+    reserved_ = needed + kStep;
+    return true;
+  }
+  if (budget->TryReserve(needed - reserved_)) {
+    reserved_ = needed;
+    return true;
+  }
+  error_ = QueryError::ExceededGlobalMemoryLimit(
+      "Query exceeded the server's memory limit for query results of " +
+      FormatBytes(budget->limit_bytes()) + " (--max_result_memory_mb): " +
+      FormatBytes(budget->used_bytes()) + " are held by queries in flight and this one needs " +
+      FormatBytes(needed - reserved_) + " more");
+  return false;
+}
+
+void QueryRunner::ReleaseReservation() {
+  if (ctx_.memory_budget != nullptr && reserved_ > 0) ctx_.memory_budget->Release(reserved_);
+  reserved_ = 0;
 }
 
 bool QueryRunner::Flush() {
   if (page_rows_ == 0) return true;
   const size_t size = page_.size();
-  ResultPage page{std::make_shared<const std::string>(std::move(page_)), page_rows_,
-                  page_value_bytes_};
+  // The page keeps its bytes of the budget until its last reference is dropped.
+  const int64_t page_bytes = ctx_.memory_budget != nullptr ? static_cast<int64_t>(size) : 0;
+  if (ctx_.memory_budget != nullptr) ctx_.memory_budget->Release(reserved_ - page_bytes);
+  reserved_ = 0;
+  ResultPage page{MakeAccountedPage(std::move(page_), page_bytes, ctx_.memory_budget),
+                  page_rows_, page_value_bytes_};
   page_ = std::string();
-  page_.reserve(size + size / 8);  // the next page is likely the same size: grow once
+  // The next page is likely the same size: grow once (not past a normal page's size).
+  page_.reserve(std::min<size_t>(size, ctx_.page_max_bytes) * 9 / 8);
   query_->rows_produced.fetch_add(page_rows_, std::memory_order_relaxed);
   query_->bytes_produced.fetch_add(page_value_bytes_, std::memory_order_relaxed);
   query_->cpu_time_ns.store(ThreadCpuNanos() - cpu_start_ns_, std::memory_order_relaxed);
@@ -293,7 +391,7 @@ void QueryRunner::Finish(QueryState::ExecState state, std::optional<QueryError> 
 }  // namespace
 
 struct SqliteEngine::Impl {
-  void ExecutorLoop(int index, SqliteConnection* conn);
+  void ExecutorLoop(int index, SqliteConnection* conn, const Options& options);
 
   /// Protects the queue and the bookkeeping below; held only for O(1) work (and, in the
   /// destructor, for cancelling the running queries). Never held while running SQL.
@@ -311,7 +409,8 @@ struct SqliteEngine::Impl {
   std::vector<std::thread> threads;
 };
 
-void SqliteEngine::Impl::ExecutorLoop(int index, SqliteConnection* conn) {
+void SqliteEngine::Impl::ExecutorLoop(int index, SqliteConnection* conn,
+                                      const Options& options) {
   char name[16];
   std::snprintf(name, sizeof(name), "qr-exec-%d", index);
   pthread_setname_np(pthread_self(), name);
@@ -327,7 +426,7 @@ void SqliteEngine::Impl::ExecutorLoop(int index, SqliteConnection* conn) {
       queue.pop_front();
       running.push_back(query.get());
     }
-    QueryRunner(conn, query.get()).Run();
+    QueryRunner(conn, query.get(), options).Run();
     {
       MutexLock l(&lock);
       running.erase(std::find(running.begin(), running.end(), query.get()));
@@ -353,7 +452,8 @@ Status SqliteEngine::Create(const Options& options, std::unique_ptr<SqliteEngine
   }
   for (int i = 0; i < options.num_threads; ++i) {
     SqliteConnection* conn = impl->connections[i].get();
-    impl->threads.emplace_back([impl, i, conn] { impl->ExecutorLoop(i, conn); });
+    const Options* opts = &engine->options_;
+    impl->threads.emplace_back([impl, i, conn, opts] { impl->ExecutorLoop(i, conn, *opts); });
   }
   LOG(INFO) << "SQLite engine serving '" << options.database_path << "' read-only with "
             << options.num_threads << " executor threads (" << EngineVersionString() << ")";

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "runtime/query-exec-mgr.h"
+#include "runtime/spill-accounting.h"
 #include "util/mutex.h"
 #include "util/status.h"
 
@@ -21,10 +22,13 @@ namespace qr {
 /// refuses writes, ATTACH/DETACH, PRAGMA writes and extension loading). Execute() queues a
 /// query; a free executor prepares it (exactly one statement, else an error), publishes its
 /// columns, steps it, encodes rows as JSON into pages of at most 'page_max_rows' rows /
-/// 'page_max_bytes' bytes, and Put()s them into the query's ResultBuffer (blocking on
-/// backpressure). A progress handler polls the query's cancel flag and its time limit every
-/// few thousand VM steps, so cancellation and time limits stop even a runaway recursive CTE
-/// promptly. The query ends with ResultBuffer::Finish() and exec_state kFinished / kFailed /
+/// 'page_max_bytes' bytes, and Put()s them into the query's ResultBuffer (spooling to disk
+/// what does not fit in memory, see Options::spool_dir; blocking on backpressure without a
+/// spool or once its quota is reached). Each row is checked against the query's and the
+/// process's memory budgets before it is encoded. A progress handler polls the query's cancel
+/// flag and its time limit every 1000 VM steps, so cancellation and time limits stop even a
+/// runaway recursive CTE promptly; no built-in function is superlinear in its input
+/// (sqlite-functions.h), so no single step runs long. The query ends with ResultBuffer::Finish() and exec_state kFinished / kFailed /
 /// kCancelled.
 /// Thread-safety: all methods are thread-safe.
 class SqliteEngine {
@@ -34,6 +38,15 @@ class SqliteEngine {
     std::string database_path;
     /// Executor threads (and connections).
     int num_threads = 2;
+    /// SQLite's temporary files (sorts, GROUP BY, DISTINCT) of all queries are charged to
+    /// this budget, and each query's to 'query_spill_limit_bytes' (EXCEEDED_SPILL_LIMIT);
+    /// null: not accounted here (InstallSpillAccountingVfs() still charges a global budget).
+    SpillBudget* spill_budget = nullptr;
+    int64_t query_spill_limit_bytes = int64_t{1} << 30;
+    /// With 'spill_budget': results beyond a query's in-memory buffer are spooled to a file in
+    /// this directory (charged to the same quotas), so an executor never waits for a client
+    /// until a quota is reached. Empty: no spooling (Put() blocks while the buffer is full).
+    std::string spool_dir{};
   };
 
   /// Opens one connection per thread and starts the threads. A missing, unreadable or

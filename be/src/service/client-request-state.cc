@@ -237,7 +237,7 @@ ClientRequestState::FetchOutcome ClientRequestState::Fetch(int64_t token, bool m
                                                            std::function<void()> waiter,
                                                            QueryPage* page,
                                                            uint64_t* waiter_id) {
-  Touch();
+  ever_fetched_.store(true, std::memory_order_relaxed);
   MutexLock l(&lock_);
   if (last_page_ && token == next_token_ - 1) {
     *page = *last_page_;  // an idempotent retry: the same page (shared rows), not a new one
@@ -245,6 +245,7 @@ ClientRequestState::FetchOutcome ClientRequestState::Fetch(int64_t token, bool m
   }
   if (token < next_token_ - 1) return FetchOutcome::kGone;
   if (token != next_token_ || final_delivered_) return FetchOutcome::kNotFound;
+  Touch();  // only a request for the next page is progress
 
   QueryPage p;
   if (!NextPageLocked(&p)) {

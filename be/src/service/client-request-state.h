@@ -114,7 +114,8 @@ class ClientRequestState {
     kGone,       // 'token' is older than the last page: 410
     kNotFound,   // 'token' is beyond the next one: 404
   };
-  /// Answers a GET of 'token'. A repeat of the last answered token gets the same page again. A
+  /// Answers a GET of 'token'. A repeat of the last answered token gets the same page again
+  /// (and does not count as client activity for the idle timeout). A
   /// GET of the next token takes the next page; if there is none yet and 'may_wait', registers
   /// 'waiter' (called once, with no lock held, at the next change) and returns kWait.
   FetchOutcome Fetch(int64_t token, bool may_wait, std::function<void()> waiter,
@@ -131,10 +132,15 @@ class ClientRequestState {
   /// True while this request holds one of the coordinator's running-query slots. Owned by
   /// QueryCoordinator (exchange() makes the release happen exactly once).
   std::atomic<bool> holds_admission_slot{false};
+  /// True while this request counts against the in-flight caps (QueryCoordinator, as above).
+  std::atomic<bool> counted_in_flight{false};
 
-  /// Last time the client fetched a page (or submitted), steady clock nanoseconds.
+  /// Last time the client asked for a new page (or submitted), steady clock nanoseconds. A
+  /// retry of an answered token is not activity: it makes no progress.
   int64_t last_activity_ns() const { return last_activity_ns_.load(std::memory_order_relaxed); }
   void Touch();
+  /// True once the client has fetched (any token) after the submission.
+  bool ever_fetched() const { return ever_fetched_.load(std::memory_order_relaxed); }
 
  private:
   using Waiters = std::vector<std::pair<uint64_t, std::function<void()>>>;
@@ -152,6 +158,7 @@ class ClientRequestState {
   const std::chrono::system_clock::time_point submit_wall_;
   const std::chrono::steady_clock::time_point submit_steady_;
   std::atomic<int64_t> last_activity_ns_;
+  std::atomic<bool> ever_fetched_{false};
 
   /// Protects everything below.
   mutable Mutex lock_;

@@ -2,6 +2,8 @@
 
 #include <utility>
 
+#include <sqlite3.h>
+
 #include <glog/logging.h>
 
 #include "runtime/sample-db.h"
@@ -49,6 +51,38 @@ Status CoordinatorServer::ConfigureSecurity(Webserver::Options* http) {
   return Status::OK();
 }
 
+Status CoordinatorServer::ConfigureResources() {
+  const Options& o = options_;
+  for (const auto& [value, flag] :
+       {std::pair{o.max_result_memory_bytes, "--max_result_memory_mb"},
+        std::pair{o.query_max_memory_bytes, "--query_max_memory_mb"},
+        std::pair{o.sqlite_heap_limit_bytes, "--sqlite_heap_limit_mb"},
+        std::pair{o.max_spill_bytes, "--max_spill_mb"},
+        std::pair{o.query_max_spill_bytes, "--query_max_spill_mb"}}) {
+    if (value <= 0) return InvalidArgument(std::string(flag) + " must be positive");
+  }
+  // Process-wide: the last server started sets it (one per process outside of tests).
+  sqlite3_hard_heap_limit64(o.sqlite_heap_limit_bytes);
+  result_memory_ = std::make_unique<MemoryBudget>(o.max_result_memory_bytes);
+  spill_budget_ = std::make_unique<SpillBudget>(o.max_spill_bytes);
+  spill_dir_ = !o.spill_dir.empty() ? o.spill_dir : o.data_dir + "/spill";
+  const std::string& dir = spill_dir_;
+  // The VFS is process-wide and installed once: temporary files opened outside any query
+  // (generating the sample database) are charged to this budget, never refused.
+  static SpillBudget* const unscoped = new SpillBudget(int64_t{1} << 62);
+  Status s = InstallSpillAccountingVfs(unscoped, dir);
+  if (s.code() == StatusCode::kAlreadyExists) {
+    LOG(INFO) << "Temporary files of SQLite already accounted (" << s.message() << ")";
+  } else {
+    RETURN_IF_ERROR(s);
+    int64_t removed = 0;
+    RETURN_IF_ERROR(RemoveStaleSpillFiles(dir, &removed));
+    LOG(INFO) << "SQLite temporary files go to " << dir << " (" << removed
+              << " stale files of an earlier run removed)";
+  }
+  return Status::OK();
+}
+
 Status CoordinatorServer::ReloadPasswordFile() {
   if (authenticator_ == nullptr) return InvalidArgument("authentication is off");
   PasswordFile file;
@@ -61,6 +95,7 @@ Status CoordinatorServer::ReloadPasswordFile() {
 Status CoordinatorServer::Start() {
   Webserver::Options http = options_.http;
   RETURN_IF_ERROR(ConfigureSecurity(&http));
+  RETURN_IF_ERROR(ConfigureResources());
   if (options_.database.empty()) {
     RETURN_IF_ERROR(EnsureSampleDatabase(options_.data_dir, options_.sample_scale_factor,
                                          &database_path_));
@@ -73,8 +108,14 @@ Status CoordinatorServer::Start() {
   SqliteEngine::Options engine_options;
   engine_options.database_path = database_path_;
   engine_options.num_threads = options_.num_query_threads;
+  engine_options.spill_budget = spill_budget_.get();
+  engine_options.query_spill_limit_bytes = options_.query_max_spill_bytes;
+  engine_options.spool_dir = spill_dir_;
   RETURN_IF_ERROR(SqliteEngine::Create(engine_options, &engine_));
-  coordinator_ = std::make_unique<QueryCoordinator>(options_.coordinator, exec_mgr_.get(),
+  QueryCoordinator::Options coordinator_options = options_.coordinator;
+  coordinator_options.exec_defaults.memory_budget = result_memory_.get();
+  coordinator_options.exec_defaults.max_memory_bytes = options_.query_max_memory_bytes;
+  coordinator_ = std::make_unique<QueryCoordinator>(coordinator_options, exec_mgr_.get(),
                                                     engine_.get());
   webserver_ = std::make_unique<Webserver>(std::move(http));
   StatementService::Options protocol = options_.protocol;

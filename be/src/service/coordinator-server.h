@@ -3,7 +3,9 @@
 #include <memory>
 #include <string>
 
+#include "runtime/memory-budget.h"
 #include "runtime/query-exec-mgr.h"
+#include "runtime/spill-accounting.h"
 #include "runtime/sqlite-engine.h"
 #include "service/access-control.h"
 #include "service/query-coordinator.h"
@@ -27,6 +29,16 @@ class CoordinatorServer {
     std::string data_dir = "data";
     double sample_scale_factor = 0.01;
     int num_query_threads = 2;
+    /// Resource budgets (docs/operations.md#resource-limits); every one is > 0.
+    /// Encoded results held by all queries, and by one query.
+    int64_t max_result_memory_bytes = int64_t{1} << 30;
+    int64_t query_max_memory_bytes = int64_t{128} << 20;
+    /// SQLite's heap, process-wide (sqlite3_hard_heap_limit64).
+    int64_t sqlite_heap_limit_bytes = int64_t{512} << 20;
+    /// SQLite's temporary files: where (empty: '<data_dir>/spill'), in total and per query.
+    std::string spill_dir;
+    int64_t max_spill_bytes = int64_t{8} << 30;
+    int64_t query_max_spill_bytes = int64_t{2} << 30;
     Webserver::Options http;
     QueryCoordinator::Options coordinator;
     StatementService::Options protocol;
@@ -58,20 +70,31 @@ class CoordinatorServer {
   int port() const { return webserver_ ? webserver_->port() : 0; }
   const std::string& database_path() const { return database_path_; }
   QueryCoordinator* coordinator() { return coordinator_.get(); }
+  const QueryCoordinator* coordinator() const { return coordinator_.get(); }
   QueryExecMgr* exec_mgr() { return exec_mgr_.get(); }
   Webserver* webserver() { return webserver_.get(); }
   const Options& options() const { return options_; }
   const AccessControl* access_control() const { return access_control_.get(); }
   /// Null without authentication.
   BasicAuthenticator* authenticator() { return authenticator_.get(); }
+  /// Null before Start().
+  const MemoryBudget* result_memory() const { return result_memory_.get(); }
+  const SpillBudget* spill_budget() const { return spill_budget_.get(); }
   /// "http" or "https".
   const char* scheme() const { return options_.tls_cert_file.empty() ? "http" : "https"; }
 
  private:
   Options options_;
   std::string database_path_;
+  std::string spill_dir_;
   std::unique_ptr<QueryExecMgr> exec_mgr_;
+  /// Declared before the engine and the coordinator: their queries' pages and temporary
+  /// files give their bytes back to these until the last one is gone.
+  std::unique_ptr<MemoryBudget> result_memory_;
+  std::unique_ptr<SpillBudget> spill_budget_;
   std::unique_ptr<SqliteEngine> engine_;
+  /// Sets up the SQLite heap limit and the accounted temporary-file directory.
+  Status ConfigureResources();
   std::unique_ptr<QueryCoordinator> coordinator_;
   /// Sets up authentication and TLS in 'http'.
   Status ConfigureSecurity(Webserver::Options* http);

@@ -27,9 +27,44 @@ DEFINE_string(data_dir, "data", "Where the generated sample database is kept.");
 DEFINE_double(sample_scale_factor, 0.01, "TPC-H scale factor of the sample database.");
 DEFINE_int32(max_running_queries, 16, "Queries executing at once; more wait in a queue.");
 DEFINE_int32(max_queued_queries, 1000, "Queued queries; more fail with QUERY_QUEUE_FULL.");
+DEFINE_int32(max_in_flight_queries, 1000,
+             "Queries queued, running or waiting for their clients to fetch, in total; more "
+             "fail with QUERY_QUEUE_FULL.");
+DEFINE_int32(max_in_flight_queries_per_user, 200,
+             "Queries in flight (as --max_in_flight_queries) for one user; more fail with "
+             "QUERY_QUEUE_FULL.");
+DEFINE_int32(max_running_queries_per_user, 0,
+             "Running slots one user may hold while others wait (0: --max_running_queries). "
+             "A free slot goes to the queued user served least recently.");
 DEFINE_int32(idle_query_timeout_s, 300,
              "Cancel a query whose client has not polled for this long (0: never).");
-DEFINE_int32(exec_time_limit_s, 0, "Fail queries executing longer than this (0: no limit).");
+DEFINE_int32(abandoned_query_timeout_s, 30,
+             "Cancel a query whose client never fetched a result within this long of the "
+             "submission (ABANDONED_QUERY; 0: only --idle_query_timeout_s).");
+DEFINE_int32(exec_time_limit_s, 300,
+             "Fail queries executing longer than this with EXCEEDED_TIME_LIMIT (0: no limit).");
+DEFINE_int32(shutdown_client_idle_s, 5,
+             "On SIGTERM, queries whose clients have not fetched for this long are canceled at "
+             "once instead of being waited for.");
+DEFINE_int32(max_session_properties, 100,
+             "X-Trino-Session properties accepted per query (400 beyond).");
+DEFINE_int64(max_result_memory_mb, 1024,
+             "Encoded query results held in memory by all queries together (pages being "
+             "encoded, buffered or sent); a query that needs more fails with "
+             "EXCEEDED_GLOBAL_MEMORY_LIMIT.");
+DEFINE_int64(query_max_memory_mb, 128,
+             "Encoded results one query may hold (a single wide row included); beyond it the "
+             "query fails with EXCEEDED_LOCAL_MEMORY_LIMIT.");
+DEFINE_int64(sqlite_heap_limit_mb, 512,
+             "SQLite's heap for all running queries (sqlite3_hard_heap_limit64); a query that "
+             "needs more fails with EXCEEDED_GLOBAL_MEMORY_LIMIT.");
+DEFINE_string(spill_dir, "",
+              "Directory of SQLite's temporary files (sorts, GROUP BY, DISTINCT); empty: "
+              "<data_dir>/spill. Stale files of an earlier run are removed at start-up.");
+DEFINE_int64(max_spill_mb, 8192,
+             "Temporary-file bytes of all queries together (EXCEEDED_SPILL_LIMIT beyond).");
+DEFINE_int64(query_max_spill_mb, 2048,
+             "Temporary-file bytes of one query (EXCEEDED_SPILL_LIMIT beyond).");
 DEFINE_int32(query_log_size, 200, "Completed queries kept for the debug pages.");
 DEFINE_int32(shutdown_grace_period_s, 30,
              "On SIGTERM/SIGINT, how long running queries get to finish before being canceled.");
@@ -69,6 +104,11 @@ bool ValidateNonNegative(const char* flag, int32_t v) {
   fprintf(stderr, "--%s must be >= 0, got %d\n", flag, v);
   return false;
 }
+bool ValidatePositive64(const char* flag, int64_t v) {
+  if (v > 0 && v <= (int64_t{1} << 40)) return true;
+  fprintf(stderr, "--%s must be in [1, 2^40] (MiB), got %lld\n", flag, static_cast<long long>(v));
+  return false;
+}
 bool ValidatePort(const char* flag, int32_t v) {
   if (v >= 0 && v <= 65535) return true;
   fprintf(stderr, "--%s must be in [0, 65535], got %d\n", flag, v);
@@ -83,6 +123,17 @@ DEFINE_validator(max_running_queries, &ValidatePositive);
 DEFINE_validator(max_queued_queries, &ValidateNonNegative);
 DEFINE_validator(num_query_threads, &ValidateNonNegative);
 DEFINE_validator(idle_query_timeout_s, &ValidateNonNegative);
+DEFINE_validator(max_in_flight_queries, &ValidatePositive);
+DEFINE_validator(max_session_properties, &ValidatePositive);
+DEFINE_validator(max_result_memory_mb, &ValidatePositive64);
+DEFINE_validator(query_max_memory_mb, &ValidatePositive64);
+DEFINE_validator(sqlite_heap_limit_mb, &ValidatePositive64);
+DEFINE_validator(max_spill_mb, &ValidatePositive64);
+DEFINE_validator(query_max_spill_mb, &ValidatePositive64);
+DEFINE_validator(max_in_flight_queries_per_user, &ValidatePositive);
+DEFINE_validator(max_running_queries_per_user, &ValidateNonNegative);
+DEFINE_validator(abandoned_query_timeout_s, &ValidateNonNegative);
+DEFINE_validator(shutdown_client_idle_s, &ValidateNonNegative);
 DEFINE_validator(exec_time_limit_s, &ValidateNonNegative);
 DEFINE_validator(query_log_size, &ValidateNonNegative);
 DEFINE_validator(shutdown_grace_period_s, &ValidateNonNegative);
@@ -102,6 +153,12 @@ CoordinatorServer::Options OptionsFromFlags() {
   int cores = static_cast<int>(std::thread::hardware_concurrency());
   o.num_query_threads = FLAGS_num_query_threads > 0 ? FLAGS_num_query_threads
                                                     : std::max(1, cores);
+  o.max_result_memory_bytes = FLAGS_max_result_memory_mb << 20;
+  o.query_max_memory_bytes = FLAGS_query_max_memory_mb << 20;
+  o.sqlite_heap_limit_bytes = FLAGS_sqlite_heap_limit_mb << 20;
+  o.spill_dir = FLAGS_spill_dir;
+  o.max_spill_bytes = FLAGS_max_spill_mb << 20;
+  o.query_max_spill_bytes = FLAGS_query_max_spill_mb << 20;
   o.http.bind_address = FLAGS_http_bind_address;
   o.http.port = FLAGS_http_port;
   o.http.num_threads = FLAGS_num_http_threads;
@@ -111,10 +168,16 @@ CoordinatorServer::Options OptionsFromFlags() {
   o.coordinator.max_running_queries = FLAGS_max_running_queries;
   o.coordinator.max_queued_queries = FLAGS_max_queued_queries;
   o.coordinator.idle_query_timeout_ms = int64_t{FLAGS_idle_query_timeout_s} * 1000;
+  o.coordinator.max_in_flight_queries = FLAGS_max_in_flight_queries;
+  o.coordinator.max_in_flight_queries_per_user = FLAGS_max_in_flight_queries_per_user;
+  o.coordinator.max_running_queries_per_user = FLAGS_max_running_queries_per_user;
+  o.coordinator.abandoned_query_timeout_ms = int64_t{FLAGS_abandoned_query_timeout_s} * 1000;
+  o.coordinator.shutdown_client_idle_ms = int64_t{FLAGS_shutdown_client_idle_s} * 1000;
   o.coordinator.exec_time_limit_ms = int64_t{FLAGS_exec_time_limit_s} * 1000;
   o.coordinator.query_log_size = FLAGS_query_log_size;
   o.protocol.default_user = FLAGS_default_user;
   o.protocol.trust_forwarded_headers = FLAGS_http_trust_forwarded_headers;
+  o.protocol.max_session_properties = FLAGS_max_session_properties;
   o.admin_users = FLAGS_admin_users;
   o.auth_password_file = FLAGS_auth_password_file;
   o.allow_insecure_auth = FLAGS_allow_insecure_auth;

@@ -2,12 +2,15 @@
 // as '# HELP', '# TYPE', then all of its samples, as the format requires. Reading the numbers
 // takes no registry lock (per-shard statistics are published atomics).
 
+#include <sqlite3.h>
+
 #include <cinttypes>
 #include <cstdio>
 #include <string>
 #include <vector>
 
 #include "runtime/query-exec-mgr.h"
+#include "runtime/spool-file.h"
 #include "service/coordinator-server.h"
 #include "service/debug-pages.h"
 #include "service/query-coordinator.h"
@@ -76,6 +79,45 @@ void AppendQueryCounters(const QueryCoordinator& coordinator, std::string* out) 
   Scalar("qr_queries_queued", "gauge", "Queries waiting for an execution slot.", m.queued, out);
   Scalar("qr_queries_in_flight", "gauge", "Queries in the coordinator's registry.",
          m.in_flight, out);
+  Scalar("qr_users_in_flight", "gauge", "Users with queries in flight.", m.users_in_flight,
+         out);
+  Scalar("qr_queries_abandoned_total", "counter",
+         "Queries canceled because their clients stopped or never started fetching "
+         "(--idle_query_timeout_s, --abandoned_query_timeout_s).",
+         m.abandoned, out);
+  Family("qr_queries_rejected_total", "counter",
+         "Submissions refused with QUERY_QUEUE_FULL, by the limit that refused them.", out);
+  Sample("qr_queries_rejected_total", "{limit=\"max_in_flight_queries\"}",
+         m.rejected_in_flight, out);
+  Sample("qr_queries_rejected_total", "{limit=\"max_in_flight_queries_per_user\"}",
+         m.rejected_in_flight_per_user, out);
+  Sample("qr_queries_rejected_total", "{limit=\"max_queued_queries\"}", m.rejected_queue_full,
+         out);
+}
+
+/// The configured limits, so that a dashboard can put use and limit side by side.
+void AppendLimits(const CoordinatorServer& server, std::string* out) {
+  Family("qr_limit", "gauge", "Configured limits, by flag (0: no limit).", out);
+  const QueryCoordinator::Options& o = server.coordinator()->options();
+  const CoordinatorServer::Options& so = server.options();
+  const std::pair<const char*, int64_t> limits[] = {
+      {"max_result_memory_mb", so.max_result_memory_bytes >> 20},
+      {"query_max_memory_mb", so.query_max_memory_bytes >> 20},
+      {"sqlite_heap_limit_mb", so.sqlite_heap_limit_bytes >> 20},
+      {"max_spill_mb", so.max_spill_bytes >> 20},
+      {"query_max_spill_mb", so.query_max_spill_bytes >> 20},
+      {"max_running_queries", o.max_running_queries},
+      {"max_running_queries_per_user", o.max_running_queries_per_user},
+      {"max_queued_queries", o.max_queued_queries},
+      {"max_in_flight_queries", o.max_in_flight_queries},
+      {"max_in_flight_queries_per_user", o.max_in_flight_queries_per_user},
+      {"idle_query_timeout_s", o.idle_query_timeout_ms / 1000},
+      {"abandoned_query_timeout_s", o.abandoned_query_timeout_ms / 1000},
+      {"exec_time_limit_s", o.exec_time_limit_ms / 1000},
+  };
+  for (const auto& [flag, value] : limits) {
+    Sample("qr_limit", std::string("{flag=\"") + flag + "\"}", value, out);
+  }
 }
 
 void AppendLatencyHistogram(const QueryCoordinator& coordinator, std::string* out) {
@@ -161,6 +203,47 @@ void AppendRegistryMetrics(const QueryCoordinator& coordinator, const QueryExecM
          out);
 }
 
+/// Use of the memory and disk budgets, next to their limits in qr_limit.
+void AppendResourceMetrics(const CoordinatorServer& server, std::string* out) {
+  const MemoryBudget& mem = *server.result_memory();
+  Scalar("qr_result_memory_bytes", "gauge",
+         "Encoded query results held in memory (--max_result_memory_mb).", mem.used_bytes(), out);
+  Scalar("qr_result_memory_peak_bytes", "gauge", "Highest qr_result_memory_bytes so far.",
+         mem.peak_bytes(), out);
+  Scalar("qr_result_memory_refusals_total", "counter",
+         "Reservations of result memory refused by --max_result_memory_mb.", mem.refusals(),
+         out);
+  Scalar("qr_sqlite_heap_bytes", "gauge", "SQLite's heap in use (--sqlite_heap_limit_mb).",
+         sqlite3_memory_used(), out);
+  Scalar("qr_sqlite_heap_peak_bytes", "gauge", "Highest qr_sqlite_heap_bytes so far.",
+         sqlite3_memory_highwater(0), out);
+  const SpillBudget& spill = *server.spill_budget();
+  Scalar("qr_spill_bytes", "gauge", "Bytes of SQLite temporary files of running queries.",
+         spill.used_bytes(), out);
+  Scalar("qr_spill_peak_bytes", "gauge", "Highest qr_spill_bytes so far.", spill.peak_bytes(),
+         out);
+  Family("qr_spill_refusals_total", "counter",
+         "Temporary-file writes refused, by the limit that refused them.", out);
+  Sample("qr_spill_refusals_total", "{limit=\"max_spill_mb\"}", spill.total_refusals(), out);
+  Sample("qr_spill_refusals_total", "{limit=\"query_max_spill_mb\"}", spill.query_refusals(),
+         out);
+  SpoolFile::Stats& spool = SpoolFile::stats();
+  Scalar("qr_spool_files_total", "counter",
+         "Result spool files opened (queries whose results outgrew their memory buffer).",
+         spool.files.load(std::memory_order_relaxed), out);
+  Scalar("qr_spool_write_calls_total", "counter", "pwritev() calls writing result spool files.",
+         spool.write_calls.load(std::memory_order_relaxed), out);
+  Scalar("qr_spool_written_bytes_total", "counter", "Bytes written to result spool files.",
+         spool.bytes_written.load(std::memory_order_relaxed), out);
+  Scalar("qr_spool_read_calls_total", "counter", "pread() calls reading result spool files.",
+         spool.read_calls.load(std::memory_order_relaxed), out);
+  Scalar("qr_spool_read_bytes_total", "counter", "Bytes read back from result spool files.",
+         spool.bytes_read.load(std::memory_order_relaxed), out);
+  Scalar("qr_spool_quota_waits_total", "counter",
+         "Times an executor waited for a client because a spill quota refused a spooled page.",
+         spool.quota_waits.load(std::memory_order_relaxed), out);
+}
+
 /// Only with authentication on (--auth_password_file).
 void AppendAuthMetrics(BasicAuthenticator& auth, std::string* out) {
   Scalar("qr_auth_verifications_total", "counter",
@@ -189,6 +272,8 @@ std::string RenderMetrics(CoordinatorServer* server) {
   out.reserve(16 << 10);
   const QueryCoordinator& coordinator = *server->coordinator();
   AppendQueryCounters(coordinator, &out);
+  AppendLimits(*server, &out);
+  AppendResourceMetrics(*server, &out);
   AppendLatencyHistogram(coordinator, &out);
   AppendHttpMetrics(*server->webserver(), &out);
   AppendRegistryMetrics(coordinator, *server->exec_mgr(), &out);

@@ -4,6 +4,7 @@
 #include <ctime>
 
 #include "runtime/json-encoding.h"
+#include "service/debug-pages.h"
 
 namespace qr {
 namespace {
@@ -153,7 +154,7 @@ void RenderSubmitted(const ClientRequestState& req, const ResultsUris& uris,
 }
 
 void AppendQueryInfoJson(const ClientRequestState& req, const ResultsUris& uris,
-                         std::string* out) {
+                         std::string* out, size_t stmt_size) {
   ClientRequestState::Info info = req.GetInfo();
   const char* state = ClientRequestState::StateName(info.state);
   if (info.state == ClientRequestState::State::kCanceled) state = "FAILED";
@@ -164,7 +165,13 @@ void AppendQueryInfoJson(const ClientRequestState& req, const ResultsUris& uris,
   out->append("\",\"state\":\"");
   out->append(state);
   out->append("\",\"query\":");
-  AppendJsonString(*req.statement(), out);
+  const std::string_view stmt = *req.statement();
+  const std::string_view shown = DebugPages::TruncateChars(stmt, stmt_size);
+  AppendJsonString(shown, out);
+  if (stmt_size != SIZE_MAX) {
+    out->append(shown.size() < stmt.size() ? ",\"queryTruncated\":true"
+                                           : ",\"queryTruncated\":false");
+  }
   out->append(",\"session\":{\"user\":");
   AppendJsonString(req.session().user, out);
   out->append(",\"source\":");

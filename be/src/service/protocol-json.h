@@ -32,8 +32,9 @@ void AppendErrorJson(const QueryError& error, std::string* out);
 /// The stats object.
 void AppendStatsJson(const char* state, const ClientRequestState::Info& info, std::string* out);
 
-/// One element of GET /v1/query: {queryId, state, query, session, ...}.
+/// One element of GET /v1/query: {queryId, state, query, session, ...}. With 'stmt_size', the
+/// query text is cut to that many characters and "queryTruncated" says whether it was.
 void AppendQueryInfoJson(const ClientRequestState& req, const ResultsUris& uris,
-                         std::string* out);
+                         std::string* out, size_t stmt_size = SIZE_MAX);
 
 }  // namespace qr

@@ -41,7 +41,9 @@ QueryCoordinator::~QueryCoordinator() {
   }
   // Pending admissions hold no slot; drop them.
   MutexLock l(&admission_lock_);
-  queue_.clear();
+  users_.clear();
+  queued_users_.clear();
+  queued_ = 0;
 }
 
 std::shared_ptr<ClientRequestState> QueryCoordinator::Submit(
@@ -56,29 +58,133 @@ std::shared_ptr<ClientRequestState> QueryCoordinator::Submit(
 
   std::optional<QueryError> rejection;
   bool start = false;
+  std::vector<std::shared_ptr<ClientRequestState>> runnable;
   {
     MutexLock l(&admission_lock_);
-    if (shutting_down()) {
-      rejection = QueryError::ShuttingDown("The server is shutting down; no new queries");
-    } else if (running_ < options_.max_running_queries) {
-      ++running_;
-      req->holds_admission_slot.store(true);
-      start = true;
-    } else if (static_cast<int>(queue_.size()) < options_.max_queued_queries) {
-      queue_.push_back(req);
-    } else {
-      rejection = QueryError::QueueFull(
-          "Too many queued queries: " + std::to_string(options_.max_running_queries) +
-          " running and " + std::to_string(options_.max_queued_queries) +
-          " queued (--max_running_queries, --max_queued_queries)");
-    }
+    rejection = AdmitLocked(req, &start);
+    if (!rejection && !start) runnable = TakeRunnableLocked();
   }
   if (rejection) {
+    LOG(INFO) << "Query " << PrintId(req->query_id()) << " refused: " << rejection->name
+              << ": " << rejection->message;
     FailRequest(req, State::kFailed, std::move(*rejection));
   } else if (start) {
     StartExecution(req);
   }
+  for (const auto& next : runnable) StartExecution(next);
   return req;
+}
+
+std::vector<std::shared_ptr<ClientRequestState>> QueryCoordinator::TakeRunnableLocked() {
+  std::vector<std::shared_ptr<ClientRequestState>> out;
+  while (running_ < options_.max_running_queries) {
+    std::shared_ptr<ClientRequestState> next = DequeueLocked();
+    if (!next) break;
+    out.push_back(std::move(next));
+  }
+  return out;
+}
+
+std::optional<QueryError> QueryCoordinator::AdmitLocked(
+    const std::shared_ptr<ClientRequestState>& req, bool* start) {
+  if (shutting_down()) {
+    return QueryError::ShuttingDown("The server is shutting down; no new queries");
+  }
+  if (in_flight_ >= options_.max_in_flight_queries) {
+    rejected_in_flight_.fetch_add(1, std::memory_order_relaxed);
+    return QueryError::QueueFull(
+        "Too many queries in flight: " + std::to_string(in_flight_) +
+        " queued, running or waiting for their clients to fetch the results, the limit is " +
+        std::to_string(options_.max_in_flight_queries) + " (--max_in_flight_queries)");
+  }
+  auto found = users_.find(req->user());
+  const UserState no_queries;
+  const UserState& known = found != users_.end() ? found->second : no_queries;
+  if (known.in_flight >= options_.max_in_flight_queries_per_user) {
+    rejected_in_flight_per_user_.fetch_add(1, std::memory_order_relaxed);
+    return QueryError::QueueFull(
+        "Too many queries in flight for user '" + req->user() + "': " +
+        std::to_string(known.in_flight) + ", the limit is " +
+        std::to_string(options_.max_in_flight_queries_per_user) +
+        " (--max_in_flight_queries_per_user); fetch or cancel earlier queries first");
+  }
+  // Nobody overtakes a queued query: with a queue, a newcomer queues too.
+  const bool may_run = running_ < options_.max_running_queries &&
+                       known.running < max_running_per_user() && queued_ == 0;
+  if (!may_run && queued_ >= options_.max_queued_queries) {
+    rejected_queue_full_.fetch_add(1, std::memory_order_relaxed);
+    return QueryError::QueueFull(
+        "Too many queued queries: " + std::to_string(running_) + " running and " +
+        std::to_string(queued_) + " queued, the limits are " +
+        std::to_string(options_.max_running_queries) + " and " +
+        std::to_string(options_.max_queued_queries) +
+        " (--max_running_queries, --max_queued_queries)");
+  }
+  // Created only for an admitted query: refused ones never grow the map.
+  UserState& user = found != users_.end() ? found->second : users_[req->user()];
+  ++in_flight_;
+  ++user.in_flight;
+  req->counted_in_flight.store(true);
+  if (may_run) {
+    ++running_;
+    ++user.running;
+    user.last_admitted = ++admissions_;
+    req->holds_admission_slot.store(true);
+    *start = true;
+  } else {
+    if (user.queue.empty()) queued_users_.push_back(req->user());
+    user.queue.push_back(req);
+    ++queued_;
+  }
+  return std::nullopt;
+}
+
+int QueryCoordinator::max_running_per_user() const {
+  return options_.max_running_queries_per_user > 0 ? options_.max_running_queries_per_user
+                                                   : options_.max_running_queries;
+}
+
+std::shared_ptr<ClientRequestState> QueryCoordinator::DequeueLocked() {
+  if (shutting_down()) return nullptr;
+  // The slot goes to the queued user served least recently (never served: first), so one
+  // user's backlog cannot starve another's query, whoever queued first; a user at its
+  // running cap is skipped. Linear in the users with queued queries.
+  for (;;) {
+    auto chosen = queued_users_.end();
+    UserState* best = nullptr;
+    for (auto it = queued_users_.begin(); it != queued_users_.end(); ++it) {
+      UserState& user = users_[*it];
+      if (user.running >= max_running_per_user()) continue;
+      if (best == nullptr || user.last_admitted < best->last_admitted) {
+        best = &user;
+        chosen = it;
+      }
+    }
+    if (best == nullptr) return nullptr;
+    std::shared_ptr<ClientRequestState> next = std::move(best->queue.front());
+    best->queue.pop_front();
+    --queued_;
+    if (best->queue.empty()) queued_users_.erase(chosen);
+    if (ClientRequestState::IsTerminal(next->state())) continue;  // failed while queued
+    ++running_;
+    ++best->running;
+    best->last_admitted = ++admissions_;
+    next->holds_admission_slot.store(true);
+    return next;
+  }
+}
+
+void QueryCoordinator::RemoveFromQueueLocked(const std::shared_ptr<ClientRequestState>& req) {
+  auto it = users_.find(req->user());
+  if (it == users_.end()) return;
+  auto& queue = it->second.queue;
+  auto pos = std::find(queue.begin(), queue.end(), req);
+  if (pos == queue.end()) return;
+  queue.erase(pos);
+  --queued_;
+  if (queue.empty()) {
+    queued_users_.erase(std::find(queued_users_.begin(), queued_users_.end(), req->user()));
+  }
 }
 
 void QueryCoordinator::StartExecution(const std::shared_ptr<ClientRequestState>& req) {
@@ -112,22 +218,19 @@ void QueryCoordinator::OnExecutionChange(const std::shared_ptr<ClientRequestStat
 
 void QueryCoordinator::ReleaseSlot(const std::shared_ptr<ClientRequestState>& req) {
   if (!req->holds_admission_slot.exchange(false)) return;
-  std::shared_ptr<ClientRequestState> next;
+  std::vector<std::shared_ptr<ClientRequestState>> runnable;
   {
     MutexLock l(&admission_lock_);
     --running_;
-    while (!queue_.empty() && !shutting_down()) {
-      std::shared_ptr<ClientRequestState> cand = std::move(queue_.front());
-      queue_.pop_front();
-      if (ClientRequestState::IsTerminal(cand->state())) continue;  // canceled while queued
-      ++running_;
-      cand->holds_admission_slot.store(true);
-      next = std::move(cand);
-      break;
+    auto it = users_.find(req->user());
+    DCHECK(it != users_.end());
+    if (--it->second.running == 0 && it->second.in_flight == 0 && it->second.queue.empty()) {
+      users_.erase(it);
     }
+    runnable = TakeRunnableLocked();
   }
   slots_changed_.NotifyAll();
-  if (next) StartExecution(next);
+  for (const auto& next : runnable) StartExecution(next);
 }
 
 std::shared_ptr<ClientRequestState> QueryCoordinator::Find(const UniqueId& id) const {
@@ -152,8 +255,7 @@ bool QueryCoordinator::FailRequest(const std::shared_ptr<ClientRequestState>& re
   {
     // A request failed while waiting for admission must not keep occupying the queue.
     MutexLock l(&admission_lock_);
-    auto it = std::find(queue_.begin(), queue_.end(), req);
-    if (it != queue_.end()) queue_.erase(it);
+    RemoveFromQueueLocked(req);
   }
   Complete(req);
   return true;
@@ -189,6 +291,14 @@ void QueryCoordinator::Complete(const std::shared_ptr<ClientRequestState>& req) 
     // Shutdown() waits for the registry to empty: the lock orders this change before its
     // check or after its wait began, so the notification is never lost.
     MutexLock l(&admission_lock_);
+    if (req->counted_in_flight.exchange(false)) {
+      --in_flight_;
+      auto it = users_.find(req->user());
+      if (it != users_.end() && --it->second.in_flight == 0 && it->second.running == 0 &&
+          it->second.queue.empty()) {
+        users_.erase(it);
+      }
+    }
   }
   slots_changed_.NotifyAll();
 }
@@ -224,11 +334,16 @@ std::vector<std::shared_ptr<ClientRequestState>> QueryCoordinator::Completed() c
 }
 
 int QueryCoordinator::Shutdown(int64_t grace_ms) {
-  std::deque<std::shared_ptr<ClientRequestState>> queued;
+  std::vector<std::shared_ptr<ClientRequestState>> queued;
   {
     MutexLock l(&admission_lock_);
     shutting_down_.store(true, std::memory_order_release);
-    queued.swap(queue_);
+    for (auto& [name, user] : users_) {
+      for (auto& req : user.queue) queued.push_back(std::move(req));
+      user.queue.clear();
+    }
+    queued_users_.clear();
+    queued_ = 0;
   }
   LOG(INFO) << "Shutting down: " << queued.size() << " queued queries fail, running ones get "
             << grace_ms << " ms to finish";
@@ -236,18 +351,42 @@ int QueryCoordinator::Shutdown(int64_t grace_ms) {
     FailRequest(req, State::kFailed, QueryError::ShuttingDown("The server is shutting down"));
   }
   // A query is finished for its client once the client has its last page, not when the
-  // executor is done (its rows may still sit in the buffer): wait for the registry to empty.
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(grace_ms);
-  {
-    MutexLock l(&admission_lock_);
-    while (registry_.Count() > 0 && slots_changed_.WaitUntil(&admission_lock_, deadline)) {
+  // executor is done (its rows may still sit in the buffer): wait for the registry to empty,
+  // but only for queries whose clients are fetching. A client that goes quiet during the
+  // wait is noticed within a second (the wait wakes at every completion and once a second).
+  int canceled = CancelIdleAtShutdown();
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(grace_ms);
+  while (std::chrono::steady_clock::now() < deadline) {
+    {
+      MutexLock l(&admission_lock_);
+      if (registry_.Count() == 0) break;
+      slots_changed_.WaitUntil(
+          &admission_lock_, std::min(deadline, std::chrono::steady_clock::now() +
+                                                   std::chrono::seconds(1)));
     }
+    canceled += CancelIdleAtShutdown();
   }
-  int canceled = 0;
   for (auto& req : InFlight()) {
     if (!req->execution_done() &&
         FailRequest(req, State::kFailed,
                     QueryError::ShuttingDown("The server shut down before the query finished"))) {
+      ++canceled;
+    }
+  }
+  return canceled;
+}
+
+int QueryCoordinator::CancelIdleAtShutdown() {
+  const int64_t idle_ns = options_.shutdown_client_idle_ms * 1000000;
+  const int64_t now = NowNs();
+  int canceled = 0;
+  for (auto& req : InFlight()) {
+    if (req->has_waiters() || now - req->last_activity_ns() <= idle_ns) continue;
+    if (FailRequest(req, State::kFailed,
+                    QueryError::ShuttingDown(
+                        "The server is shutting down and the query's client was not fetching "
+                        "results (no request for " +
+                        std::to_string(options_.shutdown_client_idle_ms) + " ms)"))) {
       ++canceled;
     }
   }
@@ -260,14 +399,27 @@ void QueryCoordinator::ExpireQueries() {
   const int64_t exec_limit_ms = options_.exec_time_limit_ms;
   // The engine's own check is exact; this backstop gives it a moment to act first.
   constexpr int64_t kExecLimitSlackMs = 500;
+  const int64_t abandoned_ns = options_.abandoned_query_timeout_ms * 1000000;
   for (auto& req : InFlight()) {
     // A client parked in a long poll (maxWait may exceed the timeout) is not idle.
-    if (idle_ns > 0 && now - req->last_activity_ns() > idle_ns && !req->has_waiters()) {
-      FailRequest(req, State::kFailed,
-                  QueryError::Abandoned("Query " + PrintId(req->query_id()) +
-                                        " was abandoned: no client request for " +
-                                        std::to_string(options_.idle_query_timeout_ms) +
-                                        " ms (--idle_query_timeout_s)"));
+    const int64_t quiet_ns = now - req->last_activity_ns();
+    if (idle_ns > 0 && quiet_ns > idle_ns && !req->has_waiters()) {
+      if (FailRequest(req, State::kFailed,
+                      QueryError::Abandoned("Query " + PrintId(req->query_id()) +
+                                            " was abandoned: no client request for " +
+                                            std::to_string(options_.idle_query_timeout_ms) +
+                                            " ms (--idle_query_timeout_s)"))) {
+        abandoned_.fetch_add(1, std::memory_order_relaxed);
+      }
+    } else if (abandoned_ns > 0 && !req->ever_fetched() && quiet_ns > abandoned_ns) {
+      if (FailRequest(req, State::kFailed,
+                      QueryError::Abandoned(
+                          "Query " + PrintId(req->query_id()) +
+                          " was abandoned: its client never fetched a result within " +
+                          std::to_string(options_.abandoned_query_timeout_ms) +
+                          " ms of submitting it (--abandoned_query_timeout_s)"))) {
+        abandoned_.fetch_add(1, std::memory_order_relaxed);
+      }
     } else if (exec_limit_ms > 0 && !req->execution_done() &&
                req->exec_elapsed_ms() > exec_limit_ms + kExecLimitSlackMs) {
       // The engine enforces the limit while SQLite runs; this catches a query blocked on a
@@ -284,8 +436,8 @@ void QueryCoordinator::ExpirationLoop() {
   int64_t interval_ms = options_.expiration_interval_ms;
   if (interval_ms <= 0) {
     interval_ms = 1000;
-    if (options_.idle_query_timeout_ms > 0) {
-      interval_ms = std::min(interval_ms, std::max<int64_t>(10, options_.idle_query_timeout_ms / 4));
+    for (int64_t timeout : {options_.idle_query_timeout_ms, options_.abandoned_query_timeout_ms}) {
+      if (timeout > 0) interval_ms = std::min(interval_ms, std::max<int64_t>(10, timeout / 4));
     }
   }
   MutexLock l(&stop_lock_);
@@ -306,9 +458,14 @@ QueryCoordinator::Metrics QueryCoordinator::GetMetrics() const {
   m.failed = failed_.load();
   m.canceled = canceled_.load();
   m.in_flight = static_cast<int64_t>(registry_.Count());
+  m.rejected_in_flight = rejected_in_flight_.load();
+  m.rejected_in_flight_per_user = rejected_in_flight_per_user_.load();
+  m.rejected_queue_full = rejected_queue_full_.load();
+  m.abandoned = abandoned_.load();
   MutexLock l(&admission_lock_);
   m.running = running_;
-  m.queued = static_cast<int64_t>(queue_.size());
+  m.queued = queued_;
+  m.users_in_flight = static_cast<int64_t>(users_.size());
   return m;
 }
 

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <unordered_map>
@@ -39,10 +40,22 @@ class QueryCoordinator {
     int max_running_queries = 16;
     /// Queries waiting for a running slot; beyond it a submission fails with QUERY_QUEUE_FULL.
     int max_queued_queries = 1000;
+    /// Queries in the registry (queued, running, or finished but not fully fetched), in total
+    /// and per user; beyond them a submission fails with QUERY_QUEUE_FULL.
+    int max_in_flight_queries = 1000;
+    int max_in_flight_queries_per_user = 200;
+    /// Running slots one user may hold at once while others wait (0: max_running_queries).
+    int max_running_queries_per_user = 0;
     /// A query whose client has not fetched for this long is abandoned (0: never).
     int64_t idle_query_timeout_ms = 300000;
+    /// A query whose client never fetched after the submission is abandoned after this long
+    /// (0: only 'idle_query_timeout_ms' applies).
+    int64_t abandoned_query_timeout_ms = 30000;
     /// Execution time limit (0: none).
     int64_t exec_time_limit_ms = 0;
+    /// At shutdown, a query whose client has not fetched for this long (and has no parked
+    /// long poll) is not waited for: it is canceled at once.
+    int64_t shutdown_client_idle_ms = 5000;
     /// Completed queries kept for the debug pages and late lookups.
     int query_log_size = 200;
     /// How often the expiration thread looks; 0 derives it from the timeouts.
@@ -83,7 +96,10 @@ class QueryCoordinator {
 
   /// Graceful shutdown: new submissions and queued queries fail with SERVER_SHUTTING_DOWN,
   /// in-flight ones get until 'grace_ms' to finish (executing, and their clients fetching
-  /// every page), the ones still executing then are canceled. Returns the number canceled.
+  /// every page), the ones still executing then are canceled. Queries whose clients are not
+  /// fetching (no request for 'shutdown_client_idle_ms', no parked long poll) are not waited
+  /// for: they fail at once, and again whenever one goes idle during the grace period.
+  /// Returns the number canceled.
   int Shutdown(int64_t grace_ms);
   bool shutting_down() const { return shutting_down_.load(std::memory_order_acquire); }
 
@@ -92,6 +108,10 @@ class QueryCoordinator {
 
   struct Metrics {
     int64_t submitted, finished, failed, canceled, running, queued, in_flight;
+    /// Submissions refused by each in-flight cap, and queries abandoned by their clients.
+    int64_t rejected_in_flight, rejected_in_flight_per_user, rejected_queue_full, abandoned;
+    /// Users with at least one query in flight.
+    int64_t users_in_flight;
   };
   Metrics GetMetrics() const;
   /// Upper bounds (ms) of the latency histogram buckets; the last bucket is +Inf.
@@ -107,6 +127,21 @@ class QueryCoordinator {
   void StartExecution(const std::shared_ptr<ClientRequestState>& req);
   void OnExecutionChange(const std::shared_ptr<ClientRequestState>& req);
   void ReleaseSlot(const std::shared_ptr<ClientRequestState>& req);
+  /// Why 'req' (just registered) may not be admitted, or nullopt; counts it in flight if it
+  /// may. Decides to run it now ('*start') or queue it.
+  std::optional<QueryError> AdmitLocked(const std::shared_ptr<ClientRequestState>& req,
+                                        bool* start) REQUIRES(admission_lock_);
+  /// The next queued request to run: the oldest query of the queued user served least
+  /// recently (skipping users at their running cap); takes a running slot for it. nullptr if
+  /// none may run.
+  std::shared_ptr<ClientRequestState> DequeueLocked() REQUIRES(admission_lock_);
+  /// Dequeues (DequeueLocked()) while running slots are free.
+  std::vector<std::shared_ptr<ClientRequestState>> TakeRunnableLocked() REQUIRES(admission_lock_);
+  void RemoveFromQueueLocked(const std::shared_ptr<ClientRequestState>& req)
+      REQUIRES(admission_lock_);
+  /// Fails the in-flight requests whose clients are not fetching; returns how many.
+  int CancelIdleAtShutdown();
+  int max_running_per_user() const;
   /// Moves a terminal request from the registry to the log (idempotent).
   void Complete(const std::shared_ptr<ClientRequestState>& req);
   void RecordCompletion(const ClientRequestState& req);
@@ -123,7 +158,21 @@ class QueryCoordinator {
   /// Notified when a running slot frees up or a request leaves the registry (Shutdown()).
   CondVar slots_changed_;
   int running_ GUARDED_BY(admission_lock_) = 0;
-  std::deque<std::shared_ptr<ClientRequestState>> queue_ GUARDED_BY(admission_lock_);
+  /// Per user: queries in flight (registered and counted), running, and queued in arrival order.
+  struct UserState {
+    int in_flight = 0;
+    int running = 0;
+    /// When this user last got a running slot ('admissions_' then); 0: never.
+    uint64_t last_admitted = 0;
+    std::deque<std::shared_ptr<ClientRequestState>> queue;
+  };
+  std::unordered_map<std::string, UserState> users_ GUARDED_BY(admission_lock_);
+  /// Users with queued queries (each once).
+  std::deque<std::string> queued_users_ GUARDED_BY(admission_lock_);
+  /// Running slots handed out so far: the clock of UserState::last_admitted.
+  uint64_t admissions_ GUARDED_BY(admission_lock_) = 0;
+  int64_t queued_ GUARDED_BY(admission_lock_) = 0;
+  int64_t in_flight_ GUARDED_BY(admission_lock_) = 0;
 
   /// Protects the completed-query log.
   mutable Mutex log_lock_;
@@ -132,6 +181,8 @@ class QueryCoordinator {
       GUARDED_BY(log_lock_);
 
   std::atomic<int64_t> submitted_{0}, finished_{0}, failed_{0}, canceled_{0};
+  std::atomic<int64_t> rejected_in_flight_{0}, rejected_in_flight_per_user_{0},
+      rejected_queue_full_{0}, abandoned_{0};
   std::array<std::atomic<int64_t>, kLatencyBucketsMs.size() + 1> latency_buckets_{};
   std::atomic<int64_t> latency_sum_ms_{0};
 

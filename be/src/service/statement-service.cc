@@ -5,12 +5,15 @@
 
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <gflags/gflags.h>
 #include <glog/logging.h>
 
 #include "runtime/json-encoding.h"
 #include "service/protocol-json.h"
 #include "util/http-message.h"
 #include "util/password-file.h"
+
+DECLARE_int32(query_stmt_size);
 
 namespace qr {
 
@@ -29,7 +32,7 @@ std::string ProtocolHeader(const HttpRequest& req, const std::string& suffix) {
 
 }  // namespace
 
-void ParseSessionHeaders(const HttpRequest& req, SessionInfo* session) {
+bool ParseSessionHeaders(const HttpRequest& req, SessionInfo* session, size_t max_properties) {
   for (const char* name : {"X-Trino-Session", "X-Presto-Session"}) {
     for (const auto& field : req.headers) {
       if (!boost::beast::iequals(field.name_string(), name)) continue;
@@ -39,6 +42,7 @@ void ParseSessionHeaders(const HttpRequest& req, SessionInfo* session) {
         std::string_view item = v.substr(0, comma);
         size_t eq = item.find('=');
         if (eq != std::string_view::npos) {
+          if (session->properties.size() >= max_properties) return false;
           auto trim = [](std::string_view s) {
             while (!s.empty() && s.front() == ' ') s.remove_prefix(1);
             while (!s.empty() && s.back() == ' ') s.remove_suffix(1);
@@ -52,6 +56,7 @@ void ParseSessionHeaders(const HttpRequest& req, SessionInfo* session) {
       }
     }
   }
+  return true;
 }
 
 namespace {
@@ -263,7 +268,13 @@ void StatementService::HandleSubmit(HttpRequest& req, ResponseCallback respond) 
   session.catalog = ProtocolHeader(req, "Catalog");
   session.schema = ProtocolHeader(req, "Schema");
   session.client_info = ProtocolHeader(req, "Client-Info");
-  ParseSessionHeaders(req, &session);
+  if (!ParseSessionHeaders(req, &session, static_cast<size_t>(options_.max_session_properties))) {
+    respond(HttpResponse::Text(
+        400, "Too many session properties in X-Trino-Session: at most " +
+                 std::to_string(options_.max_session_properties) +
+                 " are accepted per query (--max_session_properties)\n"));
+    return;
+  }
   // The statement text moves into one shared immutable buffer: never copied again.
   auto statement = std::make_shared<const std::string>(std::move(req.body));
   std::shared_ptr<ClientRequestState> state =
@@ -346,13 +357,16 @@ void StatementService::HandleInfoState(HttpRequest& req, ResponseCallback respon
 void StatementService::HandleQueryList(HttpRequest& req, ResponseCallback respond) {
   ResultsUris uris{BaseUri(req)};
   const Principal principal = access_->Identify(req);
+  // Statements are cut as on /queries?json: the listing must not grow with what clients send.
+  const size_t stmt_size = static_cast<size_t>(
+      options_.list_stmt_size > 0 ? options_.list_stmt_size : FLAGS_query_stmt_size);
   std::string body = "[";
   bool first = true;
   auto add = [&](const std::shared_ptr<ClientRequestState>& q) {
     if (!access_->MayAccess(principal, *q)) return;
     if (!first) body.push_back(',');
     first = false;
-    AppendQueryInfoJson(*q, uris, &body);
+    AppendQueryInfoJson(*q, uris, &body, stmt_size);
   };
   for (const auto& q : coordinator_->InFlight()) add(q);
   for (const auto& q : coordinator_->Completed()) add(q);

@@ -31,6 +31,11 @@ class StatementService {
     std::string environment = "qr";
     /// Where the server listens, for nextUri when a request has no usable Host header.
     std::string fallback_authority = "127.0.0.1:8080";
+    /// X-Trino-Session properties accepted per query (400 beyond).
+    int max_session_properties = 100;
+    /// Characters of each statement in the GET /v1/query listing (the full text is at
+    /// /v1/query/{id}); 0: --query_stmt_size.
+    int list_stmt_size = 0;
   };
 
   /// 'access' must outlive the service.
@@ -74,6 +79,8 @@ bool ParseDuration(std::string_view s, std::chrono::milliseconds* out);
 /// Appends the "name=value" items of every X-Trino-Session / X-Presto-Session header of 'req'
 /// (comma-separated, names and values trimmed of spaces, values percent-decoded) to
 /// session->properties; items without '=' are ignored.
-void ParseSessionHeaders(const HttpRequest& req, SessionInfo* session);
+/// Stops, returning false, at the first property beyond 'max_properties'.
+bool ParseSessionHeaders(const HttpRequest& req, SessionInfo* session,
+                         size_t max_properties = SIZE_MAX);
 
 }  // namespace qr

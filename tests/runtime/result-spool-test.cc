@@ -1,0 +1,146 @@
+// ResultBuffer with spooling: pages beyond the memory buffer go to a spool file, in order,
+// within the query's spill quota; the producer never waits until the quota is reached.
+
+#include <atomic>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "runtime/memory-budget.h"
+#include "runtime/result-buffer.h"
+#include "runtime/spill-accounting.h"
+#include "runtime/spool-file.h"
+#include "runtime-test-util.h"
+
+namespace qr {
+namespace {
+
+/// A page of 'n' rows whose text names the page, 'size' bytes long.
+ResultPage NumberedPage(int i, size_t size) {
+  std::string text = "[" + std::to_string(i) + "]";
+  text.resize(std::max(size, text.size()), ' ');
+  return ResultPage{std::make_shared<const std::string>(std::move(text)), 1, 8};
+}
+
+int PageNumber(const ResultPage& p) { return std::stoi(p.json_rows->substr(1)); }
+
+class ResultSpoolTest : public ::testing::Test {
+ protected:
+  testing::ScopedTempDir dir_;
+  SpillBudget budget_{int64_t{1} << 40};
+};
+
+TEST_F(ResultSpoolTest, ProducerNeverWaitsAndPagesComeBackInOrder) {
+  constexpr int kPages = 200;
+  constexpr size_t kPageBytes = 64 << 10;
+  auto account = std::make_shared<SpillAccount>(&budget_, int64_t{1} << 30);
+  MemoryBudget memory(int64_t{1} << 30);
+  const int64_t writes_before = SpoolFile::stats().write_calls.load();
+  {
+    ResultBuffer buf(1000, 256 << 10);
+    buf.EnableSpooling(dir_.path(), account, &memory);
+    // No consumer runs: without the spool the fifth page would block this thread for ever.
+    for (int i = 0; i < kPages; ++i) ASSERT_TRUE(buf.Put(NumberedPage(i, kPageBytes)));
+    buf.Finish(std::nullopt);
+    EXPECT_LE(buf.buffered_bytes(), 256 << 10) << "what does not fit is on disk, not in memory";
+    EXPECT_GT(buf.spooled_bytes(), int64_t{150} * kPageBytes);
+    EXPECT_EQ(account->used_bytes(), buf.spooled_bytes());
+    // Written in batches of about 1 MiB (16 pages), not a write per page.
+    EXPECT_LE(SpoolFile::stats().write_calls.load() - writes_before, kPages / 8);
+    ResultPage p;
+    std::optional<QueryError> err;
+    for (int i = 0; i < kPages; ++i) {
+      ASSERT_EQ(buf.TryGet(&p, &err), ResultBuffer::Next::kPage) << "page " << i;
+      ASSERT_EQ(PageNumber(p), i);
+      ASSERT_EQ(p.json_rows->size(), kPageBytes);
+    }
+    EXPECT_EQ(buf.TryGet(&p, &err), ResultBuffer::Next::kEnd);
+    EXPECT_FALSE(err.has_value());
+  }
+  EXPECT_EQ(account->used_bytes(), 0) << "the quota is given back with the buffer";
+  EXPECT_EQ(memory.used_bytes(), 0) << "pages read back are charged until dropped";
+}
+
+TEST_F(ResultSpoolTest, QuotaReachedProducerWaitsForTheClient) {
+  constexpr int kPages = 60;
+  constexpr size_t kPageBytes = 16 << 10;
+  // Room for the memory buffer (4 pages) and 10 spooled pages: the rest must wait.
+  auto account = std::make_shared<SpillAccount>(&budget_, int64_t{10} * kPageBytes);
+  ResultBuffer buf(1000, 4 * kPageBytes);
+  buf.EnableSpooling(dir_.path(), account, nullptr);
+  std::atomic<int> put{0};
+  std::thread producer([&] {
+    for (int i = 0; i < kPages; ++i) {
+      if (!buf.Put(NumberedPage(i, kPageBytes))) return;
+      put.fetch_add(1);
+    }
+    buf.Finish(std::nullopt);
+  });
+  ASSERT_TRUE(testing::WaitFor([&] { return buf.spool_quota_waits() > 0; }));
+  EXPECT_EQ(put.load(), 14) << "4 in memory and 10 spooled, then the quota stops it";
+  EXPECT_LE(account->used_bytes(), account->limit_bytes());
+  ResultPage p;
+  std::optional<QueryError> err;
+  int next = 0;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (std::chrono::steady_clock::now() < deadline) {
+    ResultBuffer::Next n = buf.TryGet(&p, &err);
+    if (n == ResultBuffer::Next::kEnd) break;
+    if (n == ResultBuffer::Next::kNotYet) {
+      std::this_thread::yield();
+      continue;
+    }
+    ASSERT_EQ(PageNumber(p), next++);
+  }
+  producer.join();
+  EXPECT_EQ(next, kPages);
+  EXPECT_FALSE(err.has_value());
+}
+
+TEST_F(ResultSpoolTest, CloseDropsTheSpoolAndUnblocksTheProducer) {
+  auto account = std::make_shared<SpillAccount>(&budget_, int64_t{64} << 10);
+  ResultBuffer buf(1000, 16 << 10);
+  buf.EnableSpooling(dir_.path(), account, nullptr);
+  std::atomic<bool> refused{false};
+  std::thread producer([&] {
+    for (int i = 0; i < 1000 && !refused.load(); ++i) {
+      if (!buf.Put(NumberedPage(i, 16 << 10))) refused.store(true);
+    }
+  });
+  ASSERT_TRUE(testing::WaitFor([&] { return buf.spool_quota_waits() > 0; }));
+  buf.Close();
+  producer.join();
+  EXPECT_TRUE(refused.load());
+  EXPECT_EQ(account->used_bytes(), 0);
+  EXPECT_EQ(budget_.used_bytes(), 0);
+}
+
+TEST_F(ResultSpoolTest, UnusableDirectoryFallsBackToBackpressure) {
+  auto account = std::make_shared<SpillAccount>(&budget_, int64_t{1} << 30);
+  ResultBuffer buf(1000, 16 << 10);
+  buf.EnableSpooling(dir_.path() + "/missing", account, nullptr);
+  std::atomic<int> put{0};
+  std::thread producer([&] {
+    for (int i = 0; i < 8; ++i) {
+      if (!buf.Put(NumberedPage(i, 16 << 10))) return;
+      put.fetch_add(1);
+    }
+    buf.Finish(std::nullopt);
+  });
+  ResultPage p;
+  std::optional<QueryError> err;
+  int next = 0;
+  while (next < 8) {
+    ResultBuffer::Next n = buf.TryGet(&p, &err);
+    ASSERT_NE(n, ResultBuffer::Next::kEnd);
+    if (n == ResultBuffer::Next::kPage) ASSERT_EQ(PageNumber(p), next++);
+    else std::this_thread::yield();
+  }
+  producer.join();
+  EXPECT_EQ(buf.spooled_bytes(), 0);
+}
+
+}  // namespace
+}  // namespace qr

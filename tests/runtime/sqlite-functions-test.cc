@@ -1,0 +1,263 @@
+#include "runtime/sqlite-functions.h"
+
+#include <sqlite3.h>
+
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+namespace qr {
+namespace {
+
+/// A connection with the linear-time overrides and one with SQLite's built-ins, so that
+/// every test can compare the two on the same SQL.
+class SqliteFunctionsTest : public testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_EQ(sqlite3_open(":memory:", &fast_), SQLITE_OK);
+    ASSERT_EQ(sqlite3_open(":memory:", &builtin_), SQLITE_OK);
+    ASSERT_TRUE(RegisterLinearTimeFunctions(fast_).ok());
+  }
+  void TearDown() override {
+    sqlite3_close(fast_);
+    sqlite3_close(builtin_);
+  }
+
+  /// Evaluates 'sql' (one row, one column) with 'params' bound as TEXT, or as BLOB where
+  /// 'as_blob' says so; returns "TYPE:value" (BLOB/TEXT values in hex) or "error:message".
+  static std::string Eval(sqlite3* db, const std::string& sql,
+                          const std::vector<std::string>& params = {},
+                          const std::vector<bool>& as_blob = {}) {
+    sqlite3_stmt* stmt = nullptr;
+    if (sqlite3_prepare_v2(db, sql.c_str(), -1, &stmt, nullptr) != SQLITE_OK) {
+      return std::string("prepare error:") + sqlite3_errmsg(db);
+    }
+    for (size_t i = 0; i < params.size(); ++i) {
+      const int idx = static_cast<int>(i) + 1;
+      if (i < as_blob.size() && as_blob[i]) {
+        sqlite3_bind_blob64(stmt, idx, params[i].data(), params[i].size(), SQLITE_TRANSIENT);
+      } else {
+        sqlite3_bind_text64(stmt, idx, params[i].data(), params[i].size(), SQLITE_TRANSIENT,
+                            SQLITE_UTF8);
+      }
+    }
+    std::string out = sqlite3_step(stmt) == SQLITE_ROW ? Describe(stmt)
+                                                       : std::string("error:") + sqlite3_errmsg(db);
+    sqlite3_finalize(stmt);
+    return out;
+  }
+
+  static std::string Describe(sqlite3_stmt* stmt) {
+    switch (sqlite3_column_type(stmt, 0)) {
+      case SQLITE_NULL: return "NULL";
+      case SQLITE_INTEGER: return "INTEGER:" + std::to_string(sqlite3_column_int64(stmt, 0));
+      case SQLITE_FLOAT: return "FLOAT:" + std::to_string(sqlite3_column_double(stmt, 0));
+      case SQLITE_TEXT: return "TEXT:" + Hex(sqlite3_column_text(stmt, 0), stmt);
+      default: return "BLOB:" + Hex(sqlite3_column_blob(stmt, 0), stmt);
+    }
+  }
+
+  static std::string Hex(const void* data, sqlite3_stmt* stmt) {
+    static const char kDigits[] = "0123456789abcdef";
+    const auto* bytes = static_cast<const unsigned char*>(data);
+    std::string out;
+    for (int i = 0; i < sqlite3_column_bytes(stmt, 0); ++i) {
+      out.push_back(kDigits[bytes[i] >> 4]);
+      out.push_back(kDigits[bytes[i] & 0xf]);
+    }
+    return out;
+  }
+
+  void ExpectSameAsBuiltin(const std::string& sql, const std::vector<std::string>& params = {},
+                           const std::vector<bool>& as_blob = {}) {
+    const std::string expected = Eval(builtin_, sql, params, as_blob);
+    EXPECT_EQ(Eval(fast_, sql, params, as_blob), expected) << sql;
+  }
+
+  sqlite3* fast_ = nullptr;
+  sqlite3* builtin_ = nullptr;
+};
+
+TEST_F(SqliteFunctionsTest, InstrMatchesBuiltinOnEdgeCases) {
+  const char* kCases[] = {
+      "instr(NULL, 'a')", "instr('a', NULL)", "instr(NULL, NULL)", "instr('', '')",
+      "instr('abc', '')", "instr('', 'a')", "instr(x'', x'')", "instr(x'00', x'')",
+      "instr('abc', 'a')", "instr('abc', 'c')", "instr('abc', 'abc')", "instr('abc', 'abcd')",
+      "instr('abc', 'x')", "instr('abcabc', 'ca')", "instr('aaaa', 'aa')",
+      "instr(x'616263', x'63')", "instr(x'c3a96263', x'62')", "instr(x'c3a96263', 'b')",
+      "instr('\xc3\xa9" "ab', x'62')", "instr('a\xf0\x9f\x98\x80" "b\xf0\x9f\x98\x80" "c', 'c')",
+      "instr('\xf0\x9f\x98\x80\xf0\x9f\x98\x80x', '\xf0\x9f\x98\x80x')",
+      "instr('\xc3\xa9\xc3\xa9', x'a9')", "instr(x'c3a9c3a9', x'a9')",
+      "instr(CAST(x'a9a9' AS TEXT), CAST(x'a9' AS TEXT))",
+      "instr(CAST(x'41a9' AS TEXT), CAST(x'a9' AS TEXT))",
+      "instr(CAST(x'80808041' AS TEXT), 'A')", "instr(CAST(x'610062' AS TEXT), CAST(x'0062' AS TEXT))",
+      "instr(x'610062', x'0062')", "instr(12345, 34)", "instr(12345, '45')", "instr(1.5, '.')",
+      "instr('x1.5', 1.5)", "instr(-7, '-')", "instr(12345, 6)", "instr(x'3132', 2)",
+  };
+  for (const char* expr : kCases) ExpectSameAsBuiltin(std::string("SELECT ") + expr);
+}
+
+TEST_F(SqliteFunctionsTest, ReplaceMatchesBuiltinOnEdgeCases) {
+  const char* kCases[] = {
+      "replace(NULL, 'a', 'b')", "replace('abc', NULL, 'b')", "replace('abc', 'b', NULL)",
+      "replace('abc', '', NULL)", "replace('abc', '', 'x')", "replace(12345, '', 'x')",
+      "replace(1.5, '', 'x')", "replace(x'6162', '', 'x')", "replace(NULL, '', 'x')",
+      "replace('', 'a', 'b')", "replace('aaaa', 'aa', 'b')", "replace('aaa', 'aa', 'b')",
+      "replace('aaa', 'a', 'aa')", "replace('abc', 'abc', '')", "replace('abc', 'abcd', 'x')",
+      "replace('abcabc', 'c', '\xf0\x9f\x98\x80')", "replace('\xf0\x9f\x98\x80\xf0\x9f\x98\x80', '\xf0\x9f\x98\x80', 'a')",
+      "replace('\xc3\xa9', x'a9', 'x')", "replace(12345, 3, 'x')", "replace(12345, 3, 4.5)",
+      "replace(1.5, '.', ',')", "replace(x'616263', 'b', 'z')", "replace('abc', x'62', x'7a')",
+      "replace('abc', x'0062', 'z')", "replace(CAST(x'610062' AS TEXT), CAST(x'0062' AS TEXT), 'z')",
+      "replace('abc', 'x', 'y')", "replace('abab', 'ab', 'ab')", "replace('abc', 'a', '')",
+  };
+  for (const char* expr : kCases) ExpectSameAsBuiltin(std::string("SELECT ") + expr);
+}
+
+TEST_F(SqliteFunctionsTest, ReplaceFailsAsTooBigExactlyWhenTheBuiltinDoes) {
+  for (sqlite3* db : {fast_, builtin_}) sqlite3_limit(db, SQLITE_LIMIT_LENGTH, 10);
+  const std::vector<std::string> inputs = {"aaaaaaaaa", "aaaaaaaaaa", "aaaaa", "aaaaaa"};
+  for (const std::string& x : inputs) {
+    for (const char* rep : {"", "b", "bb", "bbb"}) {
+      ExpectSameAsBuiltin("SELECT replace(?1, 'a', ?2)", {x, rep});
+      ExpectSameAsBuiltin("SELECT replace(?1, 'aa', ?2)", {x, rep});
+    }
+  }
+}
+
+TEST_F(SqliteFunctionsTest, TrimMatchesBuiltinOnEdgeCases) {
+  const char* kArgs[] = {
+      "NULL, 'a'", "'abc', NULL", "'', 'a'", "'abc', ''", "'  abc  ', ' '", "'xxabcxx', 'x'",
+      "'abc', 'abc'", "'abcba', 'ab'", "123321, 1", "12.5, 5", "x'616263', 'a'",
+      "'abc', x'61'", "'\xc3\xa9" "a\xc3\xa9', '\xc3\xa9'",
+      "'\xf0\x9f\x98\x80" "a\xf0\x9f\x98\x80', '\xf0\x9f\x98\x80'",
+      "'\xf0\x9f\x98\x80\xc3\xa9" "a\xc3\xa9\xf0\x9f\x98\x80', 'x\xc3\xa9\xf0\x9f\x98\x80'",
+      "'\xc3\xa9', x'a9'", "CAST(x'c3a9a9' AS TEXT), CAST(x'a9' AS TEXT)",
+      "CAST(x'c3a9a9' AS TEXT), CAST(x'a9c3a9' AS TEXT)",
+      "CAST(x'c3a971' AS TEXT), CAST(x'c37ac3a9' AS TEXT)",
+      "CAST(x'c3a9a971' AS TEXT), CAST(x'c3a9c3a9a97a' AS TEXT)",
+      "CAST(x'c3a9a971' AS TEXT), CAST(x'c3a9a97ac3a9' AS TEXT)",
+      "CAST(x'71c3a9a9' AS TEXT), CAST(x'a9c3a9a9' AS TEXT)",
+      "CAST(x'71c3a9a9' AS TEXT), CAST(x'c3a9a97aa9' AS TEXT)",
+      "CAST(x'71c3a9a9c3' AS TEXT), CAST(x'c3a9a97aa9c37a' AS TEXT)",
+      "'abc', CAST(x'610063' AS TEXT)", "'abc', CAST(x'0061' AS TEXT)", "123, ''",
+      "CAST(x'616100' AS TEXT), 'a'", "CAST(x'006161' AS TEXT), CAST(x'00' AS TEXT)",
+  };
+  for (const char* fn : {"trim", "ltrim", "rtrim"}) {
+    for (const char* args : kArgs) {
+      ExpectSameAsBuiltin(std::string("SELECT ") + fn + "(" + args + ")");
+    }
+  }
+}
+
+/// Random strings over bytes that make SQLite's UTF-8 handling matter: ASCII, lead bytes
+/// of 2- and 4-byte characters, continuation bytes and whole characters.
+std::string RandomText(std::mt19937* rng, int max_len) {
+  static const char* kPieces[] = {"a", "b", "\xc3", "\xa9", "\x80", "\xf0", "\xc3\xa9",
+                                  "\xf0\x9f\x98\x80", "\xc3\xa9\xa9", "ab", "\x00"};
+  std::uniform_int_distribution<int> len_dist(0, max_len);
+  std::uniform_int_distribution<int> piece_dist(0, std::size(kPieces) - 1);
+  std::string out;
+  for (int n = len_dist(*rng); n > 0; --n) {
+    const int piece = piece_dist(*rng);
+    if (piece == std::size(kPieces) - 1) {
+      out.push_back('\0');
+    } else {
+      out += kPieces[piece];
+    }
+  }
+  return out;
+}
+
+TEST_F(SqliteFunctionsTest, RandomInputsMatchBuiltin) {
+  std::mt19937 rng(20240601);
+  const char* kQueries[] = {"SELECT instr(?1, ?2)", "SELECT replace(?1, ?2, ?3)",
+                            "SELECT trim(?1, ?2)", "SELECT ltrim(?1, ?2)",
+                            "SELECT rtrim(?1, ?2)"};
+  for (int i = 0; i < 3000; ++i) {
+    const std::vector<std::string> params = {RandomText(&rng, 8), RandomText(&rng, 3),
+                                             RandomText(&rng, 2)};
+    const std::vector<bool> as_blob = {rng() % 3 == 0, rng() % 3 == 0, rng() % 3 == 0};
+    for (const char* sql : kQueries) ExpectSameAsBuiltin(sql, params, as_blob);
+  }
+}
+
+TEST_F(SqliteFunctionsTest, InstrAndReplaceAreRightOnLargeAdversarialInputs) {
+  const size_t kSize = 4 << 20;
+  std::string hay(kSize, 'a');
+  hay += 'b';
+  const std::string needle = std::string(kSize / 2, 'a') + 'b';
+  EXPECT_EQ(Eval(fast_, "SELECT instr(?1, ?2)", {hay, needle}),
+            "INTEGER:" + std::to_string(kSize / 2 + 1));
+  EXPECT_EQ(Eval(fast_, "SELECT instr(?1, ?2)", {hay, needle}, {true, true}),
+            "INTEGER:" + std::to_string(kSize / 2 + 1));
+  EXPECT_EQ(Eval(fast_, "SELECT instr(?1, ?2 || 'a')", {hay, needle}), "INTEGER:0");
+  EXPECT_EQ(Eval(fast_, "SELECT length(replace(?1, ?2, 'xyz'))", {hay, needle}),
+            "INTEGER:" + std::to_string(kSize / 2 + 3));
+  EXPECT_EQ(Eval(fast_, "SELECT replace(?1, ?2, '') = ?1", {std::string(kSize, 'a'), needle}),
+            "INTEGER:1");
+  std::string blocks;
+  const std::string block = std::string(1000, 'a') + 'b';
+  while (blocks.size() + block.size() <= kSize) blocks += block;
+  const size_t n_blocks = blocks.size() / block.size();
+  EXPECT_EQ(Eval(fast_, "SELECT replace(?1, ?2, 'x') = printf('%.*c', ?3, 'x')",
+                 {blocks, block, std::to_string(n_blocks)}),
+            "INTEGER:1");
+}
+
+TEST_F(SqliteFunctionsTest, TrimIsRightOnLargeAdversarialInputs) {
+  const size_t kSize = 4 << 20;
+  const std::string x(kSize, 'a');
+  const std::string y = std::string(kSize, 'b') + 'a';
+  for (const char* fn : {"trim", "ltrim", "rtrim"}) {
+    EXPECT_EQ(Eval(fast_, std::string("SELECT length(") + fn + "(?1, ?2))", {x, y}),
+              "INTEGER:0") << fn;
+    EXPECT_EQ(Eval(fast_, std::string("SELECT ") + fn + "(?1 || 'q' || ?1, ?2) = " +
+                              (std::string(fn) == "ltrim" ? "'q' || ?1"
+                               : std::string(fn) == "rtrim" ? "?1 || 'q'" : "'q'"),
+                   {x, y}),
+              "INTEGER:1") << fn;
+  }
+  // Multi-byte: X of 'é', Y of many 'ü' ending in 'é'.
+  std::string ex, uy;
+  while (ex.size() < kSize) ex += "\xc3\xa9";
+  while (uy.size() < kSize) uy += "\xc3\xbc";
+  EXPECT_EQ(Eval(fast_, "SELECT length(trim(?1, ?2 || '\xc3\xa9'))", {ex, uy}), "INTEGER:0");
+  // Malformed UTF-8: Y's characters are a lead byte with thousands of continuation bytes;
+  // X repeats one of them so that every step sees every length match.
+  std::string long_char = "\xc3", y_long = "\x80";
+  for (int i = 0; i < 2000; ++i) {
+    long_char += '\x80';
+    y_long += long_char;
+  }
+  std::string x_long;
+  while (x_long.size() + long_char.size() <= kSize) x_long += long_char;
+  for (const char* fn : {"trim", "ltrim", "rtrim"}) {
+    ExpectSameAsBuiltin(std::string("SELECT length(CAST(") + fn + "(?1, ?2) AS BLOB))",
+                        {long_char + long_char, y_long}, {true, true});
+    // rtrim strips the continuation bytes one by one ('\x80' is Y's first character),
+    // then stops at the last lead byte; ltrim strips the shortest character, then '\x80's.
+    const size_t expected = std::string(fn) == "rtrim" ? x_long.size() - long_char.size() + 1 : 0;
+    EXPECT_EQ(Eval(fast_, std::string("SELECT length(CAST(") + fn + "(?1, ?2) AS BLOB))",
+                   {x_long, y_long}, {true, true}),
+              "INTEGER:" + std::to_string(expected)) << fn;
+  }
+}
+
+TEST(SqliteFunctionsLimitsTest, LongLikePatternsAreRefused) {
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(":memory:", &db), SQLITE_OK);
+  ApplyCpuBoundingLimits(db);
+  EXPECT_EQ(sqlite3_limit(db, SQLITE_LIMIT_LIKE_PATTERN_LENGTH, -1), kLikePatternLengthLimit);
+  const std::string ok = "SELECT 'abc' LIKE '%" + std::string(kLikePatternLengthLimit - 1, 'b') + "'";
+  const std::string too_long = "SELECT 'abc' LIKE '%" + std::string(kLikePatternLengthLimit, 'b') + "'";
+  EXPECT_EQ(sqlite3_exec(db, ok.c_str(), nullptr, nullptr, nullptr), SQLITE_OK);
+  EXPECT_EQ(sqlite3_exec(db, too_long.c_str(), nullptr, nullptr, nullptr), SQLITE_ERROR);
+  EXPECT_STREQ(sqlite3_errmsg(db), "LIKE or GLOB pattern too complex");
+  sqlite3_close(db);
+}
+
+}  // namespace
+}  // namespace qr
