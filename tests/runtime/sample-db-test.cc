@@ -1,9 +1,12 @@
 #include "runtime/sample-db.h"
 
+#include <fcntl.h>
 #include <sqlite3.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
@@ -83,6 +86,29 @@ ino_t Inode(const std::string& path) {
   struct stat st {};
   EXPECT_EQ(::stat(path.c_str(), &st), 0) << path;
   return st.st_ino;
+}
+
+TEST(SampleDbTest, LeftoversOfInterruptedGenerationsAreRemovedButNotARunningOne) {
+  ScopedTempDir dir;
+  const std::string d = dir.path();
+  for (const char* name : {".tpch-sf0.001.db.AbC123", ".tpch-sf0.001.db.AbC123-journal",
+                           ".tpch-sf0.01.db.zzzzzz", ".tpch-sf0.01.db.running", "keep.txt",
+                           "tpch-sf0.001.db.orphan"}) {
+    std::ofstream(d + "/" + name) << "x";
+  }
+  // A generation in progress (another process) holds a lock on its file.
+  const int running = ::open((d + "/.tpch-sf0.01.db.running").c_str(), O_RDONLY | O_CLOEXEC);
+  ASSERT_GE(running, 0);
+  ASSERT_EQ(::flock(running, LOCK_EX), 0);
+  EXPECT_EQ(qr::RemoveStaleGenerations(d), 3);
+  ::close(running);
+  std::vector<std::string> left;
+  for (const auto& e : std::filesystem::directory_iterator(d)) {
+    left.push_back(e.path().filename().string());
+  }
+  std::sort(left.begin(), left.end());
+  EXPECT_EQ(left, (std::vector<std::string>{".tpch-sf0.01.db.running", "keep.txt",
+                                            "tpch-sf0.001.db.orphan"}));
 }
 
 TEST(SampleDbTest, RowCountsFollowTheScaleFactor) {

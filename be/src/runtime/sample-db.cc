@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <sqlite3.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -400,9 +401,12 @@ Status FsyncPath(const std::string& path, int flags) {
 /// Generates the database into a fresh temporary file in 'dir' and renames it to 'path'.
 Status Generate(const std::string& dir, const std::string& path, double scale) {
   std::string tmp = dir + "/." + std::filesystem::path(path).filename().string() + ".XXXXXX";
-  int fd = ::mkstemp(tmp.data());
+  int fd = ::mkostemp(tmp.data(), O_CLOEXEC);
   if (fd < 0) return ErrnoError("cannot create a temporary file in the data directory", dir);
-  ::close(fd);
+  // Held until the file is renamed or removed: RemoveStaleGenerations() of another process
+  // must not take a generation in progress for the leftover of a crash. (SQLite's own locks
+  // are fcntl locks, independent of this one.)
+  ::flock(fd, LOCK_EX);
   Status st = [&]() -> Status {
     sqlite3* raw = nullptr;
     int rc = sqlite3_open_v2(tmp.c_str(), &raw, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX,
@@ -419,8 +423,44 @@ Status Generate(const std::string& dir, const std::string& path, double scale) {
     return FsyncPath(dir, O_RDONLY | O_DIRECTORY);
   }();
   if (!st.ok()) ::unlink(tmp.c_str());
+  ::close(fd);
   return st;
 }
+
+}  // namespace
+
+int RemoveStaleGenerations(const std::string& dir) {
+  std::error_code ec;
+  int removed = 0;
+  std::vector<std::filesystem::path> journals;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    // ".tpch-sf<scale>.db.XXXXXX" (mkstemp) and its SQLite journal.
+    if (name.rfind(".tpch-sf", 0) != 0 || name.find(".db.") == std::string::npos) continue;
+    if (!entry.is_regular_file(ec) || entry.is_symlink(ec)) continue;
+    if (name.ends_with("-journal")) {
+      journals.push_back(entry.path());
+      continue;
+    }
+    const int fd = ::open(entry.path().c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) continue;
+    // Free to lock: no generation holds it, so it is what a crash left behind.
+    if (::flock(fd, LOCK_EX | LOCK_NB) == 0 && ::unlink(entry.path().c_str()) == 0) ++removed;
+    ::close(fd);
+  }
+  for (const auto& journal : journals) {
+    std::string db = journal.string();
+    db.resize(db.size() - strlen("-journal"));
+    if (!std::filesystem::exists(db, ec) && std::filesystem::remove(journal, ec)) ++removed;
+  }
+  if (removed > 0) {
+    LOG(INFO) << "Removed " << removed << " files of interrupted sample-database generations in "
+              << dir;
+  }
+  return removed;
+}
+
+namespace {
 
 std::string ColumnText(sqlite3_stmt* s, int i) {
   const unsigned char* text = sqlite3_column_text(s, i);
@@ -479,6 +519,7 @@ Status EnsureSampleDatabase(const std::string& data_dir, double scale_factor, st
   if (ec) {
     return Internal("cannot create the data directory '" + data_dir + "': " + ec.message());
   }
+  RemoveStaleGenerations(data_dir);
   const std::string final_path = data_dir + "/tpch-sf" + ScaleString(scale_factor) + ".db";
   struct stat st;
   if (::stat(final_path.c_str(), &st) == 0) {

@@ -15,6 +15,11 @@ namespace qr {
 /// a marker table matching 'scale_factor'); creates it if not. Creation writes to a temporary
 /// file in 'data_dir' and renames it into place, so a crash never leaves a half-written database
 /// under the final name. Creates 'data_dir' if needed. On success 'path' is the database file.
+/// Removes what interrupted generations left in 'dir' (their temporary files and journals,
+/// never a generation still running in another process: each holds a lock on its file);
+/// returns how many files it removed. EnsureSampleDatabase() calls it.
+int RemoveStaleGenerations(const std::string& dir);
+
 Status EnsureSampleDatabase(const std::string& data_dir, double scale_factor, std::string* path);
 
 }  // namespace qr
