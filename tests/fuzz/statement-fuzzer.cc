@@ -11,13 +11,23 @@
 //  - a finished query published its columns before any row, each with a known Trino type, and
 //    every page is JSON: rows of exactly one value per column, each value valid for its type;
 //  - the database stays read-only: its file is unchanged, and no connection ever holds a
-//    temporary table, view or trigger.
+//    temporary table, view or trigger;
+//  - once interrupted, a statement returns promptly: each input is also run on its own
+//    SqliteConnection (the daemon's lock-down, but values capped at kProbeLengthLimit), and a
+//    watchdog thread interrupts it 20 ms after its first step (sqlite3_interrupt); it must end
+//    within 2 s of the interrupt (QR_FUZZ_INTERRUPT_AFTER_MS, QR_FUZZ_INTERRUPT_BOUND_MS). One
+//    SQLite function call cannot be interrupted, so this is what finds a built-in that is
+//    superlinear in its input (sqlite-functions.h). QR_FUZZ_CANCEL=progress cancels as
+//    SqliteEngine does instead: a flag its progress handler polls every 1000 VM steps.
 
 #include <sqlite3.h>
 
+#include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <functional>
@@ -26,6 +36,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <thread>
 
 #include <glog/logging.h>
 #include <nlohmann/json.hpp>
@@ -33,6 +44,7 @@
 #include "fuzz-util.h"
 #include "runtime/query-exec-mgr.h"
 #include "runtime/sample-db.h"
+#include "runtime/sqlite-connection.h"
 #include "runtime/sqlite-engine.h"
 #include "util/mutex.h"
 
@@ -43,6 +55,7 @@ using qr::QueryError;
 using qr::QueryState;
 using ExecState = QueryState::ExecState;
 using Json = nlohmann::json;
+using Clock = std::chrono::steady_clock;
 
 constexpr int64_t kTimeLimitMs = 200;
 /// A query that is still running this long after its submission hangs.
@@ -53,19 +66,196 @@ constexpr int64_t kMaxRows = 4096;
 constexpr size_t kMaxParsedPageBytes = 1 << 20;
 /// Inputs between two read-only checks.
 constexpr int kReadOnlyCheckEvery = 256;
+/// SQLITE_LIMIT_LENGTH of the interrupt probe's connection (the daemon's is 16 MiB). At 1 MiB
+/// an adversarial input makes a quadratic built-in take seconds (SQLite's instr: 5-7 s, its
+/// trim with a long Y: minutes), past the bound, while the slowest linear or pattern-bounded
+/// call takes ~0.2-0.5 s under the sanitizers. At 512 KiB the quadratic instr takes ~1.3 s,
+/// below the bound; docs/fuzzing.md has the measurements.
+constexpr int kProbeLengthLimit = 1 << 20;
+/// Time from the probe statement's first step to its interrupt (QR_FUZZ_INTERRUPT_AFTER_MS):
+/// a statement that ends sooner costs nothing more, a longer one is cut short here.
+constexpr int64_t kDefaultInterruptAfterMs = 20;
+/// How soon an interrupted statement must end (QR_FUZZ_INTERRUPT_BOUND_MS): generous, for
+/// the sanitizers and a busy 2-core machine, where our linear replace() of every byte of a
+/// 1 MiB value takes ~0.5 s (instrumented, ~30x native), yet below the seconds a quadratic
+/// built-in takes at kProbeLengthLimit.
+constexpr int64_t kDefaultInterruptBoundMs = 2000;
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+/// $'name' as a positive number of milliseconds, 'fallback' when unset.
+std::chrono::milliseconds EnvMillis(const char* name, int64_t fallback) {
+  const char* value = getenv(name);
+  if (value == nullptr || *value == '\0') return std::chrono::milliseconds(fallback);
+  char* end = nullptr;
+  const long long ms = strtoll(value, &end, 10);
+  if (*end != '\0' || ms <= 0) {
+    qr::fuzz::Fail(__FILE__, __LINE__,
+                   std::string(name) + " takes a positive number of milliseconds", value);
+  }
+  return std::chrono::milliseconds(ms);
+}
+
+int64_t Millis(Clock::duration d) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(d).count();
+}
+
+/// How the watchdog stops a statement.
+enum class CancelVia {
+  /// sqlite3_interrupt(), which SQLite checks at every jump of its virtual machine.
+  kInterrupt,
+  /// What SqliteEngine does to cancel a query: a flag that the connection's progress handler
+  /// polls every 1000 VM instructions (QR_FUZZ_CANCEL=progress).
+  kProgressHandler,
+};
+
+/// Interrupts the statement being stepped on a connection 'after' its Arm(), and fails the
+/// fuzz run, naming the statement, when it has not ended 'bound' after the interrupt: it is
+/// then inside something SQLite cannot interrupt, such as one long function call.
+/// Thread-safety: the fuzzing thread calls Arm() and Disarm() in turn; the watch runs on the
+/// watchdog's own thread.
+/// Ownership: borrows 'conn', which must outlive the watchdog.
+class InterruptWatchdog {
+ public:
+  InterruptWatchdog(qr::SqliteConnection* conn, CancelVia via, Clock::duration after,
+                    Clock::duration bound);
+  ~InterruptWatchdog();
+  InterruptWatchdog(const InterruptWatchdog&) = delete;
+  InterruptWatchdog& operator=(const InterruptWatchdog&) = delete;
+
+  /// Starts watching 'sql', whose statement is about to be stepped.
+  /// REQUIRES: not armed; 'sql' lives until the matching Disarm().
+  void Arm(const std::string* sql);
+  /// Ends the watch (the statement ended). Returns how long after the interrupt that was;
+  /// nullopt if the statement ended before its interrupt.
+  std::optional<Clock::duration> Disarm();
+
+  Clock::duration bound() const { return bound_; }
+
+ private:
+  static int OnProgress(void* self);
+  void Run();
+  void InterruptLocked() REQUIRES(mu_);
+  /// Fails the fuzz run: 'sql' had not ended 'late' after its interrupt.
+  [[noreturn]] void ReportLate(const std::string& sql, Clock::duration late) const;
+
+  qr::SqliteConnection* const conn_;
+  const CancelVia via_;
+  const Clock::duration after_;
+  const Clock::duration bound_;
+  /// Set by the interrupt when 'via_' is kProgressHandler, polled by OnProgress(); relaxed:
+  /// it orders nothing else, and the next poll after the store sees it.
+  std::atomic<bool> cancelled_{false};
+  /// Protects the watch below; a leaf (sqlite3_interrupt() is called while it is held, and
+  /// takes no lock that the stepping thread holds).
+  qr::Mutex mu_;
+  qr::CondVar cv_;
+  bool stop_ GUARDED_BY(mu_) = false;
+  /// The statement being watched; nullptr while not armed.
+  const std::string* sql_ GUARDED_BY(mu_) = nullptr;
+  Clock::time_point armed_at_ GUARDED_BY(mu_);
+  std::optional<Clock::time_point> interrupted_at_ GUARDED_BY(mu_);
+  std::thread thread_;  // last: it starts once the members above exist
+};
+
+InterruptWatchdog::InterruptWatchdog(qr::SqliteConnection* conn, CancelVia via,
+                                     Clock::duration after, Clock::duration bound)
+    : conn_(conn), via_(via), after_(after), bound_(bound), thread_([this] { Run(); }) {
+  if (via_ == CancelVia::kProgressHandler) conn_->SetProgressHandler(&OnProgress, this);
+}
+
+InterruptWatchdog::~InterruptWatchdog() {
+  {
+    qr::MutexLock l(&mu_);
+    stop_ = true;
+    cv_.NotifyAll();
+  }
+  thread_.join();
+  if (via_ == CancelVia::kProgressHandler) conn_->SetProgressHandler(nullptr, nullptr);
+}
+
+int InterruptWatchdog::OnProgress(void* self) {
+  return static_cast<InterruptWatchdog*>(self)->cancelled_.load(std::memory_order_relaxed);
+}
+
+void InterruptWatchdog::Arm(const std::string* sql) {
+  qr::MutexLock l(&mu_);
+  sql_ = sql;
+  armed_at_ = Clock::now();
+  interrupted_at_.reset();
+  cancelled_.store(false, std::memory_order_relaxed);
+  cv_.NotifyAll();
+}
+
+std::optional<Clock::duration> InterruptWatchdog::Disarm() {
+  const Clock::time_point now = Clock::now();
+  std::optional<Clock::duration> late;
+  const std::string* sql;
+  {
+    qr::MutexLock l(&mu_);
+    if (interrupted_at_) late = now - *interrupted_at_;
+    sql = sql_;
+    sql_ = nullptr;
+    // Not woken: it finds nothing to watch at its next deadline, or is woken by Arm().
+  }
+  if (late && *late > bound_) ReportLate(*sql, *late);
+  return late;
+}
+
+void InterruptWatchdog::InterruptLocked() {
+  if (via_ == CancelVia::kInterrupt) {
+    sqlite3_interrupt(conn_->db());
+  } else {
+    cancelled_.store(true, std::memory_order_relaxed);
+  }
+}
+
+void InterruptWatchdog::Run() {
+  qr::MutexLock l(&mu_);
+  while (!stop_) {
+    const Clock::time_point now = Clock::now();
+    if (sql_ == nullptr) {
+      cv_.Wait(&mu_);
+    } else if (!interrupted_at_ && now < armed_at_ + after_) {
+      cv_.WaitUntil(&mu_, armed_at_ + after_);
+    } else if (!interrupted_at_) {
+      interrupted_at_ = now;
+      InterruptLocked();
+    } else if (now - *interrupted_at_ > bound_) {
+      ReportLate(*sql_, now - *interrupted_at_);
+    } else {
+      cv_.WaitUntil(&mu_, *interrupted_at_ + bound_ + std::chrono::milliseconds(1));
+    }
+  }
+}
+
+void InterruptWatchdog::ReportLate(const std::string& sql, Clock::duration late) const {
+  qr::fuzz::Fail(
+      __FILE__, __LINE__,
+      "a statement had not ended " + std::to_string(Millis(late)) + " ms after it was " +
+          (via_ == CancelVia::kInterrupt ? "interrupted (sqlite3_interrupt)"
+                                         : "cancelled (progress handler, every 1000 VM steps)") +
+          "; the bound is " + std::to_string(Millis(bound_)) +
+          " ms (QR_FUZZ_INTERRUPT_BOUND_MS). One call of a function cannot be interrupted: is "
+          "one superlinear in its input?",
+      sql);
+}
 
 struct Fixture {
   std::string db_path;
   std::string db_contents;
   std::unique_ptr<qr::QueryExecMgr> mgr;
   std::unique_ptr<qr::SqliteEngine> engine;
+  /// The interrupt probe: a connection of its own, and its watchdog (destroyed first).
+  std::unique_ptr<qr::SqliteConnection> probe;
+  std::unique_ptr<InterruptWatchdog> watchdog;
+  int64_t probes_interrupted = 0;
+  Clock::duration slowest_end = {};
 };
 Fixture* g = nullptr;
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-}
 
 /// Wakes the draining fuzzer when the result buffer changes.
 struct Changes {
@@ -224,12 +414,51 @@ Outcome RunQuery(std::string sql) {
   return out;
 }
 
+/// Runs 'sql' on the probe connection under the watchdog (which fails the run if it ends
+/// late after its interrupt), discarding its rows.
+void ProbeInterrupt(const std::string& sql) {
+  sqlite3_stmt* stmt = nullptr;
+  QueryError error;
+  if (!g->probe->Prepare(sql, &stmt, &error)) return;  // RunQuery() checks the error
+  g->watchdog->Arm(&sql);
+  while (sqlite3_step(stmt) == SQLITE_ROW) {
+  }
+  const std::optional<Clock::duration> late = g->watchdog->Disarm();
+  sqlite3_finalize(stmt);
+  if (late) {
+    ++g->probes_interrupted;
+    g->slowest_end = std::max(g->slowest_end, *late);
+  }
+}
+
 /// The database file is unchanged and no connection has a temporary schema object.
 void CheckReadOnly() {
   FUZZ_CHECK(ReadFile(g->db_path) == g->db_contents, "the database file changed");
   // One executor thread: this runs on the very connection the inputs ran on.
   const Outcome temp = RunQuery("SELECT count(*) FROM sqlite_temp_master");
   FUZZ_CHECK(temp.state == ExecState::kFinished, "cannot read sqlite_temp_master");
+  sqlite3_stmt* stmt = nullptr;
+  QueryError error;
+  FUZZ_CHECK(g->probe->Prepare("SELECT count(*) FROM sqlite_temp_master", &stmt, &error),
+             "cannot read the probe's sqlite_temp_master", error.message);
+  const bool empty = sqlite3_step(stmt) == SQLITE_ROW && sqlite3_column_int64(stmt, 0) == 0;
+  sqlite3_finalize(stmt);
+  FUZZ_CHECK(empty, "the probe connection holds a temporary schema object");
+}
+
+/// Opens the probe connection, as the daemon opens its connections, and starts its watchdog.
+void StartInterruptProbe() {
+  qr::Status s = qr::SqliteConnection::Open(g->db_path, &g->probe);
+  FUZZ_CHECK(s.ok(), "cannot open the probe connection", s.message());
+  sqlite3_limit(g->probe->db(), SQLITE_LIMIT_LENGTH, kProbeLengthLimit);
+  const char* via = getenv("QR_FUZZ_CANCEL");
+  const std::string_view via_name = via != nullptr ? via : "interrupt";
+  FUZZ_CHECK(via_name == "interrupt" || via_name == "progress",
+             "QR_FUZZ_CANCEL takes interrupt (the default) or progress", via_name);
+  g->watchdog = std::make_unique<InterruptWatchdog>(
+      g->probe.get(), via_name == "progress" ? CancelVia::kProgressHandler : CancelVia::kInterrupt,
+      EnvMillis("QR_FUZZ_INTERRUPT_AFTER_MS", kDefaultInterruptAfterMs),
+      EnvMillis("QR_FUZZ_INTERRUPT_BOUND_MS", kDefaultInterruptBoundMs));
 }
 
 }  // namespace
@@ -242,9 +471,21 @@ extern "C" int LLVMFuzzerInitialize(int* /*argc*/, char*** /*argv*/) {
   g->db_contents = ReadFile(g->db_path);
   FUZZ_CHECK(!g->db_contents.empty(), "cannot read the sample database", g->db_path);
   g->mgr = std::make_unique<qr::QueryExecMgr>();
-  s = qr::SqliteEngine::Create({g->db_path, /*num_threads=*/1}, &g->engine);
+  qr::SqliteEngine::Options options;
+  options.database_path = g->db_path;
+  options.num_threads = 1;
+  s = qr::SqliteEngine::Create(options, &g->engine);
   FUZZ_CHECK(s.ok(), "cannot start the engine", s.message());
+  StartInterruptProbe();
   atexit([] {
+    fprintf(stderr,
+            "statement-fuzzer: %lld statements interrupted; the slowest ended %lld ms after "
+            "its interrupt (bound %lld ms)\n",
+            static_cast<long long>(g->probes_interrupted),
+            static_cast<long long>(Millis(g->slowest_end)),
+            static_cast<long long>(Millis(g->watchdog->bound())));
+    g->watchdog.reset();
+    g->probe.reset();
     g->engine.reset();
     g->mgr.reset();
     delete g;
@@ -256,6 +497,7 @@ extern "C" int LLVMFuzzerInitialize(int* /*argc*/, char*** /*argv*/) {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static int inputs = 0;
   const std::string sql(reinterpret_cast<const char*>(data), size);
+  ProbeInterrupt(sql);
   const Outcome out = RunQuery(sql);
   switch (out.state) {
     case ExecState::kFinished:

@@ -8,6 +8,7 @@
 //   coordinator-loadgen --port=8080 --pid=... --mode=poll --poll_clients=64 --long_queries=16
 //   coordinator-loadgen --port=8080 --pid=... --mode=mixed --duration_s=300
 //   coordinator-loadgen --port=8081 --pid=1,2 --mode=get --get_path=/status.json --clients=64
+//   coordinator-loadgen --port=8080 --pid=... --mode=noisy --attack=slow-fetch --attackers=64
 
 #include <signal.h>
 #include <sys/resource.h>
@@ -15,6 +16,9 @@
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
+#include <map>
+#include <sstream>
+#include <string_view>
 #include <thread>
 
 #include <boost/asio/ip/address.hpp>
@@ -27,7 +31,8 @@
 DEFINE_string(mode, "queries",
               "queries: --clients run --sql end to end; poll: --long_queries stay in flight while "
               "--poll_clients look them up (GET /v1/query/{id}, then their nextUri); mixed: both "
-              "plus --cancel_clients that submit and cancel; get: --clients GET --get_path.");
+              "plus --cancel_clients that submit and cancel; get: --clients GET --get_path; "
+              "noisy: --clients run --sql beside --attackers clients of the --attack kind.");
 DEFINE_string(host, "127.0.0.1", "Server address (loopback only).");
 DEFINE_int32(port, 8080, "Server port.");
 DEFINE_string(pid, "", "Comma-separated pids of the server processes to measure (empty: none).");
@@ -58,6 +63,22 @@ DEFINE_double(setup_timeout_s, 180, "Time allowed for the long queries to go liv
 DEFINE_double(rss_sample_s, 1, "How often the server's RSS is sampled during the run.");
 DEFINE_bool(count_syscalls, true, "Count the server's syscalls with perf tracepoint counters.");
 DEFINE_string(json_out, "", "Also write the report as JSON to this file.");
+DEFINE_string(attack, "none",
+              "Noisy mode: what the attackers do. none (quiet baseline); never-poll (POST "
+              "--attack_sql every --attack_interval_ms, never fetch); wide-row (a 60 x 16 MB row); "
+              "instr-bomb (instr on --instr_bomb_bytes strings); huge-sort (ORDER BY over lineitem "
+              "x --huge_sort_rows lineitems); reget (fetch the first page, then GET its nextUri "
+              "again and again); slow-fetch (fetch the first page of lineitem, then hold it).");
+DEFINE_int32(attackers, 64, "Noisy mode: attacker clients (one connection each).");
+DEFINE_string(attack_user, "attacker", "Noisy mode: X-Trino-User of the attackers.");
+DEFINE_string(attack_sql, "", "Noisy mode: the attackers' statement (empty: the --attack's own).");
+DEFINE_int32(attack_interval_ms, 2000, "Noisy mode, never-poll: pause between one attacker's POSTs.");
+DEFINE_int64(instr_bomb_bytes, 8000000, "Noisy mode, instr-bomb: haystack length (the needle is "
+             "half of it in 'a's and a 'b').");
+DEFINE_int32(huge_sort_rows, 1000, "Noisy mode, huge-sort: lineitem rows crossed with all of "
+             "lineitem (1000: ~60M rows, several GB to sort).");
+DEFINE_double(stop_grace_s, 3, "Noisy mode: after the window, requests unanswered this long are "
+              "abandoned (a wedged server cannot hold the loadgen).");
 
 namespace qr::loadgen {
 namespace {
@@ -69,6 +90,7 @@ bool ParseMode(const std::string& s, Mode* mode) {
   else if (s == "poll") *mode = Mode::kPoll;
   else if (s == "mixed") *mode = Mode::kMixed;
   else if (s == "get") *mode = Mode::kGet;
+  else if (s == "noisy") *mode = Mode::kNoisy;
   else return false;
   return true;
 }
@@ -88,10 +110,60 @@ bool ParsePids(const std::string& s, std::vector<int>* pids) {
   return true;
 }
 
+/// The attackers' statement of 'attack' (noisy mode).
+std::string AttackSql(Attack attack) {
+  switch (attack) {
+    case Attack::kWideRow: {
+      std::string sql = "SELECT ";
+      for (int i = 0; i < 60; ++i) {
+        sql += (i > 0 ? ", " : "") + std::string("zeroblob(16000000) c") + std::to_string(i);
+      }
+      return sql;
+    }
+    case Attack::kInstrBomb: {
+      const std::string n = std::to_string(FLAGS_instr_bomb_bytes);
+      const std::string half = std::to_string(FLAGS_instr_bomb_bytes / 2);
+      return "SELECT instr(printf('%.*c', " + n + ", 'a'), printf('%.*c', " + half +
+             ", 'a') || 'b')";
+    }
+    case Attack::kHugeSort:
+      return "SELECT a.l_orderkey, b.l_orderkey FROM lineitem a, (SELECT l_orderkey, l_comment "
+             "FROM lineitem LIMIT " + std::to_string(FLAGS_huge_sort_rows) +
+             ") b ORDER BY a.l_comment, b.l_comment";
+    case Attack::kNeverPoll:
+    case Attack::kReget:
+    case Attack::kSlowFetch: return "SELECT * FROM lineitem";
+    case Attack::kNone: break;
+  }
+  return "";
+}
+
+bool MakeNoisyConfig(Config* c) {
+  if (!ParseAttack(FLAGS_attack, &c->attack)) {
+    fprintf(stderr, "--attack must be none, never-poll, wide-row, instr-bomb, huge-sort, reget or "
+                    "slow-fetch; got '%s'\n", FLAGS_attack.c_str());
+    return false;
+  }
+  if (FLAGS_attackers < 0 || FLAGS_attack_interval_ms < 0 || FLAGS_instr_bomb_bytes < 2 ||
+      FLAGS_huge_sort_rows < 1 || FLAGS_stop_grace_s <= 0 || FLAGS_attack_user == FLAGS_user) {
+    fprintf(stderr, "invalid --attackers, --attack_interval_ms, --instr_bomb_bytes, "
+                    "--huge_sort_rows or --stop_grace_s, or --attack_user is --user\n");
+    return false;
+  }
+  c->attackers = c->attack == Attack::kNone ? 0 : FLAGS_attackers;
+  c->attack_user = FLAGS_attack_user;
+  c->attack_sql = FLAGS_attack_sql.empty() ? AttackSql(c->attack) : FLAGS_attack_sql;
+  c->attack_interval = std::chrono::milliseconds(FLAGS_attack_interval_ms);
+  c->abandon_at_stop = true;
+  c->stop_grace = std::chrono::milliseconds(static_cast<int64_t>(FLAGS_stop_grace_s * 1e3));
+  return true;
+}
+
 /// Builds the configuration from the flags; false (with a message printed) if they are invalid.
 bool MakeConfig(Config* c) {
   if (!ParseMode(FLAGS_mode, &c->mode)) {
-    fprintf(stderr, "--mode must be queries, poll, mixed or get; got '%s'\n", FLAGS_mode.c_str());
+    fprintf(stderr, "--mode must be queries, poll, mixed, get or noisy; got '%s'\n",
+            FLAGS_mode.c_str());
     return false;
   }
   boost::system::error_code ec;
@@ -132,7 +204,7 @@ bool MakeConfig(Config* c) {
   c->get_expect_status = static_cast<unsigned>(FLAGS_get_expect_status);
   c->request_timeout = std::chrono::milliseconds(static_cast<int64_t>(FLAGS_request_timeout_s * 1e3));
   c->max_queries = FLAGS_max_queries;
-  return true;
+  return c->mode != Mode::kNoisy || MakeNoisyConfig(c);
 }
 
 std::chrono::nanoseconds Seconds(double s) {
@@ -148,6 +220,95 @@ struct ServerMeasurement {
 };
 
 double Ratio(double a, double b) { return b > 0 ? a / b : 0; }
+
+/// The samples of the server's /metrics that say what the attackers met (noisy mode): the
+/// counters' changes over the run and the gauges at its end.
+constexpr std::string_view kNoisyMetrics[] = {
+    "qr_queries_finished_total", "qr_queries_failed_total", "qr_queries_canceled_total",
+    "qr_queries_rejected_total", "qr_queries_abandoned_total", "qr_result_memory_refusals_total",
+    "qr_spill_refusals_total", "qr_spool_quota_waits_total", "qr_result_memory_peak_bytes",
+    "qr_sqlite_heap_peak_bytes", "qr_spill_peak_bytes", "qr_queries_in_flight",
+    "qr_queries_running", "qr_queries_queued"};
+
+struct MetricsMeasurement {
+  std::map<std::string, double> before, after;  // "name{labels}" -> value
+  std::string error;
+};
+
+/// Receives the answer of the one request of ScrapeMetrics().
+class OneAnswer : public HttpHandler {
+ public:
+  void OnHttp(std::string_view error, const HttpAnswer& answer) override {
+    error_ = error;
+    status_ = answer.status;
+    body_ = answer.body;
+    done_ = true;
+  }
+  std::string error_, body_;
+  unsigned status_ = 0;
+  bool done_ = false;
+};
+
+/// The kNoisyMetrics samples of GET /metrics; false (with 'error' set) if the server does not
+/// answer 200 within 3 s.
+bool ScrapeMetrics(const Config& c, std::map<std::string, double>* out, std::string* error) {
+  boost::asio::io_context io;
+  OneAnswer answer;
+  HttpConnection conn(io, c.endpoint, c.host, "X-Trino-User: " + c.user + "\r\n", 16u << 20,
+                      &answer);
+  conn.Send("GET", "/metrics");
+  io.run_for(std::chrono::seconds(3));
+  if (!answer.done_) {
+    conn.ExpireIfSentBefore(Clock::now());
+    io.restart();
+    io.run();
+  }
+  if (!answer.error_.empty() || answer.status_ != 200) {
+    *error = "GET /metrics: " + (answer.error_.empty() ? "HTTP " + std::to_string(answer.status_)
+                                                      : answer.error_);
+    return false;
+  }
+  std::istringstream lines(answer.body_);
+  for (std::string line; std::getline(lines, line);) {
+    const size_t space = line.rfind(' ');
+    if (line.empty() || line[0] == '#' || space == std::string::npos) continue;
+    const std::string name = line.substr(0, space);
+    const std::string_view family = std::string_view(name).substr(0, name.find('{'));
+    if (std::find(std::begin(kNoisyMetrics), std::end(kNoisyMetrics), family) !=
+        std::end(kNoisyMetrics)) {
+      (*out)[name] = std::strtod(line.c_str() + space + 1, nullptr);
+    }
+  }
+  return true;
+}
+
+/// What the well-behaved clients saw, what the attackers got, and the server's counters.
+nlohmann::json NoisyJson(const Config& c, const RunStats& s, double seconds,
+                         const MetricsMeasurement& m) {
+  Histogram good = s.queries;  // unfinished queries count with their age at the end
+  good.Merge(s.unfinished);
+  nlohmann::json j;
+  j["attack"] = AttackName(c.attack);
+  j["attackers"] = c.attackers;
+  j["attack_user"] = c.attack_user;
+  j["attack_sql"] = c.attack_sql;
+  j["good"] = {{"clients", c.clients}, {"completed", s.queries.count()},
+               {"queries_per_s", Ratio(s.queries.count(), seconds)},
+               {"unfinished", s.unfinished.count()}, {"unfinished_max_us", s.unfinished.max()},
+               {"p50_us", good.Percentile(0.5)}, {"p99_us", good.Percentile(0.99)},
+               {"max_us", good.max()}};
+  j["attack_requests"] = s.attack_requests;
+  j["attack_outcomes"] = s.attack_outcomes;
+  nlohmann::json metrics = nlohmann::json::object();
+  for (const auto& [name, after] : m.after) {
+    const bool counter = name.substr(0, name.find('{')).ends_with("_total");
+    auto before = m.before.find(name);
+    metrics[name] = counter ? after - (before == m.before.end() ? 0 : before->second) : after;
+  }
+  j["server_metrics"] = metrics;
+  if (!m.error.empty()) j["server_metrics_error"] = m.error;
+  return j;
+}
 
 nlohmann::json HistogramJson(const Histogram& h, double seconds) {
   return {{"count", h.count()}, {"per_s", Ratio(h.count(), seconds)},
@@ -202,7 +363,8 @@ nlohmann::json ServerJson(const ServerMeasurement& m, int64_t requests, int64_t 
 
 nlohmann::json ReportJson(const Config& config, const RunStats& s, double seconds,
                           const ServerMeasurement& server, bool measured_server,
-                          const rusage& self_before, const rusage& self_after) {
+                          const MetricsMeasurement& metrics, const rusage& self_before,
+                          const rusage& self_after) {
   nlohmann::json j;
   j["label"] = FLAGS_label;
   j["mode"] = FLAGS_mode;
@@ -214,7 +376,10 @@ nlohmann::json ReportJson(const Config& config, const RunStats& s, double second
                                ? config.poll_clients : 0},
                   {"long_queries", config.long_queries},
                   {"cancel", config.mode == Mode::kMixed ? config.cancel_clients : 0}};
-  if (config.mode == Mode::kQueries || config.mode == Mode::kMixed) j["sql"] = config.sql;
+  if (config.mode == Mode::kQueries || config.mode == Mode::kMixed || config.mode == Mode::kNoisy) {
+    j["sql"] = config.sql;
+  }
+  if (config.mode == Mode::kNoisy) j["noisy"] = NoisyJson(config, s, seconds, metrics);
   if (config.long_queries > 0) j["long_sql"] = config.long_sql;
   if (config.mode == Mode::kGet) j["get_path"] = config.get_path;
   const int64_t requests = s.total_requests();
@@ -266,6 +431,31 @@ void PrintLatency(const char* name, const nlohmann::json& h) {
          static_cast<long long>(h["max_us"].get<int64_t>()));
 }
 
+double Millis(const nlohmann::json& us) { return us.get<int64_t>() / 1e3; }
+
+void PrintNoisy(const nlohmann::json& n) {
+  const auto& g = n["good"];
+  printf("  noisy: attack %s, %d attackers as '%s' (%lld requests); good clients (%d): %lld "
+         "queries (%.1f/s), p50 %.1f ms, p99 %.1f ms, max %.1f ms; %lld unfinished at the end "
+         "(oldest %.1f ms, counted at that age)\n",
+         n["attack"].get<std::string>().c_str(), n["attackers"].get<int>(),
+         n["attack_user"].get<std::string>().c_str(),
+         static_cast<long long>(n["attack_requests"].get<int64_t>()), g["clients"].get<int>(),
+         static_cast<long long>(g["completed"].get<int64_t>()), g["queries_per_s"].get<double>(),
+         Millis(g["p50_us"]), Millis(g["p99_us"]), Millis(g["max_us"]),
+         static_cast<long long>(g["unfinished"].get<int64_t>()), Millis(g["unfinished_max_us"]));
+  for (const auto& [outcome, count] : n["attack_outcomes"].items()) {
+    printf("    attackers %8lld  %s\n", static_cast<long long>(count.get<int64_t>()),
+           outcome.c_str());
+  }
+  for (const auto& [name, v] : n["server_metrics"].items()) {
+    if (v.get<double>() != 0) printf("    server %s %.0f\n", name.c_str(), v.get<double>());
+  }
+  if (n.contains("server_metrics_error")) {
+    printf("    server metrics: %s\n", n["server_metrics_error"].get<std::string>().c_str());
+  }
+}
+
 void PrintReport(const nlohmann::json& j) {
   const std::string label = j["label"].get<std::string>();
   printf("coordinator-loadgen%s%s: mode %s against %s for %.1f s\n", label.empty() ? "" : " ",
@@ -284,6 +474,7 @@ void PrintReport(const nlohmann::json& j) {
   if (j.contains("cancel_cycle_latency")) PrintLatency("cancel*", j["cancel_cycle_latency"]);
   for (const auto& [kind, h] : j["request_latency"].items()) PrintLatency(kind.c_str(), h);
   PrintLatency("all", j["request_latency_all"]);
+  if (j.contains("noisy")) PrintNoisy(j["noisy"]);
   if (j.contains("server")) {
     const auto& s = j["server"];
     if (s.contains("error")) {
@@ -384,6 +575,11 @@ int Main() {
   }
   signal(SIGPIPE, SIG_IGN);
 
+  MetricsMeasurement metrics;
+  const bool noisy = config.mode == Mode::kNoisy;
+  if (noisy && !ScrapeMetrics(config, &metrics.before, &metrics.error)) {
+    fprintf(stderr, "coordinator-loadgen: %s\n", metrics.error.c_str());
+  }
   RunControl run;
   std::vector<std::unique_ptr<Worker>> workers;
   for (int i = 0; i < FLAGS_io_threads; ++i) {
@@ -421,6 +617,7 @@ int Main() {
     Clock::time_point stop = std::min(Clock::now(), end);
     run.Stop(stop);
     getrusage(RUSAGE_SELF, &self_after);
+    if (noisy && metrics.error.empty()) ScrapeMetrics(config, &metrics.after, &metrics.error);
     if (!pids.empty()) {
       server.syscalls = syscalls.Read();
       server.after = ReadProcSample(pids);
@@ -431,8 +628,8 @@ int Main() {
 
   RunStats total;
   for (auto& w : workers) total.Merge(w->stats());
-  nlohmann::json report = ReportJson(config, total, seconds, server, !pids.empty(), self_before,
-                                     self_after);
+  nlohmann::json report = ReportJson(config, total, seconds, server, !pids.empty(), metrics,
+                                     self_before, self_after);
   PrintReport(report);
   if (!FLAGS_json_out.empty()) {
     std::ofstream out(FLAGS_json_out);
@@ -451,7 +648,7 @@ int Main() {
 
 int main(int argc, char** argv) {
   gflags::SetUsageMessage(
-      "coordinator-loadgen --port=P [--pid=PID] [--mode=queries|poll|mixed|get] [flags]: "
+      "coordinator-loadgen --port=P [--pid=PID] [--mode=queries|poll|mixed|get|noisy] [flags]: "
       "Trino-protocol load against a server on loopback");
   gflags::ParseCommandLineFlags(&argc, &argv, true);
   return qr::loadgen::Main();

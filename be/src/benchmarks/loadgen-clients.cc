@@ -1,5 +1,8 @@
 #include "benchmarks/loadgen-clients.h"
 
+#include <algorithm>
+#include <utility>
+
 #include <nlohmann/json.hpp>
 
 namespace qr::loadgen {
@@ -39,7 +42,31 @@ int64_t CountRows(std::string_view body) {
   return it == j.end() ? 0 : static_cast<int64_t>(it->size());
 }
 
+constexpr std::pair<Attack, const char*> kAttackNames[] = {
+    {Attack::kNone, "none"},         {Attack::kNeverPoll, "never-poll"},
+    {Attack::kWideRow, "wide-row"},  {Attack::kInstrBomb, "instr-bomb"},
+    {Attack::kHugeSort, "huge-sort"}, {Attack::kReget, "reget"},
+    {Attack::kSlowFetch, "slow-fetch"},
+};
+
 }  // namespace
+
+const char* AttackName(Attack attack) {
+  for (const auto& [a, name] : kAttackNames) {
+    if (a == attack) return name;
+  }
+  return "?";
+}
+
+bool ParseAttack(std::string_view name, Attack* attack) {
+  for (const auto& [a, n] : kAttackNames) {
+    if (name == n) {
+      *attack = a;
+      return true;
+    }
+  }
+  return false;
+}
 
 // ---------------------------------------------------------------------------------------------
 // Client
@@ -48,6 +75,12 @@ Client::Client(Worker* worker)
     : worker_(worker),
       conn_(worker->io(), worker->config().endpoint, worker->config().host,
             worker->common_headers(), worker->config().max_body_bytes, this),
+      timer_(worker->io()) {}
+
+Client::Client(Worker* worker, const std::string& headers, size_t max_body_bytes)
+    : worker_(worker),
+      conn_(worker->io(), worker->config().endpoint, worker->config().host, headers,
+            max_body_bytes, this),
       timer_(worker->io()) {}
 
 void Client::Send(RequestKind kind, std::string_view method, std::string_view target,
@@ -234,6 +267,9 @@ class QueryClient : public Client {
 
   void OnHttp(std::string_view error, const HttpAnswer& answer) override {
     ++requests_;
+    if (canceling_) return Finish();  // the DELETE of Abandon(), whatever its answer
+    const bool abandon = worker_->config().abandon_at_stop && worker_->run()->stopping();
+    if (abandon && !error.empty()) return Abandon({});
     if (!Account(error, answer, 200)) return After(kErrorPause, &Client::Start);
     StatementAnswer s = ParseStatement(answer.body);
     if (s.state == "FAILED" && !statement_->expect_error.empty() &&
@@ -248,6 +284,7 @@ class QueryClient : public Client {
       return After(kErrorPause, &Client::Start);
     }
     if (statement_->expect_rows >= 0) rows_ += CountRows(answer.body);
+    if (!s.next.empty() && abandon) return Abandon(s.next);
     if (!s.next.empty()) {
       if (requests_ >= worker_->config().max_requests_per_query) {
         Error("more than " + std::to_string(requests_) + " requests for one query", answer.body);
@@ -287,7 +324,18 @@ class QueryClient : public Client {
     if (run->CountQuery(worker_->config().max_queries)) run->Stop(now);
   }
 
+  /// The window has ended with this query unfinished (abandon_at_stop): records its age at
+  /// the end, cancels it with a DELETE of 'next' (if any) and stops.
+  void Abandon(const std::string& next) {
+    const Clock::time_point end = worker_->run()->end();
+    if (started_ < end) worker_->stats().unfinished.Record(MicrosBetween(started_, end));
+    if (next.empty()) return Finish();
+    canceling_ = true;
+    Send(RequestKind::kCancel, "DELETE", next);
+  }
+
   Clock::time_point started_;
+  bool canceling_ = false;
   const Statement* statement_ = nullptr;  // the one this query runs
   Statement single_;                      // 'sql' and 'expect_rows' without 'statements'
   int requests_ = 0;
@@ -428,6 +476,106 @@ class GetClient : public Client {
 };
 
 // ---------------------------------------------------------------------------------------------
+// Noisy mode: one attacker of the kind Config::attack names, as Config::attack_user, again and
+// again until the window ends. Whatever it gets (errors included) is an outcome counted in
+// RunStats::attack_outcomes, never an error of the run. At the end it cancels the query it
+// holds, if any (never-poll leaves its queries to the server's abandoned-query timeout).
+
+class AttackClient : public Client {
+ public:
+  explicit AttackClient(Worker* worker)
+      : Client(worker, worker->attack_headers(), worker->config().attack_max_body_bytes) {}
+
+  void Start() override {
+    if (worker_->run()->stopping()) return Finish();
+    phase_ = Phase::kRun;
+    next_.clear();
+    Fetch(RequestKind::kPost, "/v1/statement");
+  }
+
+  void OnHttp(std::string_view error, const HttpAnswer& answer) override {
+    ++worker_->stats().attack_requests;
+    if (phase_ == Phase::kCancel) return Finish();
+    const bool stopping = worker_->run()->stopping();
+    const std::string prefix = phase_ == Phase::kReget ? "reget " : "";
+    if (!error.empty() || answer.status != 200) {
+      Count(prefix + (error.empty() ? "HTTP " + std::to_string(answer.status) : std::string(error)));
+      if (stopping) return Cancel();
+      next_.clear();  // refused or cut off: start over with a new query
+      return After(kErrorPause, &Client::Start);
+    }
+    const Attack attack = worker_->config().attack;
+    if (attack == Attack::kNeverPoll) {
+      Count("posted (200)");
+      return After(worker_->config().attack_interval, &Client::Start);
+    }
+    StatementAnswer s = ParseStatement(answer.body);
+    if (s.state == "FAILED" || s.next.empty()) {
+      std::string outcome = s.state == "FAILED" ? "FAILED " + s.error_name + "/" +
+                                std::string(FindJsonString(answer.body, "errorType").value_or("?"))
+                                                : std::string(s.state);
+      Count(prefix + outcome);
+      return Start();  // the query ended: submit the next one
+    }
+    if (phase_ == Phase::kReget) {
+      Count("reget answered again (200)");
+      next_ = std::move(s.next);
+      return stopping ? Cancel() : Fetch(RequestKind::kNext, answered_);
+    }
+    next_ = std::move(s.next);
+    if (stopping) return Cancel();
+    const bool page = answer.body.find("\"data\":") != std::string_view::npos;
+    if (page && kind_ == RequestKind::kNext && attack == Attack::kReget) {
+      Count("first page");
+      phase_ = Phase::kReget;
+      answered_ = target_;
+      return Fetch(RequestKind::kNext, answered_);
+    }
+    if (page && kind_ == RequestKind::kNext && attack == Attack::kSlowFetch) {
+      Count("first page, then held");
+      return Hold();
+    }
+    Fetch(RequestKind::kNext, next_);
+  }
+
+ private:
+  enum class Phase { kRun, kReget, kCancel };
+
+  /// POSTs the attack statement (a POST) or GETs 'target'.
+  void Fetch(RequestKind kind, const std::string& target) {
+    target_ = target;
+    if (kind == RequestKind::kPost) {
+      Send(kind, "POST", target_, worker_->config().attack_sql, worker_->post_headers());
+    } else {
+      Send(kind, "GET", target_);
+    }
+  }
+
+  /// Keeps the query unfetched until the window ends.
+  void Hold() {
+    if (worker_->run()->stopping()) return Cancel();
+    timer_.expires_after(std::chrono::milliseconds(100));
+    timer_.async_wait([this](const boost::system::error_code& ec) {
+      if (!ec) Hold();
+    });
+  }
+
+  /// Cancels the query in hand (DELETE of its nextUri) and stops; stops at once if none.
+  void Cancel() {
+    if (next_.empty()) return Finish();
+    phase_ = Phase::kCancel;
+    Send(RequestKind::kCancel, "DELETE", next_);
+  }
+
+  void Count(const std::string& outcome) { ++worker_->stats().attack_outcomes[outcome]; }
+
+  Phase phase_ = Phase::kRun;
+  std::string next_;      // the nextUri of the query in hand; empty if none
+  std::string target_;    // the target of the request in flight
+  std::string answered_;  // reget: the nextUri whose answer held the first page
+};
+
+// ---------------------------------------------------------------------------------------------
 // Worker
 
 Worker::Worker(const Config& config, RunControl* run, int index, int num_workers)
@@ -456,6 +604,12 @@ Worker::Worker(const Config& config, RunControl* run, int index, int num_workers
   }
   if (config.mode == Mode::kMixed) add.operator()<CancelClient>(config.cancel_clients);
   if (config.mode == Mode::kGet) add.operator()<GetClient>(config.clients);
+  if (config.mode == Mode::kNoisy) {
+    attack_headers_ = "X-Trino-User: " + config.attack_user + "\r\nX-Trino-Source: " +
+                      config.source + "-attacker\r\n";
+    add.operator()<QueryClient>(config.clients);
+    if (config.attack != Attack::kNone) add.operator()<AttackClient>(config.attackers);
+  }
 }
 
 Worker::~Worker() = default;
@@ -500,6 +654,9 @@ void Worker::OnLongQueryCanceled() { ++canceled_long_queries_; }
 
 void Worker::Watchdog() {
   Clock::time_point deadline = Clock::now() - config_.request_timeout;
+  if (config_.abandon_at_stop && run_->stopping()) {
+    deadline = std::max(deadline, Clock::now() - config_.stop_grace);
+  }
   for (auto& c : clients_) c->connection().ExpireIfSentBefore(deadline);
   for (auto& q : long_queries_) q->connection().ExpireIfSentBefore(deadline);
   // Stopped before the clients could start (the long queries never all went live).

@@ -6,6 +6,7 @@
 #include <memory>
 #include <random>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <boost/asio/io_context.hpp>
@@ -28,9 +29,23 @@ struct Statement {
   std::string expect_error;
 };
 
+/// What the attackers of the noisy mode do (docs/benchmarks.md, "Noisy neighbours").
+enum class Attack {
+  kNone,       // quiet baseline: the well-behaved clients alone
+  kNeverPoll,  // POST 'attack_sql' every 'attack_interval', never fetch
+  kWideRow,    // run a statement whose one row is too large to encode
+  kInstrBomb,  // run instr() on multi-MB strings (quadratic in SQLite's own instr)
+  kHugeSort,   // run an ORDER BY over a cross join that spills
+  kReget,      // fetch the first page, then GET that answered nextUri again and again
+  kSlowFetch,  // fetch the first page, then hold the query without fetching
+};
+/// "never-poll", "wide-row", ...; ParseAttack() is its inverse.
+const char* AttackName(Attack attack);
+bool ParseAttack(std::string_view name, Attack* attack);
+
 /// What to run (from the command line).
 struct Config {
-  enum class Mode { kQueries, kPoll, kMixed, kGet };
+  enum class Mode { kQueries, kPoll, kMixed, kGet, kNoisy };
   Mode mode = Mode::kQueries;
   boost::asio::ip::tcp::endpoint endpoint;
   std::string host;            // Host header
@@ -56,6 +71,20 @@ struct Config {
   size_t max_body_bytes = 256u << 20;
   int64_t max_queries = 0;     // stop after this many measured queries (0: duration only)
   int max_requests_per_query = 100000;
+  /// Noisy mode: 'clients' run 'sql' as user 'user' beside 'attackers' clients of user
+  /// 'attack_user' that run 'attack_sql' as 'attack' says.
+  Attack attack = Attack::kNone;
+  int attackers = 64;
+  std::string attack_user = "attacker";
+  std::string attack_sql;
+  std::chrono::milliseconds attack_interval{2000};  // between never-poll POSTs of one attacker
+  size_t attack_max_body_bytes = 64u << 20;
+  /// When the window ends, statement clients cancel the query they are running (its age is
+  /// recorded in RunStats::unfinished) instead of running it to its end, and every request
+  /// still unanswered 'stop_grace' after the end is abandoned: a starved or wedged server
+  /// cannot hold the loadgen.
+  bool abandon_at_stop = false;
+  std::chrono::milliseconds stop_grace{3000};
 };
 
 /// The measurement window and the stop signal, shared by the I/O threads and the main thread.
@@ -77,6 +106,9 @@ class RunControl {
     stopping_.store(true, std::memory_order_relaxed);
   }
   bool stopping() const { return stopping_.load(std::memory_order_relaxed); }
+  Clock::time_point end() const {
+    return Clock::time_point(Clock::duration(end_ns_.load(std::memory_order_relaxed)));
+  }
   bool InWindow(Clock::time_point t) const {
     int64_t n = t.time_since_epoch().count();
     return n >= start_ns_.load(std::memory_order_relaxed) &&
@@ -101,6 +133,9 @@ class LongQuery;
 class Client : public HttpHandler {
  public:
   explicit Client(Worker* worker);
+  /// A client whose requests carry 'headers' instead of the worker's common headers (another
+  /// user), with bodies of at most 'max_body_bytes'.
+  Client(Worker* worker, const std::string& headers, size_t max_body_bytes);
   virtual void Start() = 0;
   bool finished() const { return finished_; }
   HttpConnection& connection() { return conn_; }
@@ -145,6 +180,8 @@ class Worker {
   /// The headers of every request, and those of a POST /v1/statement.
   const std::string& common_headers() const { return common_headers_; }
   const std::string& post_headers() const { return post_headers_; }
+  /// The headers of every request of an attacker (noisy mode).
+  const std::string& attack_headers() const { return attack_headers_; }
   /// "?maxWait=..." for nextUri GETs of long-running statements.
   const std::string& max_wait_query() const { return max_wait_query_; }
 
@@ -162,7 +199,7 @@ class Worker {
   boost::asio::io_context io_;
   RunStats stats_;
   std::mt19937_64 rng_;
-  std::string common_headers_, post_headers_, max_wait_query_;
+  std::string common_headers_, post_headers_, max_wait_query_, attack_headers_;
   std::vector<std::unique_ptr<Client>> clients_;
   std::vector<std::unique_ptr<LongQuery>> long_queries_;
   int live_long_queries_ = 0;

@@ -144,6 +144,9 @@ void RunStats::Merge(const RunStats& o) {
   for (int i = 0; i < static_cast<int>(RequestKind::kNumKinds); ++i) requests[i].Merge(o.requests[i]);
   queries.Merge(o.queries);
   cancels.Merge(o.cancels);
+  unfinished.Merge(o.unfinished);
+  for (const auto& [outcome, n] : o.attack_outcomes) attack_outcomes[outcome] += n;
+  attack_requests += o.attack_requests;
   query_requests += o.query_requests;
   max_requests_per_query = std::max(max_requests_per_query, o.max_requests_per_query);
   rows += o.rows;

@@ -42,6 +42,13 @@ struct RunStats {
   Histogram queries;
   /// Submit, one GET, DELETE, then the GET that reports the cancellation (mixed mode).
   Histogram cancels;
+  /// Noisy mode: statements still running when the window ended, each recorded with its age
+  /// then (a lower bound of its latency).
+  Histogram unfinished;
+  /// Noisy mode: what the attackers got, by outcome ("FAILED EXCEEDED_SPILL_LIMIT", "posted",
+  /// "reget HTTP 200", ...), counted from their start (warm-up included), and their requests.
+  std::map<std::string, int64_t> attack_outcomes;
+  int64_t attack_requests = 0;
   int64_t query_requests = 0;      // requests made by completed queries
   int64_t max_requests_per_query = 0;
   int64_t rows = 0;                // rows received by completed queries

@@ -28,9 +28,19 @@ bool QueryState::Cancel(QueryError reason) {
     cancel_reason_ = std::move(reason);
     // Relaxed is enough for the flag: the reason is read under 'lock_', never through it.
     cancelled_.store(true, std::memory_order_relaxed);
+    // Stops the running statement at its next loop iteration, not only at the progress
+    // handler's next call (1000 VM instructions may be many expensive rows). Under 'lock_',
+    // so the executor cannot clear the target and start another query in between.
+    if (interrupt_target_ != nullptr) sqlite3_interrupt(interrupt_target_);
   }
   result_buffer_.Close();
   return true;
+}
+
+void QueryState::SetInterruptTarget(sqlite3* db) {
+  MutexLock l(&lock_);
+  interrupt_target_ = db;
+  if (db != nullptr && cancel_reason_.has_value()) sqlite3_interrupt(db);
 }
 
 std::optional<QueryError> QueryState::cancel_reason() const {

@@ -1,5 +1,7 @@
 #pragma once
 
+#include <sqlite3.h>
+
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -63,6 +65,9 @@ class QueryState {
   bool Cancel(QueryError reason);
   /// Cheap enough for the engine's progress handler (one relaxed load).
   bool is_cancelled() const { return cancelled_.load(std::memory_order_relaxed); }
+  /// The connection running this query's statement, which Cancel() interrupts
+  /// (sqlite3_interrupt); nullptr once the statement is finalized. Set by the executor.
+  void SetInterruptTarget(sqlite3* db);
   /// The reason given to Cancel(), if any.
   std::optional<QueryError> cancel_reason() const;
 
@@ -85,9 +90,10 @@ class QueryState {
   std::atomic<ExecState> exec_state_{ExecState::kCreated};
   std::atomic<bool> cancelled_{false};
   std::atomic<int64_t> exec_start_ns_{0};
-  /// Protects 'cancel_reason_'.
+  /// Protects 'cancel_reason_' and 'interrupt_target_'.
   mutable Mutex lock_;
   std::optional<QueryError> cancel_reason_ GUARDED_BY(lock_);
+  sqlite3* interrupt_target_ GUARDED_BY(lock_) = nullptr;
   ResultBuffer result_buffer_;
 };
 

@@ -2,6 +2,7 @@
 
 #include "runtime/memory-budget.h"
 #include "runtime/sqlite-functions.h"
+#include "runtime/sqlite-guarded-functions.h"
 
 #include <fcntl.h>
 #include <strings.h>
@@ -189,6 +190,7 @@ Status SqliteConnection::Configure(const std::string& path) {
                            sqlite3_errmsg(db_));
   }
   RETURN_IF_ERROR(RegisterLinearTimeFunctions(db_));
+  RETURN_IF_ERROR(GuardedBuiltins::Register(db_, &guarded_));
   if (sqlite3_create_function_v2(db_, "version", 0,
                                  SQLITE_UTF8 | SQLITE_DETERMINISTIC | SQLITE_INNOCUOUS, nullptr,
                                  &VersionFunction, nullptr, nullptr, nullptr) != SQLITE_OK ||

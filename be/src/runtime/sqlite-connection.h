@@ -7,6 +7,7 @@
 #include <string_view>
 
 #include "runtime/query-error.h"
+#include "runtime/sqlite-guarded-functions.h"
 #include "util/status.h"
 
 namespace qr {
@@ -56,6 +57,9 @@ class SqliteConnection {
   std::string TableHint();
 
   sqlite3* const db_;
+  /// printf/format/json_patch with their guards (sqlite-guarded-functions.h). Destroyed after
+  /// 'db_' is closed (members go after the destructor's body).
+  std::unique_ptr<GuardedBuiltins> guarded_;
   /// What the authorizer refused during the current prepare ("INSERT into lineitem"), for the
   /// error message; empty when nothing was refused.
   std::string denied_;

@@ -113,6 +113,15 @@ class QueryRunner {
   /// per-query limit (with the buffered pages) and the process-wide budget; false with
   /// 'error_' set when either would be exceeded.
   bool Reserve(int64_t needed);
+  /// EncodedSizeBound() of a whole row, with its brackets and commas.
+  template <typename Values>
+  int64_t RowBound(const Values& values) const {
+    int64_t bound = 2 + static_cast<int64_t>(kinds_.size());
+    for (size_t i = 0; i < kinds_.size(); ++i) {
+      bound += EncodedSizeBound(values, static_cast<int>(i), kinds_[i]);
+    }
+    return bound;
+  }
   /// Gives back what the page under construction holds of the process-wide budget.
   void ReleaseReservation();
   /// Hands the page to the result buffer; false when the query was cancelled.
@@ -160,9 +169,11 @@ void QueryRunner::Run() {
     spill.emplace(std::move(account));
   }
   conn_->SetProgressHandler(&QueryRunner::OnProgress, this);
+  query_->SetInterruptTarget(conn_->db());
   End end = Execute();
   conn_->SetProgressHandler(nullptr, nullptr);
   stmt_.reset();  // ends the read transaction before anyone learns that the query ended
+  query_->SetInterruptTarget(nullptr);
   if (end == End::kFailed && spill && spill->refusal()) {
     error_ = QueryError::ExceededSpillLimit(
         "Query exceeded a spill limit: " + SpillRefusalToString(*spill->refusal()) +
@@ -233,6 +244,12 @@ bool QueryRunner::FirstPage(int* rc, End* end) {
   PendingRows rows(static_cast<int>(kinds_.size()));
   while (rows.num_rows() < ctx_.page_max_rows && rows.approx_bytes() < ctx_.page_max_bytes &&
          (*rc = sqlite3_step(stmt)) == SQLITE_ROW) {
+    // The copies cost what the encoded row will (SQLite expands a zeroblob to copy it):
+    // checked first, so a row of huge values fails here, before any of it is copied.
+    if (!Reserve(rows.approx_bytes() + RowBound(StmtValues{stmt}))) {
+      *end = End::kFailed;
+      return false;
+    }
     if (!rows.Add(stmt)) {
       error_ = conn_->StepError(SQLITE_NOMEM);
       *end = End::kFailed;
@@ -276,11 +293,9 @@ template <typename Values>
 QueryRunner::Append QueryRunner::AppendRow(const Values& values) {
   // What the row will take is checked before any of it is encoded: a row of wide values
   // fails its query here, not the process in an allocation.
-  int64_t needed = static_cast<int64_t>(page_.size()) + 2 + static_cast<int64_t>(kinds_.size());
-  for (size_t i = 0; i < kinds_.size(); ++i) {
-    needed += EncodedSizeBound(values, static_cast<int>(i), kinds_[i]);
+  if (!Reserve(static_cast<int64_t>(page_.size()) + RowBound(values))) {
+    return Append::kOverBudget;
   }
-  if (!Reserve(needed)) return Append::kOverBudget;
   if (page_rows_ > 0) page_.push_back(',');
   page_.push_back('[');
   for (size_t i = 0; i < kinds_.size(); ++i) {

@@ -140,8 +140,11 @@ std::optional<QueryError> QueryCoordinator::AdmitLocked(
 }
 
 int QueryCoordinator::max_running_per_user() const {
-  return options_.max_running_queries_per_user > 0 ? options_.max_running_queries_per_user
-                                                   : options_.max_running_queries;
+  // By default a quarter of the slots stay for other users: one user's long queries cannot
+  // take every slot, since a running query is never preempted.
+  return options_.max_running_queries_per_user > 0
+             ? options_.max_running_queries_per_user
+             : std::max(1, options_.max_running_queries * 3 / 4);
 }
 
 std::shared_ptr<ClientRequestState> QueryCoordinator::DequeueLocked() {

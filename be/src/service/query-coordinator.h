@@ -44,7 +44,8 @@ class QueryCoordinator {
     /// and per user; beyond them a submission fails with QUERY_QUEUE_FULL.
     int max_in_flight_queries = 1000;
     int max_in_flight_queries_per_user = 200;
-    /// Running slots one user may hold at once while others wait (0: max_running_queries).
+    /// Running slots one user may hold at once (0: three quarters of max_running_queries,
+    /// at least 1).
     int max_running_queries_per_user = 0;
     /// A query whose client has not fetched for this long is abandoned (0: never).
     int64_t idle_query_timeout_ms = 300000;
