@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "benchmarks/loadgen-http.h"
+#include "soak/soak-attacks.h"
 
 namespace qr::soak {
 
@@ -19,9 +20,16 @@ constexpr std::chrono::milliseconds kDisconnectPause{200};
 constexpr std::chrono::milliseconds kRacePause{20};
 constexpr std::chrono::milliseconds kBadRequestPause{50};
 constexpr std::chrono::milliseconds kSlowBytePause{10};
+// The resource attackers: light ones often, the ones that make the daemon work hard (a sort
+// to the spill quota, a row SQLite expands to its heap limit) one at a time, 2 s apart.
+constexpr std::chrono::milliseconds kNeverPollPause{200};
+constexpr std::chrono::milliseconds kAttackPause{300};
+constexpr std::chrono::milliseconds kHeavyAttackPause{2000};
 constexpr int kIdleConnectionsPerBatch = 8;
 // Each injector also stops after this many rounds, whatever the time.
 constexpr int kMaxRounds = 100000;
+
+}  // namespace
 
 Clock::time_point Deadline() { return Clock::now() + kExchangeTimeout; }
 
@@ -29,14 +37,12 @@ std::string HostOf(const FaultOptions& o) {
   return o.endpoint.address().to_string() + ":" + std::to_string(o.endpoint.port());
 }
 
-/// The id and origin-form nextUri of a QueryResults answer (empty if absent).
 void ParseIds(const Answer& a, std::string* id, std::string* next) {
   id->assign(loadgen::FindJsonString(a.body, "id").value_or(""));
   auto uri = loadgen::FindJsonString(a.body, "nextUri");
   *next = uri ? loadgen::UriTarget(*uri) : "";
 }
 
-/// POSTs 'sql'; true with the id and nextUri if the server accepted it (counted as submitted).
 bool Submit(SoakConnection* c, const std::string& sql, const char* who, FaultCounters* counters,
             std::string* id, std::string* next) {
   Answer a;
@@ -54,7 +60,6 @@ bool Submit(SoakConnection* c, const std::string& sql, const char* who, FaultCou
   return true;
 }
 
-/// GETs 'next' and replaces it with the answer's nextUri; false (problem recorded) on error.
 bool Advance(SoakConnection* c, const char* who, FaultCounters* counters, std::string* next,
              Answer* a) {
   *a = Answer();
@@ -67,6 +72,8 @@ bool Advance(SoakConnection* c, const char* who, FaultCounters* counters, std::s
   ParseIds(*a, &id, next);
   return true;
 }
+
+namespace {
 
 void DeleteQuery(const FaultOptions& o, const std::string& id, FaultCounters* counters) {
   SoakConnection c(o.endpoint);
@@ -262,6 +269,11 @@ const char* FaultName(Fault fault) {
     case Fault::kOversizedHeader: return "oversized_header_431";
     case Fault::kMalformedRequest: return "malformed_400";
     case Fault::kIdleConnection: return "idle_connection";
+    case Fault::kNeverPolled: return "never_polled";
+    case Fault::kWideRow: return "wide_row";
+    case Fault::kInstrBomb: return "instr_bomb";
+    case Fault::kHugeSort: return "huge_sort";
+    case Fault::kReGet: return "reget_answered_page";
     case Fault::kNumFaults: break;
   }
   return "?";
@@ -283,6 +295,10 @@ void RunFaults(const FaultOptions& o, const StopSignal& phase_over, FaultCounter
       {&DisconnectMidPage, kDisconnectPause}, {&CancelRace, kRacePause},
       {&SlowClient, kRacePause},              {&SlowClient, kRacePause},
       {&BadRequest, kBadRequestPause},        {&IdleConnections, kRacePause},
+      // Resource attackers (soak-attacks.cc).
+      {&NeverPoll, kNeverPollPause},          {&WideRow, kHeavyAttackPause},
+      {&InstrBomb, kAttackPause},             {&HugeSort, kHeavyAttackPause},
+      {&ReGet, kAttackPause},
   };
   std::vector<std::thread> threads;
   for (const auto& [inject, pause] : injectors) {

@@ -23,6 +23,12 @@ enum class Fault {
   kOversizedHeader,       // header block longer than --max_header_bytes: 431
   kMalformedRequest,      // not HTTP: 400
   kIdleConnection,        // opened, never used: the server must close it
+  // Resource attackers (issue 14; soak-attacks.cc):
+  kNeverPolled,           // POSTed, never fetched: ABANDONED_QUERY after the short timeout
+  kWideRow,               // 60 values of 16 MB in one row: an INSUFFICIENT_RESOURCES error
+  kInstrBomb,             // instr() on multi-MB strings: finishes, with the right answer
+  kHugeSort,              // a sort past the per-query spill quota: EXCEEDED_SPILL_LIMIT
+  kReGet,                 // the answered page fetched again and again: the same answer
   kNumFaults
 };
 const char* FaultName(Fault fault);
@@ -89,6 +95,19 @@ class StopSignal {
   mutable CondVar cv_;
   bool raised_ GUARDED_BY(mu_) = false;
 };
+
+/// Helpers shared by the injectors (soak-faults.cc, soak-attacks.cc).
+/// The deadline of one request or exchange: later, the server is stuck (a problem).
+Clock::time_point Deadline();
+std::string HostOf(const FaultOptions& o);
+/// The id and origin-form nextUri of a QueryResults answer (empty if absent).
+void ParseIds(const Answer& a, std::string* id, std::string* next);
+/// POSTs 'sql'; true with the id and nextUri if the server accepted it (counted as submitted).
+bool Submit(SoakConnection* c, const std::string& sql, const char* who, FaultCounters* counters,
+            std::string* id, std::string* next);
+/// GETs 'next' and replaces it with the answer's nextUri; false (problem recorded) on error.
+bool Advance(SoakConnection* c, const char* who, FaultCounters* counters, std::string* next,
+             Answer* a);
 
 /// Runs every fault injector, each on its own thread with blocking sockets and deadlines, until
 /// 'phase_over' is raised; returns once all of them have stopped (each iteration is bounded in

@@ -66,10 +66,14 @@ bool ResultBuffer::Put(ResultPage page) {
         pages_.push_back(std::move(page));
         break;
       }
-      if (SpoolLocked(&page, page_bytes)) {
+      bool released_lock = false;
+      if (SpoolLocked(&page, page_bytes, &released_lock)) {
         flush = unwritten_bytes_ >= kSpoolBatchBytes;
         break;
       }
+      // The lock was released to open the file: a Close() or a consumer's TryGet() may have
+      // come meanwhile, and neither woke us (we were not waiting). Look again before waiting.
+      if (released_lock) continue;
       producer_waiting_ = true;
       not_full_.Wait(&lock_);
     }
@@ -80,10 +84,11 @@ bool ResultBuffer::Put(ResultPage page) {
   return true;
 }
 
-bool ResultBuffer::SpoolLocked(ResultPage* page, int64_t page_bytes) {
+bool ResultBuffer::SpoolLocked(ResultPage* page, int64_t page_bytes, bool* released_lock) {
   if (spill_account_ == nullptr || spool_failed_) return false;
   if (spool_ == nullptr) {
     // Opening the file is I/O: not under the lock. Only the producer opens it.
+    *released_lock = true;
     lock_.unlock();
     std::unique_ptr<SpoolFile> file;
     Status s = SpoolFile::Create(spool_dir_, &file);
@@ -93,8 +98,8 @@ bool ResultBuffer::SpoolLocked(ResultPage* page, int64_t page_bytes) {
       spool_failed_ = true;
       return false;
     }
-    spool_ = std::move(file);
-    if (closed_) return false;
+    if (!closed_) spool_ = std::move(file);  // after Close(), the file just goes away
+    return false;  // the caller looks at the buffer again (closed? room in memory?)
   }
   // A refused reservation waits for the client (the query says so in spool_quota_waits).
   if (!spill_account_->TryReserve(page_bytes, /*record_refusal=*/false)) {

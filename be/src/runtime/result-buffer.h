@@ -112,9 +112,10 @@ class ResultBuffer {
     int64_t num_bytes;
     std::shared_ptr<const std::string> in_memory;
   };
-  /// Appends 'page' to the spool if its quota allows; false otherwise. Opens the file on
-  /// first use (with 'lock_' released meanwhile); '*failed' when it cannot be opened.
-  bool SpoolLocked(ResultPage* page, int64_t page_bytes) REQUIRES(lock_);
+  /// Appends 'page' to the spool if its quota allows; false otherwise. On first use it opens
+  /// the file instead, with 'lock_' released meanwhile ('*released_lock' set), and returns
+  /// false: the caller must look at the buffer again before waiting.
+  bool SpoolLocked(ResultPage* page, int64_t page_bytes, bool* released_lock) REQUIRES(lock_);
   /// Writes the spooled pages not yet written, in one gathered write. Producer thread only.
   void FlushSpool() EXCLUDES(lock_);
   /// Reads spooled page 'e' back from the file (no lock held).
