@@ -129,6 +129,17 @@ class RunControl {
 class Worker;
 class LongQuery;
 
+/// After an error, a client pauses this long before it goes on (no tight error loops).
+inline constexpr std::chrono::milliseconds kErrorPause{10};
+
+/// The fields of a QueryResults answer that drive a client.
+struct StatementAnswer {
+  std::string_view state;
+  std::string next;  // origin-form target of nextUri; empty on the final answer
+  std::string error_name;
+};
+StatementAnswer ParseStatement(std::string_view body);
+
 /// A simulated client with one keep-alive connection, driven by its answers.
 class Client : public HttpHandler {
  public:
@@ -159,6 +170,10 @@ class Client : public HttpHandler {
   boost::asio::steady_timer timer_;
   bool finished_ = false;
 };
+
+class Client;
+/// An attacker of the noisy mode, of the kind Config::attack (loadgen-attack.cc).
+std::unique_ptr<Client> MakeAttackClient(Worker* worker);
 
 /// One I/O thread of the loadgen: its clients, its share of the long-running queries, and its
 /// statistics.

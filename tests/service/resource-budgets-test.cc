@@ -1,0 +1,167 @@
+// Resource budgets seen from outside: result memory, SQLite's heap, spill quotas and the
+// CPU-bounded functions answer with their Trino errors naming their flags; afterwards the
+// server still answers SELECT 1 and its budgets and registries drain.
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "resource-limits-test-util.h"
+
+namespace qr::testing {
+namespace {
+
+using nlohmann::json;
+
+// ---------------------------------------------------------------------------------------------
+// Memory
+
+TEST_F(ResourceLimitsTest, WideRowFailsItsQueryNotTheServer) {
+  CoordinatorServer::Options o = Options();
+  o.query_max_memory_bytes = int64_t{64} << 20;
+  Start(o);
+  // 60 values of 16 MB each: one row of ~1 GB (far more once base64-encoded).
+  std::string sql = "SELECT ";
+  for (int i = 0; i < 60; ++i) {
+    if (i > 0) sql += ", ";
+    sql += "zeroblob(16000000) c" + std::to_string(i);
+  }
+  StatementResult r = RunStatement(port_, sql);
+  EXPECT_TRUE(r.failure.empty()) << r.failure;
+  EXPECT_EQ(r.final_state, "FAILED");
+  const std::string name = r.error_name();
+  EXPECT_TRUE(name == "EXCEEDED_LOCAL_MEMORY_LIMIT" || name == "EXCEEDED_GLOBAL_MEMORY_LIMIT")
+      << r.error.dump();
+  EXPECT_EQ(r.error.value("errorType", ""), "INSUFFICIENT_RESOURCES") << r.error.dump();
+  const std::string message = MessageOf(r);
+  EXPECT_TRUE(message.find("--query_max_memory_mb") != std::string::npos ||
+              message.find("--sqlite_heap_limit_mb") != std::string::npos ||
+              message.find("--max_result_memory_mb") != std::string::npos)
+      << message;
+  EXPECT_TRUE(WaitUntil([&] { return server_->result_memory()->used_bytes() == 0; }, kDeadline))
+      << server_->result_memory()->used_bytes() << " bytes still reserved";
+  ExpectServes();
+  ExpectDrained();
+  EXPECT_TRUE(WaitUntil([&] { return server_->result_memory()->used_bytes() == 0; }, kDeadline))
+      << server_->result_memory()->used_bytes() << " bytes still reserved after SELECT 1";
+}
+
+TEST_F(ResourceLimitsTest, UnfetchedResultsHitTheGlobalResultBudget) {
+  CoordinatorServer::Options o = Options();
+  o.max_result_memory_bytes = int64_t{2} << 20;
+  Start(o);
+  // One ~1.2 MiB page each (900 KB of blob, base64-encoded): a page of its own is held in
+  // memory even though it is larger than the result buffer (never spooled), so every
+  // unfetched one holds its bytes of the budget until its client fetches or cancels it.
+  const std::string sql = "SELECT zeroblob(900000) AS b";
+  std::vector<std::unique_ptr<StatementClient>> held;
+  std::vector<std::shared_ptr<ClientRequestState>> reqs;
+  for (int i = 0; i < 3; ++i) {
+    held.push_back(SubmitUnfetched(port_, sql));
+    reqs.push_back(RequestOf(held.back()->result().id));
+    ASSERT_NE(reqs.back(), nullptr);
+    // One at a time, so that it is always a later one that finds the budget taken.
+    ASSERT_TRUE(WaitUntil([&] { return reqs.back()->execution_done(); }, kDeadline));
+  }
+  const MemoryBudget* budget = server_->result_memory();
+  EXPECT_LE(budget->peak_bytes(), int64_t{2} << 20);
+  EXPECT_GT(budget->refusals(), 0);
+  EXPECT_GT(budget->used_bytes(), int64_t{1} << 20) << "the first query's page";
+  EXPECT_FALSE(ClientRequestState::IsTerminal(reqs[0]->state()))
+      << reqs[0]->GetInfo().error.value_or(QueryError{}).message;
+  // The later ones failed in their executors; their clients learn why from the protocol.
+  for (size_t i = 1; i < reqs.size(); ++i) {
+    StatementClient& c = *held[i];
+    while (!c.done() && c.result().failure.empty()) c.Advance();
+    ExpectFailed(c.result(), "EXCEEDED_GLOBAL_MEMORY_LIMIT", "INSUFFICIENT_RESOURCES",
+                 "--max_result_memory_mb");
+    EXPECT_EQ(c.result().error.value("errorCode", -1), 131073);
+  }
+  EXPECT_EQ(held[0]->Cancel().status, 204);
+  EXPECT_TRUE(WaitUntil([&] { return budget->used_bytes() == 0; }, kDeadline))
+      << budget->used_bytes() << " bytes still reserved";
+  ExpectDrained();
+  ExpectServes();
+  // With the budget free again, the same query runs and delivers its row.
+  StatementResult again = RunStatement(port_, sql);
+  EXPECT_EQ(again.final_state, "FINISHED") << again.error.dump();
+  EXPECT_EQ(again.rows.size(), 1u);
+  ExpectDrained();
+  EXPECT_TRUE(WaitUntil([&] { return budget->used_bytes() == 0; }, kDeadline))
+      << budget->used_bytes() << " bytes still reserved after the queries were fetched";
+}
+
+// ---------------------------------------------------------------------------------------------
+// Spill
+
+constexpr char kSpillingSort[] = "SELECT * FROM lineitem ORDER BY l_comment";
+
+TEST_F(ResourceLimitsTest, SortThatSpillsPastTheQueryLimitFailsWithExceededSpillLimit) {
+  // First, with the default limits: the sort spills (or this test proves nothing). Its
+  // first page comes only once the whole sort is done.
+  Start(Options());
+  {
+    StatementClient c(port_);
+    c.Submit(kSpillingSort);
+    while (!c.done() && c.result().data_pages == 0) c.Advance();
+    ASSERT_FALSE(c.done()) << c.result().error.dump();
+    EXPECT_GT(server_->spill_budget()->peak_bytes(), 0) << "the sort did not spill";
+    EXPECT_EQ(c.Cancel().status, 204);
+    ExpectDrained();
+    EXPECT_TRUE(WaitUntil([&] { return server_->spill_budget()->used_bytes() == 0; }, kDeadline));
+  }
+  server_->Shutdown(0);
+  server_.reset();
+
+  CoordinatorServer::Options o = Options();
+  o.query_max_spill_bytes = int64_t{1} << 20;
+  Start(o);
+  StatementResult r = RunStatement(port_, kSpillingSort);
+  ExpectFailed(r, "EXCEEDED_SPILL_LIMIT", "INSUFFICIENT_RESOURCES", "--query_max_spill_mb");
+  EXPECT_EQ(r.error.value("errorCode", -1), 131078);
+  EXPECT_GT(server_->spill_budget()->query_refusals(), 0);
+  EXPECT_EQ(Metric("qr_spill_refusals_total{limit=\"query_max_spill_mb\"}"),
+            server_->spill_budget()->query_refusals());
+  EXPECT_TRUE(WaitUntil([&] { return server_->spill_budget()->used_bytes() == 0; }, kDeadline))
+      << server_->spill_budget()->used_bytes() << " spill bytes still charged";
+  ExpectDrained();
+  ExpectServes();
+}
+
+// ---------------------------------------------------------------------------------------------
+// CPU
+
+TEST_F(ResourceLimitsTest, InstrOnLongStringsIsLinearAndARecursiveQueryStillCancels) {
+  Start(Options());
+  // Quadratic in the built-in instr (minutes); the test's own timeout catches a regression.
+  StatementResult r = RunStatement(
+      port_,
+      "SELECT instr(x || 'b', substr(x, 1, 4000000) || 'b') "
+      "FROM (SELECT printf('%.*c', 8000000, 'a') AS x)");
+  EXPECT_TRUE(r.failure.empty()) << r.failure;
+  EXPECT_EQ(r.final_state, "FINISHED") << r.error.dump();
+  ASSERT_EQ(r.rows.size(), 1u);
+  EXPECT_EQ(r.rows[0][0], 4000001);
+
+  StatementOptions so;
+  so.max_wait = "10ms";
+  StatementClient c(port_, so);
+  c.Submit(
+      "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM c) "
+      "SELECT count(*) FROM c WHERE instr(printf('%.*c', 100000, 'a') || x, 'a' || x) > 0");
+  auto req = RequestOf(c.result().id);
+  ASSERT_NE(req, nullptr);
+  ASSERT_TRUE(WaitUntil([&] { return req->exec_elapsed_ms() >= 0; }, kDeadline));
+  EXPECT_EQ(c.Cancel().status, 204);
+  EXPECT_TRUE(WaitUntil([&] { return req->execution_done(); }, kDeadline));
+  ClientRequestState::Info info = req->GetInfo();
+  ASSERT_TRUE(info.error.has_value());
+  EXPECT_EQ(info.error->name, "USER_CANCELED");
+  ExpectDrained();
+  ExpectServes();
+}
+
+}  // namespace
+}  // namespace qr::testing
