@@ -186,6 +186,7 @@ TEST_F(ResourceLimitsTest, RefetchingTheAnsweredTokenDoesNotKeepAQueryAlive) {
   CoordinatorServer::Options o = Options();
   o.coordinator.idle_query_timeout_ms = 300;
   o.coordinator.expiration_interval_ms = kManualExpirationMs;
+  o.coordinator.max_page_retries = 0;  // retries until the timeout, however many
   Start(o);
   StatementOptions so;
   so.max_wait = "10ms";
@@ -215,6 +216,41 @@ TEST_F(ResourceLimitsTest, RefetchingTheAnsweredTokenDoesNotKeepAQueryAlive) {
   c.Advance();
   ASSERT_TRUE(c.done());
   ExpectFailed(c.result(), "ABANDONED_QUERY", "USER_ERROR", "--idle_query_timeout_s");
+  ExpectDrained();
+  ExpectServes();
+}
+
+TEST_F(ResourceLimitsTest, RetriesOfAnAnsweredPageAreBounded) {
+  CoordinatorServer::Options o = Options();
+  o.coordinator.max_page_retries = 3;
+  Start(o);
+  StatementClient c(port_);
+  c.Submit("SELECT l_orderkey, l_linenumber FROM lineitem");
+  TestResponse first;
+  for (int i = 0; i < 100 && !c.done(); ++i) {
+    first = c.Advance();
+    if (first.Json().contains("data")) break;
+  }
+  ASSERT_TRUE(first.Json().contains("data")) << first.body;
+  const std::string again = TargetOf(c.previous_uri());
+  for (int retry = 0; retry < 3; ++retry) {
+    TestResponse r = c.http().Get(again, c.UserHeaders());
+    ASSERT_EQ(r.status, 200) << "retry " << retry << ": " << r.body;
+    EXPECT_EQ(r.Json()["data"], first.Json()["data"]);
+  }
+  for (int refused = 0; refused < 2; ++refused) {
+    TestResponse r = c.http().Get(again, c.UserHeaders());
+    EXPECT_EQ(r.status, 429) << r.body;
+    EXPECT_NE(r.body.find("--max_page_retries"), std::string::npos) << r.body;
+  }
+  EXPECT_EQ(server_->coordinator()->GetMetrics().page_retries_refused, 2);
+  // The query goes on: its next page, and every row, reach the client.
+  StatementResult& result = c.result();
+  while (!c.done() && result.failure.empty()) c.Advance();
+  EXPECT_TRUE(result.failure.empty()) << result.failure;
+  StatementResult count = RunStatement(port_, "SELECT count(*) FROM lineitem");
+  ASSERT_EQ(count.rows.size(), 1u);
+  EXPECT_EQ(static_cast<int64_t>(result.rows.size()), count.rows[0][0].get<int64_t>());
   ExpectDrained();
   ExpectServes();
 }

@@ -407,6 +407,8 @@ void QueryRunner::Finish(QueryState::ExecState state, std::optional<QueryError> 
 
 struct SqliteEngine::Impl {
   void ExecutorLoop(int index, SqliteConnection* conn, const Options& options);
+  /// Starts the executor thread of slot 'index'.
+  void StartExecutor(int index, const Options* options);
 
   /// Protects the queue and the bookkeeping below; held only for O(1) work (and, in the
   /// destructor, for cancelling the running queries). Never held while running SQL.
@@ -421,7 +423,11 @@ struct SqliteEngine::Impl {
   bool shutting_down GUARDED_BY(lock) = false;
   /// One per thread, each used only by its thread once the threads run.
   std::vector<std::unique_ptr<SqliteConnection>> connections;
+  /// Written by Create(), then only by the demoter's thread (respawns) until it is stopped,
+  /// then by the destructor.
   std::vector<std::thread> threads;
+  /// Created before the threads, stopped before they are joined.
+  std::unique_ptr<LongQueryDemoter> demoter;
 };
 
 void SqliteEngine::Impl::ExecutorLoop(int index, SqliteConnection* conn,
@@ -441,13 +447,24 @@ void SqliteEngine::Impl::ExecutorLoop(int index, SqliteConnection* conn,
       queue.pop_front();
       running.push_back(query.get());
     }
+    demoter->Begin(index);
     QueryRunner(conn, query.get(), options).Run();
     {
       MutexLock l(&lock);
       running.erase(std::find(running.begin(), running.end(), query.get()));
     }
     // 'query' drops the engine's reference here, with no lock held.
+    query.Reset();
+    // A thread that cannot regain its priority ends; the demoter starts its replacement.
+    if (!demoter->End(index)) return;
   }
+}
+
+void SqliteEngine::Impl::StartExecutor(int index, const Options* options) {
+  SqliteConnection* conn = connections[static_cast<size_t>(index)].get();
+  if (threads[static_cast<size_t>(index)].joinable()) threads[static_cast<size_t>(index)].join();
+  threads[static_cast<size_t>(index)] =
+      std::thread([this, index, conn, options] { ExecutorLoop(index, conn, *options); });
 }
 
 SqliteEngine::SqliteEngine(Options options)
@@ -465,13 +482,19 @@ Status SqliteEngine::Create(const Options& options, std::unique_ptr<SqliteEngine
     RETURN_IF_ERROR(SqliteConnection::Open(options.database_path, &conn));
     impl->connections.push_back(std::move(conn));
   }
-  for (int i = 0; i < options.num_threads; ++i) {
-    SqliteConnection* conn = impl->connections[i].get();
-    const Options* opts = &engine->options_;
-    impl->threads.emplace_back([impl, i, conn, opts] { impl->ExecutorLoop(i, conn, *opts); });
-  }
+  const Options* opts = &engine->options_;
+  impl->demoter = std::make_unique<LongQueryDemoter>(
+      options.long_query, options.num_threads,
+      [impl, opts](int index) { impl->StartExecutor(index, opts); });
+  impl->threads.resize(static_cast<size_t>(options.num_threads));
+  for (int i = 0; i < options.num_threads; ++i) impl->StartExecutor(i, opts);
   LOG(INFO) << "SQLite engine serving '" << options.database_path << "' read-only with "
             << options.num_threads << " executor threads (" << EngineVersionString() << ")";
+  if (impl->demoter->enabled()) {
+    LOG(INFO) << "An executor running a query for longer than " << options.long_query.after_ms
+              << " ms (--long_query_after_ms) runs at nice " << impl->demoter->demoted_nice()
+              << " instead of " << impl->demoter->base_nice() << " until the query ends";
+  }
   *out = std::move(engine);
   return Status::OK();
 }
@@ -488,7 +511,10 @@ SqliteEngine::~SqliteEngine() {
   impl_->work_available.NotifyAll();
   for (QueryStateHandle& query : queued) FinishUnstarted(query.get(), QueryError::UserCanceled());
   queued.clear();
-  for (std::thread& t : impl_->threads) t.join();
+  if (impl_->demoter) impl_->demoter->Stop();  // no respawn from here on (null: Create failed)
+  for (std::thread& t : impl_->threads) {
+    if (t.joinable()) t.join();
+  }
 }
 
 void SqliteEngine::Execute(QueryStateHandle query) {
@@ -514,6 +540,10 @@ int64_t SqliteEngine::num_queued() const {
   MutexLock l(&impl_->lock);
   return static_cast<int64_t>(impl_->queue.size());
 }
+
+int64_t SqliteEngine::num_demoted() const { return impl_->demoter->num_demoted(); }
+
+int64_t SqliteEngine::num_executors_replaced() const { return impl_->demoter->num_replaced(); }
 
 int64_t SqliteEngine::num_running() const {
   MutexLock l(&impl_->lock);

@@ -9,6 +9,7 @@
 #include <thread>
 #include <vector>
 
+#include "runtime/long-query-demoter.h"
 #include "runtime/query-exec-mgr.h"
 #include "runtime/spill-accounting.h"
 #include "util/mutex.h"
@@ -47,6 +48,9 @@ class SqliteEngine {
     /// this directory (charged to the same quotas), so an executor never waits for a client
     /// until a quota is reached. Empty: no spooling (Put() blocks while the buffer is full).
     std::string spool_dir{};
+    /// The executor of a query that runs longer than 'long_query.after_ms' gets a lower CPU
+    /// priority until the query ends (LongQueryDemoter), so short queries come first.
+    LongQueryDemoter::Options long_query{};
   };
 
   /// Opens one connection per thread and starts the threads. A missing, unreadable or
@@ -62,6 +66,10 @@ class SqliteEngine {
   /// Queries waiting for an executor thread, and queries being executed.
   int64_t num_queued() const;
   int64_t num_running() const;
+  /// Queries whose executor got a lower CPU priority; executors replaced because they could
+  /// not get their priority back (see LongQueryDemoter).
+  int64_t num_demoted() const;
+  int64_t num_executors_replaced() const;
   const Options& options() const { return options_; }
 
  private:

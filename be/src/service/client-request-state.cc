@@ -236,10 +236,15 @@ bool ClientRequestState::NextPageLocked(QueryPage* out) {
 ClientRequestState::FetchOutcome ClientRequestState::Fetch(int64_t token, bool may_wait,
                                                            std::function<void()> waiter,
                                                            QueryPage* page,
-                                                           uint64_t* waiter_id) {
+                                                           uint64_t* waiter_id,
+                                                           int max_retries) {
   ever_fetched_.store(true, std::memory_order_relaxed);
   MutexLock l(&lock_);
   if (last_page_ && token == next_token_ - 1) {
+    if (max_retries > 0 && last_page_retries_ >= max_retries) {
+      return FetchOutcome::kTooManyRetries;
+    }
+    ++last_page_retries_;
     *page = *last_page_;  // an idempotent retry: the same page (shared rows), not a new one
     return FetchOutcome::kPage;
   }
@@ -263,6 +268,7 @@ ClientRequestState::FetchOutcome ClientRequestState::Fetch(int64_t token, bool m
   }
   next_token_ = token + 1;
   last_page_ = p;
+  last_page_retries_ = 0;
   *page = std::move(p);
   return FetchOutcome::kPage;
 }

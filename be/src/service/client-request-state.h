@@ -113,13 +113,15 @@ class ClientRequestState {
     kWait,       // nothing new yet: a waiter was registered ('waiter_id' set)
     kGone,       // 'token' is older than the last page: 410
     kNotFound,   // 'token' is beyond the next one: 404
+    kTooManyRetries,  // the last page was already answered 'max_retries' more times: 429
   };
   /// Answers a GET of 'token'. A repeat of the last answered token gets the same page again
-  /// (and does not count as client activity for the idle timeout). A
+  /// (and does not count as client activity for the idle timeout), at most 'max_retries'
+  /// times (0: no limit; beyond: kTooManyRetries, without the page). A
   /// GET of the next token takes the next page; if there is none yet and 'may_wait', registers
   /// 'waiter' (called once, with no lock held, at the next change) and returns kWait.
   FetchOutcome Fetch(int64_t token, bool may_wait, std::function<void()> waiter,
-                     QueryPage* page, uint64_t* waiter_id);
+                     QueryPage* page, uint64_t* waiter_id, int max_retries = 0);
   /// Removes a waiter that has not fired (its long poll timed out).
   void RemoveWaiter(uint64_t waiter_id);
   /// True while a long-poll GET is parked on this request: its client is active.
@@ -172,6 +174,8 @@ class ClientRequestState {
   /// The token the client should GET next, and the answer to the previous one (for retries).
   int64_t next_token_ GUARDED_BY(lock_) = 0;
   std::optional<QueryPage> last_page_ GUARDED_BY(lock_);
+  /// Times 'last_page_' was answered again.
+  int last_page_retries_ GUARDED_BY(lock_) = 0;
   bool final_delivered_ GUARDED_BY(lock_) = false;
   int64_t rows_delivered_ GUARDED_BY(lock_) = 0;
   int64_t bytes_delivered_ GUARDED_BY(lock_) = 0;

@@ -111,6 +111,7 @@ Status CoordinatorServer::Start() {
   engine_options.spill_budget = spill_budget_.get();
   engine_options.query_spill_limit_bytes = options_.query_max_spill_bytes;
   engine_options.spool_dir = spill_dir_;
+  engine_options.long_query = options_.long_query;
   RETURN_IF_ERROR(SqliteEngine::Create(engine_options, &engine_));
   QueryCoordinator::Options coordinator_options = options_.coordinator;
   coordinator_options.exec_defaults.memory_budget = result_memory_.get();

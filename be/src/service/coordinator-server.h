@@ -29,6 +29,8 @@ class CoordinatorServer {
     std::string data_dir = "data";
     double sample_scale_factor = 0.01;
     int num_query_threads = 2;
+    /// Lower CPU priority for the executors of long queries (LongQueryDemoter).
+    LongQueryDemoter::Options long_query{};
     /// Resource budgets (docs/operations.md#resource-limits); every one is > 0.
     /// Encoded results held by all queries, and by one query.
     int64_t max_result_memory_bytes = int64_t{1} << 30;
@@ -72,6 +74,7 @@ class CoordinatorServer {
   QueryCoordinator* coordinator() { return coordinator_.get(); }
   const QueryCoordinator* coordinator() const { return coordinator_.get(); }
   QueryExecMgr* exec_mgr() { return exec_mgr_.get(); }
+  const SqliteEngine* engine() const { return engine_.get(); }
   Webserver* webserver() { return webserver_.get(); }
   const Options& options() const { return options_; }
   const AccessControl* access_control() const { return access_control_.get(); }

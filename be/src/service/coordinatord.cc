@@ -25,6 +25,13 @@ DEFINE_int32(num_query_threads, 0,
              "Executor threads (0: --max_running_queries, so that every admitted query runs at "
              "once and the kernel shares the cores among them: a long query cannot keep a "
              "short one from an executor).");
+DEFINE_int32(long_query_after_ms, 200,
+             "An executor thread running one query for longer than this gets a lower CPU "
+             "priority (--long_query_nice) until the query ends, so that short queries run "
+             "first (0: off).");
+DEFINE_int32(long_query_nice, 10,
+             "How much the nice value of a long query's executor thread is raised, 0-19 "
+             "(0: off; the result is capped at 19).");
 DEFINE_string(database, "", "Serve this SQLite file read-only instead of the sample database.");
 DEFINE_string(data_dir, "data", "Where the generated sample database is kept.");
 DEFINE_double(sample_scale_factor, 0.01, "TPC-H scale factor of the sample database.");
@@ -45,6 +52,9 @@ DEFINE_int32(idle_query_timeout_s, 300,
 DEFINE_int32(abandoned_query_timeout_s, 30,
              "Cancel a query whose client never fetched a result within this long of the "
              "submission (ABANDONED_QUERY; 0: only --idle_query_timeout_s).");
+DEFINE_int32(max_page_retries, 10,
+             "A GET of an already answered nextUri (a client's retry) gets the same page again "
+             "at most this many times per page; beyond, 429 (0: no limit).");
 DEFINE_int32(exec_time_limit_s, 300,
              "Fail queries executing longer than this with EXCEEDED_TIME_LIMIT (0: no limit).");
 DEFINE_int32(shutdown_client_idle_s, 5,
@@ -113,6 +123,11 @@ bool ValidatePositive64(const char* flag, int64_t v) {
   fprintf(stderr, "--%s must be in [1, 2^40] (MiB), got %lld\n", flag, static_cast<long long>(v));
   return false;
 }
+bool ValidateNice(const char* flag, int32_t v) {
+  if (v >= 0 && v <= 19) return true;
+  fprintf(stderr, "--%s must be in [0, 19], got %d\n", flag, v);
+  return false;
+}
 bool ValidatePort(const char* flag, int32_t v) {
   if (v >= 0 && v <= 65535) return true;
   fprintf(stderr, "--%s must be in [0, 65535], got %d\n", flag, v);
@@ -126,6 +141,8 @@ DEFINE_validator(num_http_threads, &ValidatePositive);
 DEFINE_validator(max_running_queries, &ValidatePositive);
 DEFINE_validator(max_queued_queries, &ValidateNonNegative);
 DEFINE_validator(num_query_threads, &ValidateNonNegative);
+DEFINE_validator(long_query_after_ms, &ValidateNonNegative);
+DEFINE_validator(long_query_nice, &ValidateNice);
 DEFINE_validator(idle_query_timeout_s, &ValidateNonNegative);
 DEFINE_validator(max_in_flight_queries, &ValidatePositive);
 DEFINE_validator(max_session_properties, &ValidatePositive);
@@ -139,6 +156,7 @@ DEFINE_validator(max_running_queries_per_user, &ValidateNonNegative);
 DEFINE_validator(abandoned_query_timeout_s, &ValidateNonNegative);
 DEFINE_validator(shutdown_client_idle_s, &ValidateNonNegative);
 DEFINE_validator(exec_time_limit_s, &ValidateNonNegative);
+DEFINE_validator(max_page_retries, &ValidateNonNegative);
 DEFINE_validator(query_log_size, &ValidateNonNegative);
 DEFINE_validator(shutdown_grace_period_s, &ValidateNonNegative);
 DEFINE_validator(auth_max_failures, &ValidatePositive);
@@ -156,6 +174,8 @@ CoordinatorServer::Options OptionsFromFlags() {
   o.sample_scale_factor = FLAGS_sample_scale_factor;
   o.num_query_threads =
       FLAGS_num_query_threads > 0 ? FLAGS_num_query_threads : FLAGS_max_running_queries;
+  o.long_query.after_ms = FLAGS_long_query_after_ms;
+  o.long_query.nice_increment = FLAGS_long_query_nice;
   o.max_result_memory_bytes = FLAGS_max_result_memory_mb << 20;
   o.query_max_memory_bytes = FLAGS_query_max_memory_mb << 20;
   o.sqlite_heap_limit_bytes = FLAGS_sqlite_heap_limit_mb << 20;
@@ -177,6 +197,7 @@ CoordinatorServer::Options OptionsFromFlags() {
   o.coordinator.abandoned_query_timeout_ms = int64_t{FLAGS_abandoned_query_timeout_s} * 1000;
   o.coordinator.shutdown_client_idle_ms = int64_t{FLAGS_shutdown_client_idle_s} * 1000;
   o.coordinator.exec_time_limit_ms = int64_t{FLAGS_exec_time_limit_s} * 1000;
+  o.coordinator.max_page_retries = FLAGS_max_page_retries;
   o.coordinator.query_log_size = FLAGS_query_log_size;
   o.protocol.default_user = FLAGS_default_user;
   o.protocol.trust_forwarded_headers = FLAGS_http_trust_forwarded_headers;

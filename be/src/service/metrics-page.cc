@@ -93,6 +93,9 @@ void AppendQueryCounters(const QueryCoordinator& coordinator, std::string* out) 
          m.rejected_in_flight_per_user, out);
   Sample("qr_queries_rejected_total", "{limit=\"max_queued_queries\"}", m.rejected_queue_full,
          out);
+  Scalar("qr_page_retries_refused_total", "counter",
+         "GETs of an already answered nextUri refused with 429 (--max_page_retries).",
+         m.page_retries_refused, out);
 }
 
 /// The configured limits, so that a dashboard can put use and limit side by side.
@@ -113,7 +116,10 @@ void AppendLimits(const CoordinatorServer& server, std::string* out) {
       {"max_in_flight_queries_per_user", o.max_in_flight_queries_per_user},
       {"idle_query_timeout_s", o.idle_query_timeout_ms / 1000},
       {"abandoned_query_timeout_s", o.abandoned_query_timeout_ms / 1000},
+      {"max_page_retries", o.max_page_retries},
       {"exec_time_limit_s", o.exec_time_limit_ms / 1000},
+      {"long_query_after_ms", so.long_query.after_ms},
+      {"long_query_nice", so.long_query.nice_increment},
   };
   for (const auto& [flag, value] : limits) {
     Sample("qr_limit", std::string("{flag=\"") + flag + "\"}", value, out);
@@ -227,6 +233,15 @@ void AppendResourceMetrics(const CoordinatorServer& server, std::string* out) {
   Sample("qr_spill_refusals_total", "{limit=\"max_spill_mb\"}", spill.total_refusals(), out);
   Sample("qr_spill_refusals_total", "{limit=\"query_max_spill_mb\"}", spill.query_refusals(),
          out);
+  const SqliteEngine& engine = *server.engine();
+  Scalar("qr_queries_demoted_total", "counter",
+         "Queries whose executor thread got a lower CPU priority for running longer than "
+         "--long_query_after_ms.",
+         engine.num_demoted(), out);
+  Scalar("qr_executor_threads_replaced_total", "counter",
+         "Executor threads replaced because they could not get their CPU priority back after "
+         "a long query (no CAP_SYS_NICE or RLIMIT_NICE).",
+         engine.num_executors_replaced(), out);
   SpoolFile::Stats& spool = SpoolFile::stats();
   Scalar("qr_spool_files_total", "counter",
          "Result spool files opened (queries whose results outgrew their memory buffer).",

@@ -247,7 +247,11 @@ std::shared_ptr<ClientRequestState> QueryCoordinator::Find(const UniqueId& id) c
 ClientRequestState::FetchOutcome QueryCoordinator::Fetch(
     const std::shared_ptr<ClientRequestState>& req, int64_t token, bool may_wait,
     std::function<void()> waiter, QueryPage* page, uint64_t* waiter_id) {
-  auto outcome = req->Fetch(token, may_wait, std::move(waiter), page, waiter_id);
+  auto outcome =
+      req->Fetch(token, may_wait, std::move(waiter), page, waiter_id, options_.max_page_retries);
+  if (outcome == ClientRequestState::FetchOutcome::kTooManyRetries) {
+    page_retries_refused_.fetch_add(1, std::memory_order_relaxed);
+  }
   if (outcome == ClientRequestState::FetchOutcome::kPage && !page->next_token) Complete(req);
   return outcome;
 }
@@ -464,6 +468,7 @@ QueryCoordinator::Metrics QueryCoordinator::GetMetrics() const {
   m.rejected_in_flight = rejected_in_flight_.load();
   m.rejected_in_flight_per_user = rejected_in_flight_per_user_.load();
   m.rejected_queue_full = rejected_queue_full_.load();
+  m.page_retries_refused = page_retries_refused_.load();
   m.abandoned = abandoned_.load();
   MutexLock l(&admission_lock_);
   m.running = running_;

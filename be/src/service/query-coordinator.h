@@ -52,6 +52,9 @@ class QueryCoordinator {
     /// A query whose client never fetched after the submission is abandoned after this long
     /// (0: only 'idle_query_timeout_ms' applies).
     int64_t abandoned_query_timeout_ms = 30000;
+    /// A GET of an already answered token (a client's retry) is answered with the same page
+    /// at most this many times per page (0: no limit); beyond, 429.
+    int max_page_retries = 10;
     /// Execution time limit (0: none).
     int64_t exec_time_limit_ms = 0;
     /// At shutdown, a query whose client has not fetched for this long (and has no parked
@@ -111,6 +114,8 @@ class QueryCoordinator {
     int64_t submitted, finished, failed, canceled, running, queued, in_flight;
     /// Submissions refused by each in-flight cap, and queries abandoned by their clients.
     int64_t rejected_in_flight, rejected_in_flight_per_user, rejected_queue_full, abandoned;
+    /// Retries of an answered page refused by 'max_page_retries'.
+    int64_t page_retries_refused;
     /// Users with at least one query in flight.
     int64_t users_in_flight;
   };
@@ -183,7 +188,7 @@ class QueryCoordinator {
 
   std::atomic<int64_t> submitted_{0}, finished_{0}, failed_{0}, canceled_{0};
   std::atomic<int64_t> rejected_in_flight_{0}, rejected_in_flight_per_user_{0},
-      rejected_queue_full_{0}, abandoned_{0};
+      rejected_queue_full_{0}, abandoned_{0}, page_retries_refused_{0};
   std::array<std::atomic<int64_t>, kLatencyBucketsMs.size() + 1> latency_buckets_{};
   std::atomic<int64_t> latency_sum_ms_{0};
 

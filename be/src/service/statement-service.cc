@@ -139,6 +139,11 @@ class PendingFetch : public std::enable_shared_from_this<PendingFetch> {
     HttpResponse resp;
     if (outcome == ClientRequestState::FetchOutcome::kPage) {
       RenderQueryResults(*req_, page, uris_, &resp);
+    } else if (outcome == ClientRequestState::FetchOutcome::kTooManyRetries) {
+      resp = HttpResponse::Text(
+          429, "Token " + std::to_string(token_) + " of query " + PrintId(req_->query_id()) +
+                   " was already answered again " + std::to_string(coord_->options().max_page_retries) +
+                   " times, the most for one page (--max_page_retries); fetch its nextUri\n");
     } else if (outcome == ClientRequestState::FetchOutcome::kGone) {
       resp = HttpResponse::Text(410, "Token " + std::to_string(token_) + " of query " +
                                          PrintId(req_->query_id()) + " is gone\n");
