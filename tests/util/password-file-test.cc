@@ -81,6 +81,15 @@ TEST(PasswordFileTest, TypicalIterationsIsTheMostCommonCount) {
   EXPECT_EQ(PasswordFile().TypicalIterations(), kDefaultPasswordIterations);
 }
 
+TEST(PasswordFileTest, UserNameStartingWithHashIsRefused) {
+  // Its line would be skipped as a comment: the user could never log in.
+  std::string line;
+  Status s = MakePasswordEntryLine("#x", "pw", kFastIterations, &line);
+  EXPECT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("comment"), std::string::npos) << s.message();
+  EXPECT_TRUE(MakePasswordEntryLine("x#", "pw", kFastIterations, &line).ok());
+}
+
 TEST(PasswordFileTest, SaltsDiffer) {
   // The same password twice gives different lines (random salt).
   EXPECT_NE(Entry("alice", "same"), Entry("alice", "same"));

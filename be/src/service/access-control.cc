@@ -31,6 +31,16 @@ std::unordered_set<std::string> ParseUserList(std::string_view list) {
   return users;
 }
 
+std::string DescribeUser(std::string_view user, std::string_view principal) {
+  std::string out = "user " + QuoteForError(user);
+  if (!principal.empty() && principal != user) {
+    out += " (authenticated as " + QuoteForError(principal) + ")";
+  }
+  return out;
+}
+
+std::string Principal::Describe() const { return DescribeUser(user, authenticated); }
+
 AccessControl::AccessControl(bool authentication_enabled, std::string_view admin_users)
     : authentication_enabled_(authentication_enabled), admins_(ParseUserList(admin_users)) {}
 
@@ -44,6 +54,7 @@ Principal AccessControl::Identify(const HttpRequest& req) const {
   std::string_view header = UserHeader(req);
   p.user = header.empty() ? req.authenticated_user : std::string(header);
   p.admin = IsAdmin(req.authenticated_user);
+  p.authenticated = req.authenticated_user;
   return p;
 }
 

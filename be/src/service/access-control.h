@@ -18,7 +18,16 @@ struct Principal {
   /// The user may see and cancel every query (--admin_users; with authentication on, decided
   /// by the authenticated user, not by the header).
   bool admin = false;
+  /// With authentication: the authenticated user (who may act as another 'user' if admin).
+  std::string authenticated;
+
+  /// For audit lines: "user 'bob'", or "user 'bob' (authenticated as 'admin')" when the
+  /// authenticated user acts as another; every name quoted and escaped (QuoteForError).
+  std::string Describe() const;
 };
+
+/// The audit form of a user acting through 'principal' (empty: no authentication).
+std::string DescribeUser(std::string_view user, std::string_view principal);
 
 /// The access rules of coordinatord's protocol endpoints and debug pages.
 ///

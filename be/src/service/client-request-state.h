@@ -22,7 +22,13 @@ namespace qr {
 
 /// Who submitted a query and how (from the protocol headers).
 struct SessionInfo {
+  /// The effective user (whose query it is).
   std::string user;
+  /// With authentication: who authenticated (an admin may submit as another 'user'); empty
+  /// without. For the audit lines of the log.
+  std::string principal;
+  /// The client's address ("ip:port"), for the audit lines of the log.
+  std::string client_address;
   std::string source;
   std::string catalog;
   std::string schema;
@@ -71,6 +77,8 @@ class ClientRequestState {
   const std::shared_ptr<const std::string>& statement() const { return statement_; }
   const SessionInfo& session() const { return session_; }
   const std::string& user() const { return session_.user; }
+  const std::string& principal() const { return session_.principal; }
+  const std::string& client_address() const { return session_.client_address; }
 
   /// Time points. Wall clock for display, steady clock for durations.
   std::chrono::system_clock::time_point submit_wall_time() const { return submit_wall_; }

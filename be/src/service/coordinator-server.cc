@@ -120,8 +120,10 @@ Status CoordinatorServer::Start() {
                                                     engine_.get());
   webserver_ = std::make_unique<Webserver>(std::move(http));
   StatementService::Options protocol = options_.protocol;
-  protocol.fallback_authority =
-      options_.http.bind_address + ":" + std::to_string(options_.http.port);
+  // An IPv6 literal needs brackets in a URI authority ("[::1]:8080").
+  const std::string& host = options_.http.bind_address;
+  protocol.fallback_authority = (host.find(':') != std::string::npos ? "[" + host + "]" : host) +
+                                ":" + std::to_string(options_.http.port);
   statement_service_ =
       std::make_unique<StatementService>(protocol, coordinator_.get(), webserver_.get(),
                                          access_control_.get());

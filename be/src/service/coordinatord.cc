@@ -4,6 +4,11 @@
 #include <malloc.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 
 #include <algorithm>
 #include <cstdio>
@@ -128,6 +133,21 @@ bool ValidateNice(const char* flag, int32_t v) {
   fprintf(stderr, "--%s must be in [0, 19], got %d\n", flag, v);
   return false;
 }
+/// Threads: a count past this is a typo, not a configuration (each executor thread also holds
+/// a SQLite connection and its page cache).
+constexpr int32_t kMaxThreads = 1024;
+bool ValidateThreads(const char* flag, int32_t v) {
+  if (v >= 1 && v <= kMaxThreads) return true;
+  fprintf(stderr, "--%s must be in [1, %d], got %d\n", flag, kMaxThreads, v);
+  return false;
+}
+bool ValidateBytes(const char* flag, int64_t v) {
+  // 0 would refuse everything and a negative size is no size at all.
+  if (v >= 1024 && v <= (int64_t{1} << 30)) return true;
+  fprintf(stderr, "--%s must be in [1024, 2^30] bytes, got %lld\n", flag,
+          static_cast<long long>(v));
+  return false;
+}
 bool ValidatePort(const char* flag, int32_t v) {
   if (v >= 0 && v <= 65535) return true;
   fprintf(stderr, "--%s must be in [0, 65535], got %d\n", flag, v);
@@ -137,10 +157,13 @@ bool ValidatePort(const char* flag, int32_t v) {
 }  // namespace
 
 DEFINE_validator(http_port, &ValidatePort);
-DEFINE_validator(num_http_threads, &ValidatePositive);
+DEFINE_validator(num_http_threads, &ValidateThreads);
+DEFINE_validator(max_statement_bytes, &ValidateBytes);
+DEFINE_validator(max_header_bytes, &ValidateBytes);
+DEFINE_validator(http_idle_timeout_s, &ValidatePositive);
 DEFINE_validator(max_running_queries, &ValidatePositive);
 DEFINE_validator(max_queued_queries, &ValidateNonNegative);
-DEFINE_validator(num_query_threads, &ValidateNonNegative);
+DEFINE_validator(num_query_threads, &ValidateNonNegative);  // and <= kMaxThreads: CheckFlags()
 DEFINE_validator(long_query_after_ms, &ValidateNonNegative);
 DEFINE_validator(long_query_nice, &ValidateNice);
 DEFINE_validator(idle_query_timeout_s, &ValidateNonNegative);
@@ -214,6 +237,38 @@ CoordinatorServer::Options OptionsFromFlags() {
   return o;
 }
 
+/// Checks that involve several flags or the file system; false after printing why.
+bool CheckFlags() {
+  const int32_t threads =
+      FLAGS_num_query_threads > 0 ? FLAGS_num_query_threads : FLAGS_max_running_queries;
+  if (threads > kMaxThreads) {
+    fprintf(stderr,
+            "coordinatord: %d executor threads (%s) is more than %d: set --num_query_threads "
+            "to at most %d (queries beyond the threads wait for one)\n",
+            threads,
+            FLAGS_num_query_threads > 0 ? "--num_query_threads" : "--max_running_queries",
+            kMaxThreads, kMaxThreads);
+    return false;
+  }
+  if (!FLAGS_log_dir.empty()) {
+    // glog would otherwise fall back to no log file at all, silently.
+    std::string probe = FLAGS_log_dir + "/.coordinatord-log-probe.XXXXXX";
+    int fd = mkstemp(probe.data());
+    bool ok = fd >= 0 && write(fd, "probe\n", 6) == 6;
+    const int err = errno;
+    if (fd >= 0) {
+      close(fd);
+      unlink(probe.c_str());
+    }
+    if (!ok) {
+      fprintf(stderr, "coordinatord: cannot write log files in --log_dir=%s: %s\n",
+              FLAGS_log_dir.c_str(), strerror(err));
+      return false;
+    }
+  }
+  return true;
+}
+
 int Main() {
   // Block the stop signals in every thread (threads inherit the mask) and take them
   // synchronously below: no async-signal-safety concerns, no polling.
@@ -266,7 +321,15 @@ int main(int argc, char** argv) {
   // in the heaps of the executor threads' arenas: a burst of 16 MiB values left ~450 MiB of
   // RSS behind.
   mallopt(M_MMAP_THRESHOLD, 1 << 20);
+  if (!qr::CheckFlags()) return 1;
   FLAGS_logtostderr = FLAGS_logtostderr || FLAGS_log_dir.empty();
+  // Every line reaches the log file when it is logged, not up to --logbufsecs later: the
+  // submit, cancel and login-failure lines are the audit trail, and a crash must not lose
+  // them (one write(2) per line).
+  gflags::CommandLineFlagInfo logbuflevel;
+  if (gflags::GetCommandLineFlagInfo("logbuflevel", &logbuflevel) && logbuflevel.is_default) {
+    FLAGS_logbuflevel = -1;
+  }
   google::InitGoogleLogging(argv[0]);
   return qr::Main();
 }

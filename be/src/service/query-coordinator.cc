@@ -6,18 +6,15 @@
 
 #include <glog/logging.h>
 
+#include "service/access-control.h"
+#include "util/status.h"
+
 namespace qr {
 namespace {
 
 using State = ClientRequestState::State;
 
 int64_t NowNs() { return std::chrono::steady_clock::now().time_since_epoch().count(); }
-
-std::string ShortStatement(const std::string& sql) {
-  std::string s = sql.substr(0, 120);
-  std::replace(s.begin(), s.end(), '\n', ' ');
-  return sql.size() > 120 ? s + "..." : s;
-}
 
 }  // namespace
 
@@ -53,8 +50,10 @@ std::shared_ptr<ClientRequestState> QueryCoordinator::Submit(
   // Ids are random 96-bit values; a collision is a bug worth crashing on.
   CHECK(registry_.Add(req->query_id(), req).ok());
   submitted_.fetch_add(1, std::memory_order_relaxed);
-  LOG(INFO) << "Query " << PrintId(req->query_id()) << " submitted by user '" << req->user()
-            << "': " << ShortStatement(*req->statement());
+  LOG(INFO) << "Query " << PrintId(req->query_id()) << " submitted by "
+            << DescribeUser(req->user(), req->principal()) << " from "
+            << QuoteForError(req->client_address()) << ": "
+            << QuoteForError(*req->statement(), 120);
 
   std::optional<QueryError> rejection;
   bool start = false;
@@ -66,7 +65,7 @@ std::shared_ptr<ClientRequestState> QueryCoordinator::Submit(
   }
   if (rejection) {
     LOG(INFO) << "Query " << PrintId(req->query_id()) << " refused: " << rejection->name
-              << ": " << rejection->message;
+              << ": " << QuoteForError(rejection->message, 300);
     FailRequest(req, State::kFailed, std::move(*rejection));
   } else if (start) {
     StartExecution(req);
@@ -268,11 +267,12 @@ bool QueryCoordinator::FailRequest(const std::shared_ptr<ClientRequestState>& re
   return true;
 }
 
-Status QueryCoordinator::Cancel(const UniqueId& id) {
+Status QueryCoordinator::Cancel(const UniqueId& id, std::string_view who) {
   std::shared_ptr<ClientRequestState> req = Find(id);
   if (!req) return NotFound("query " + PrintId(id) + " is not known (never existed, or expired)");
   if (FailRequest(req, State::kCanceled, QueryError::UserCanceled())) {
-    LOG(INFO) << "Query " << PrintId(id) << " canceled";
+    LOG(INFO) << "Query " << PrintId(id) << " of " << DescribeUser(req->user(), req->principal())
+              << " canceled by " << who;
   }
   return Status::OK();
 }
@@ -323,10 +323,13 @@ void QueryCoordinator::RecordCompletion(const ClientRequestState& req) {
   }
   latency_buckets_[bucket].fetch_add(1, std::memory_order_relaxed);
   latency_sum_ms_.fetch_add(info.elapsed_ms, std::memory_order_relaxed);
-  LOG(INFO) << "Query " << PrintId(req.query_id()) << " ended: user '" << req.user()
-            << "', state " << ClientRequestState::StateName(info.state) << ", "
-            << info.elapsed_ms << " ms, " << info.rows_delivered << " rows"
-            << (info.error ? ", error " + info.error->name + ": " + info.error->message : "");
+  LOG(INFO) << "Query " << PrintId(req.query_id()) << " ended: "
+            << DescribeUser(req.user(), req.principal()) << ", state "
+            << ClientRequestState::StateName(info.state) << ", " << info.elapsed_ms << " ms, "
+            << info.rows_delivered << " rows"
+            << (info.error ? ", error " + info.error->name + ": " +
+                                 QuoteForError(info.error->message, 300)
+                           : "");
 }
 
 std::vector<std::shared_ptr<ClientRequestState>> QueryCoordinator::InFlight() const {

@@ -88,7 +88,8 @@ class QueryCoordinator {
                                          uint64_t* waiter_id);
 
   /// Cancels with USER_CANCELED. NotFound if unknown; OK (no-op) if already terminal.
-  Status Cancel(const UniqueId& id);
+  /// 'who' (escaped by the caller) names who canceled, in the audit line of the log.
+  Status Cancel(const UniqueId& id, std::string_view who = "the coordinator");
   /// Fails 'req' with 'error' and completes it. False if it was already terminal.
   bool FailRequest(const std::shared_ptr<ClientRequestState>& req,
                    ClientRequestState::State terminal, QueryError error);

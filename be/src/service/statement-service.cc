@@ -1,6 +1,7 @@
 #include "service/statement-service.h"
 
 #include <charconv>
+#include <cmath>
 #include <utility>
 
 #include <boost/asio/post.hpp>
@@ -194,7 +195,8 @@ bool ParseDuration(std::string_view s, std::chrono::milliseconds* out) {
   double value = 0;
   const char* end = s.data() + s.size();
   auto [ptr, ec] = std::from_chars(s.data(), end, value);
-  if (ec != std::errc() || ptr == s.data() || value < 0) return false;
+  // NaN and infinity parse as doubles ("nans", "infs") and have no integer value.
+  if (ec != std::errc() || ptr == s.data() || !std::isfinite(value) || value < 0) return false;
   std::string_view unit(ptr, static_cast<size_t>(end - ptr));
   double ms;
   if (unit == "ns") ms = value / 1e6;
@@ -260,7 +262,10 @@ void StatementService::HandleSubmit(HttpRequest& req, ResponseCallback respond) 
     return;
   }
   SessionInfo session;
-  session.user = access_->Identify(req).user;
+  Principal principal = access_->Identify(req);
+  session.user = std::move(principal.user);
+  session.principal = std::move(principal.authenticated);
+  session.client_address = req.remote_address;
   if (session.user.empty()) session.user = options_.default_user;
   if (session.user.empty()) {
     HttpResponse resp = HttpResponse::Text(
@@ -330,7 +335,9 @@ void StatementService::HandleStatementDelete(HttpRequest& req, ResponseCallback 
     respond(NotFoundText("Query not found: " + PrintId(id)));
     return;
   }
-  (void)coordinator_->Cancel(id);  // OK for a finished query too: DELETE is idempotent
+  // OK for a finished query too: DELETE is idempotent.
+  (void)coordinator_->Cancel(id, access_->Identify(req).Describe() + " from " +
+                                     req.remote_address + " (DELETE of its nextUri)");
   respond(HttpResponse::Text(204, ""));
 }
 
@@ -407,7 +414,10 @@ void StatementService::HandleQueryDelete(HttpRequest& req, ResponseCallback resp
   }
   // Idempotent, like DELETE of a nextUri: an unknown or finished query is not an error, and
   // someone else's query (with authentication on) is answered as an unknown one.
-  if (FindAccessible(req, id) != nullptr) (void)coordinator_->Cancel(id);
+  if (FindAccessible(req, id) != nullptr) {
+    (void)coordinator_->Cancel(id, access_->Identify(req).Describe() + " from " +
+                                       req.remote_address + " (DELETE /v1/query/{id})");
+  }
   respond(HttpResponse::Text(204, ""));
 }
 

@@ -182,6 +182,13 @@ void AppendResponseHead(unsigned status, const HttpResponse& resp,
     out->append("Content-Length: ");
     AppendUint(*content_length, out);
     out->append("\r\n");
+    // No body is to be sniffed into another type (a text/plain error echoing a request
+    // must never render as HTML), unless the handler said so itself.
+    bool has_nosniff = false;
+    for (const auto& [name, value] : resp.headers) {
+      has_nosniff = has_nosniff || EqualsIgnoreCase(name, "x-content-type-options");
+    }
+    if (!has_nosniff) out->append("X-Content-Type-Options: nosniff\r\n");
   }
   for (const auto& [name, value] : resp.headers) {
     if (!IsValidHeaderName(name) || !IsValidHeaderValue(value) || IsServerOwnedHeader(name)) {

@@ -125,6 +125,11 @@ bool Base64Decode(std::string_view in, std::string* out) {
 
 Status ValidateUserName(std::string_view user) {
   if (user.empty()) return InvalidArgument("empty user name");
+  if (user.front() == '#') {
+    // Its line would read as a comment: the user could never log in.
+    return InvalidArgument("user name " + QuoteForError(user) +
+                           " starts with '#', which marks a comment line in a password file");
+  }
   if (user.size() > kMaxUserNameBytes) {
     return InvalidArgument("user name longer than " + std::to_string(kMaxUserNameBytes) +
                            " bytes");

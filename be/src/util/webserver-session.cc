@@ -22,6 +22,7 @@
 #include <boost/beast/ssl/ssl_stream.hpp>
 #include <glog/logging.h>
 
+#include "util/http-origin.h"
 #include "util/http-message.h"
 #include "util/webserver-internal.h"
 
@@ -323,6 +324,11 @@ void Webserver::Impl::Session<Stream>::Dispatch() {
   auto& msg = parser_->get();
   req_.headers = std::move(static_cast<http::fields&>(msg));
   req_.body = std::move(msg.body());
+  // Before authentication: a forged request costs no password verification.
+  std::string forged;
+  if (IsCrossOriginWrite(req_, &forged)) {
+    return WriteResponse(HttpResponse::Text(403, std::move(forged) + "\n"));
+  }
   const Options& o = server_->options;
   if (o.authenticate &&
       std::find(o.open_paths.begin(), o.open_paths.end(), req_.path) == o.open_paths.end()) {
