@@ -8,6 +8,7 @@
 
 #include "../util/test-cert.h"
 #include "service-test-util.h"
+#include "../util/log-capture.h"
 #include "tls-test-client.h"
 #include "util/password-file.h"
 
@@ -82,6 +83,20 @@ TEST_F(TlsTest, PlainHttpGetsNoAnswerFromAnHttpsPort) {
   // The server stays healthy for TLS clients.
   TlsTestClient client(server->port(), cert_.cert_file);
   EXPECT_EQ(client.Send("GET", "/v1/info").status, 200);
+}
+
+TEST_F(TlsTest, ClientClosingWithoutCloseNotifyLogsNoWarning) {
+  auto server = StartServer(TlsOptions());
+  ASSERT_NE(server, nullptr);
+  LogCapture log;
+  for (int i = 0; i < 3; ++i) {
+    // The client's destructor drops the TCP connection without a TLS close_notify.
+    TlsTestClient client(server->port(), cert_.cert_file);
+    ASSERT_EQ(client.Send("GET", "/v1/info").status, 200) << client.last_error();
+  }
+  ASSERT_TRUE(WaitUntil([&] { return server->webserver()->connections_open() == 0; },
+                        std::chrono::seconds(60)));
+  EXPECT_TRUE(log.Matching("HTTP read from").empty()) << log.Matching("HTTP read from")[0];
 }
 
 TEST_F(TlsTest, PasswordAuthenticationOverTls) {

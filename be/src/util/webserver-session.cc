@@ -45,7 +45,10 @@ bool IsDisconnect(const beast::error_code& ec) {
   return ec == asio::error::eof || ec == asio::error::connection_reset ||
          ec == asio::error::broken_pipe || ec == asio::error::operation_aborted ||
          ec == asio::error::not_connected || ec == asio::error::connection_aborted ||
-         ec == asio::error::bad_descriptor || ec == beast::error::timeout;
+         ec == asio::error::bad_descriptor || ec == beast::error::timeout ||
+         // A TLS peer that closes without close_notify: any client can do it, and HTTP's own
+         // framing already tells a complete request from a cut one. Not worth a WARNING.
+         ec == asio::ssl::error::stream_truncated;
 }
 
 bool IsHttpParseError(const beast::error_code& ec) {
