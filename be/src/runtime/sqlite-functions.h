@@ -15,12 +15,13 @@
 
 namespace qr {
 
-/// LIKE/GLOB pattern length (bytes) set by ApplyCpuBoundingLimits(): a '%'-led LIKE or
-/// '*'-led GLOB costs O(value length * pattern length) inside one call.
+/// LIKE/GLOB pattern length (bytes) set by ApplyCpuBoundingLimits(): the built-ins' '%'-led
+/// LIKE or '*'-led GLOB costs O(value length * pattern length) inside one call; the
+/// replacements (sqlite-like.h) need at most 127 pattern items.
 constexpr int kLikePatternLengthLimit = 64;
 
-/// Overrides instr(X,Y), replace(X,Y,Z) and the two-argument trim/ltrim/rtrim(X,Y) on 'db'
-/// with implementations that return exactly what SQLite 3.40's built-ins return (value and
+/// Overrides instr(X,Y), replace(X,Y,Z), the two-argument trim/ltrim/rtrim(X,Y), like(P,X),
+/// like(P,X,E) and glob(P,X) (sqlite-like.h) on 'db' with implementations that return exactly what SQLite 3.40's built-ins return (value and
 /// type) but run in time linear in the sizes of their arguments (trim: expected linear, it
 /// hashes Y's characters). The one-argument trim and all other functions stay built-in.
 Status RegisterLinearTimeFunctions(sqlite3* db);
