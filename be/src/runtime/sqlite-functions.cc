@@ -361,6 +361,19 @@ void TrimFunction(sqlite3_context* ctx, int /*argc*/, sqlite3_value** argv) {
                         SQLITE_UTF8);
 }
 
+/// zeroblob(N) as SQLite's, registered without SQLITE_DETERMINISTIC: a deterministic call
+/// with a constant argument is factored out of the row loop, and the OP_Copy that moves its
+/// result into the row expands the zero-blob, so `SELECT zeroblob(16000000) c0, ..., c59`
+/// allocated ~1 GB of SQLite heap inside sqlite3_step(), before the engine could check the
+/// row. Computed in place, the blob stays a count of zeros until the engine reads it, and the
+/// row's size is checked against the memory budgets first.
+void ZeroblobFunction(sqlite3_context* ctx, int, sqlite3_value** argv) {
+  sqlite3_int64 n = sqlite3_value_int64(argv[0]);
+  if (n < 0) n = 0;
+  const int rc = sqlite3_result_zeroblob64(ctx, static_cast<sqlite3_uint64>(n));
+  if (rc != SQLITE_OK) sqlite3_result_error_code(ctx, rc);
+}
+
 struct Override {
   const char* name;
   int n_args;
@@ -378,6 +391,10 @@ constexpr Override kOverrides[] = {
 
 Status RegisterLinearTimeFunctions(sqlite3* db) {
   RETURN_IF_ERROR(RegisterLinearTimeLikeGlob(db));
+  if (sqlite3_create_function_v2(db, "zeroblob", 1, SQLITE_UTF8 | SQLITE_INNOCUOUS, nullptr,
+                                 &ZeroblobFunction, nullptr, nullptr, nullptr) != SQLITE_OK) {
+    return Internal(std::string("cannot register zeroblob(): ") + sqlite3_errmsg(db));
+  }
   for (const Override& f : kOverrides) {
     if (sqlite3_create_function_v2(db, f.name, f.n_args, kFunctionFlags,
                                    reinterpret_cast<void*>(f.user_data), f.function, nullptr,

@@ -21,7 +21,9 @@ namespace qr {
 constexpr int kLikePatternLengthLimit = 64;
 
 /// Overrides instr(X,Y), replace(X,Y,Z), the two-argument trim/ltrim/rtrim(X,Y), like(P,X),
-/// like(P,X,E) and glob(P,X) (sqlite-like.h) on 'db' with implementations that return exactly what SQLite 3.40's built-ins return (value and
+/// like(P,X,E) and glob(P,X) (sqlite-like.h), and zeroblob(N) (not constant-folded, so that
+/// its result is not expanded before the engine checks the row's size) on 'db' with
+/// implementations that return exactly what SQLite 3.40's built-ins return (value and
 /// type) but run in time linear in the sizes of their arguments (trim: expected linear, it
 /// hashes Y's characters). The one-argument trim and all other functions stay built-in.
 Status RegisterLinearTimeFunctions(sqlite3* db);
