@@ -81,6 +81,9 @@ TEST_F(ResultSpoolTest, QuotaReachedProducerWaitsForTheClient) {
   ASSERT_TRUE(testing::WaitFor([&] { return buf.spool_quota_waits() > 0; }));
   EXPECT_EQ(put.load(), 14) << "4 in memory and 10 spooled, then the quota stops it";
   EXPECT_LE(account->used_bytes(), account->limit_bytes());
+  // The query says why it waits, and which flag to change.
+  EXPECT_NE(buf.blocked_reason().find("--query_max_spill_mb"), std::string::npos)
+      << buf.blocked_reason();
   ResultPage p;
   std::optional<QueryError> err;
   int next = 0;
@@ -97,6 +100,24 @@ TEST_F(ResultSpoolTest, QuotaReachedProducerWaitsForTheClient) {
   producer.join();
   EXPECT_EQ(next, kPages);
   EXPECT_FALSE(err.has_value());
+  EXPECT_EQ(buf.blocked_reason(), "");
+}
+
+TEST_F(ResultSpoolTest, FullTotalBudgetIsNamedWhileTheProducerWaits) {
+  SpillBudget small(int64_t{64} << 10);
+  auto account = std::make_shared<SpillAccount>(&small, int64_t{1} << 30);
+  ResultBuffer buf(1000, 16 << 10);
+  buf.EnableSpooling(dir_.path(), account, nullptr);
+  std::thread producer([&] {
+    for (int i = 0; i < 100; ++i) {
+      if (!buf.Put(NumberedPage(i, 16 << 10))) return;
+    }
+  });
+  ASSERT_TRUE(testing::WaitFor([&] { return buf.spool_quota_waits() > 0; }));
+  EXPECT_NE(buf.blocked_reason().find("--max_spill_mb"), std::string::npos)
+      << buf.blocked_reason();
+  buf.Close();
+  producer.join();
 }
 
 TEST_F(ResultSpoolTest, CloseDropsTheSpoolAndUnblocksTheProducer) {
@@ -132,6 +153,9 @@ TEST_F(ResultSpoolTest, UnusableDirectoryFallsBackToBackpressure) {
   ResultPage p;
   std::optional<QueryError> err;
   int next = 0;
+  // The spool directory is unusable: the producer waits on the memory buffer, and says so.
+  ASSERT_TRUE(testing::WaitFor([&] { return !buf.blocked_reason().empty(); }));
+  EXPECT_NE(buf.blocked_reason().find("not spooled"), std::string::npos) << buf.blocked_reason();
   while (next < 8) {
     ResultBuffer::Next n = buf.TryGet(&p, &err);
     ASSERT_NE(n, ResultBuffer::Next::kEnd);

@@ -84,6 +84,27 @@ TEST_F(CoordinatorLimitsTest, TimeLimitAlsoEndsAQueryBlockedOnAClientThatStopped
   EXPECT_EQ(c.result().error_name(), "EXCEEDED_TIME_LIMIT");
 }
 
+TEST_F(CoordinatorLimitsTest, AQueryWaitingOnAFullSpillQuotaSaysWhichInItsInfo) {
+  CoordinatorServer::Options o = DefaultOptions();
+  o.query_max_spill_bytes = 256 << 10;
+  Start(o);
+  StatementClient c(port_);
+  c.Submit("SELECT * FROM lineitem");
+  while (!c.done() && c.result().data_pages == 0) c.Advance();
+  ASSERT_FALSE(c.done());
+  TestHttpClient http(port_);
+  std::string reason;
+  EXPECT_TRUE(WaitUntil(
+      [&] {
+        TestResponse info = http.Get("/v1/query/" + c.result().id, c.UserHeaders());
+        reason = info.status == 200 ? info.Json().value("blockedReason", "") : "";
+        return !reason.empty();
+      },
+      60s));
+  EXPECT_NE(reason.find("--query_max_spill_mb"), std::string::npos) << reason;
+  EXPECT_EQ(c.Cancel().status, 204);
+}
+
 TEST_F(CoordinatorLimitsTest, ResultsSpoolSoTheExecutorFinishesWithoutTheClient) {
   Start(DefaultOptions());
   StatementClient c(port_);

@@ -78,6 +78,7 @@ bool ResultBuffer::Put(ResultPage page) {
       not_full_.Wait(&lock_);
     }
     producer_waiting_ = false;
+    blocked_reason_ = "";
   }
   if (flush) FlushSpool();
   NotifyChange();
@@ -85,7 +86,11 @@ bool ResultBuffer::Put(ResultPage page) {
 }
 
 bool ResultBuffer::SpoolLocked(ResultPage* page, int64_t page_bytes, bool* released_lock) {
-  if (spill_account_ == nullptr || spool_failed_) return false;
+  if (spill_account_ == nullptr || spool_failed_) {
+    blocked_reason_ = "waiting for the client to fetch: the in-memory result buffer is full and "
+                      "results are not spooled to disk";
+    return false;
+  }
   if (spool_ == nullptr) {
     // Opening the file is I/O: not under the lock. Only the producer opens it.
     *released_lock = true;
@@ -103,6 +108,12 @@ bool ResultBuffer::SpoolLocked(ResultPage* page, int64_t page_bytes, bool* relea
   }
   // A refused reservation waits for the client (the query says so in spool_quota_waits).
   if (!spill_account_->TryReserve(page_bytes, /*record_refusal=*/false)) {
+    blocked_reason_ =
+        spill_account_->used_bytes() + page_bytes > spill_account_->limit_bytes()
+            ? "waiting for the client to fetch: the query's spill quota "
+              "(--query_max_spill_mb) is full"
+            : "waiting for the client to fetch: the spill budget of all queries "
+              "(--max_spill_mb) is full";
     ++spool_quota_waits_;
     SpoolFile::stats().quota_waits.fetch_add(1, std::memory_order_relaxed);
     return false;
@@ -248,6 +259,11 @@ void ResultBuffer::ReleaseSpoolLocked() {
 int64_t ResultBuffer::spooled_bytes() const {
   MutexLock l(&lock_);
   return spool_reserved_;
+}
+
+std::string ResultBuffer::blocked_reason() const {
+  MutexLock l(&lock_);
+  return producer_waiting_ ? blocked_reason_ : "";
 }
 
 int64_t ResultBuffer::spool_quota_waits() const {

@@ -96,6 +96,10 @@ class ResultBuffer {
   int64_t spooled_bytes() const;
   /// Times the producer had to wait because the spill quota refused a page.
   int64_t spool_quota_waits() const;
+  /// While the producer waits for the client to fetch, why: which quota refused to spool
+  /// ("the query's spill quota (--query_max_spill_mb) is full", ...), or that results cannot
+  /// be spooled. Empty while it is not waiting.
+  std::string blocked_reason() const;
   /// Highest buffered_bytes() ever observed (for tests of the backpressure limit).
   int64_t peak_buffered_bytes() const;
   bool finished() const;
@@ -154,6 +158,8 @@ class ResultBuffer {
   int64_t spool_reserved_ GUARDED_BY(lock_) = 0;  // bytes held of 'spill_account_'
   int64_t unwritten_bytes_ GUARDED_BY(lock_) = 0;
   int64_t spool_quota_waits_ GUARDED_BY(lock_) = 0;
+  /// Why the producer cannot place its page (set with 'producer_waiting_'); static text.
+  const char* blocked_reason_ GUARDED_BY(lock_) = "";
 };
 
 }  // namespace qr

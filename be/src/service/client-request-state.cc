@@ -78,6 +78,7 @@ ClientRequestState::Info ClientRequestState::GetInfo() const {
   info.elapsed_ms = MillisBetween(submit_steady_, end_time_.value_or(now));
   info.end_wall_time = end_wall_;
   info.error = error_;
+  if (exec_) info.blocked_reason = exec_->result_buffer()->blocked_reason();
   return info;
 }
 

@@ -95,6 +95,8 @@ class ClientRequestState {
     int64_t elapsed_ms;
     std::optional<std::chrono::system_clock::time_point> end_wall_time;
     std::optional<QueryError> error;
+    /// While the executor waits for the client (a spill quota is full): why.
+    std::string blocked_reason;
   };
   Info GetInfo() const;
   State state() const;

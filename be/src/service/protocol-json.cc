@@ -201,6 +201,11 @@ void AppendQueryInfoJson(const ClientRequestState& req, const ResultsUris& uris,
     AppendErrorJson(*info.error, out);
     out->push_back(',');
   }
+  if (!info.blocked_reason.empty()) {
+    out->append("\"blockedReason\":");
+    AppendJsonString(info.blocked_reason, out);
+    out->push_back(',');
+  }
   AppendStatsJson(state, info, out);
   out->push_back('}');
 }
