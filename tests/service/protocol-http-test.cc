@@ -200,5 +200,49 @@ TEST_F(ProtocolHttpTest, ExpectContinueHeadAndWrongMethods) {
   EXPECT_EQ(http.Get("/v1/nothing-here").status, 404);
 }
 
+TEST_F(ProtocolHttpTest, HeadOfANextUriIs405AndConsumesNoPage) {
+  Start(DefaultOptions());
+  StatementClient c(port_);
+  ASSERT_EQ(c.Submit("SELECT * FROM region").status, 200);
+  int heads = 0;
+  while (!c.done()) {
+    // Before every GET, a HEAD of the same nextUri: refused, and the GET still gets the page.
+    TestRequest head;
+    head.method = "HEAD";
+    head.target = TargetOf(c.next_uri());
+    head.headers = c.UserHeaders();
+    TestResponse h = c.http().Send(head);
+    EXPECT_EQ(h.status, 405) << h.error;
+    EXPECT_EQ(h.Header("Allow"), "GET, DELETE");
+    ++heads;
+    ASSERT_EQ(c.Advance().status, 200);
+  }
+  EXPECT_GT(heads, 1);
+  StatementResult& r = c.result();
+  EXPECT_TRUE(r.failure.empty()) << r.failure;
+  EXPECT_EQ(r.final_state, "FINISHED");
+  EXPECT_EQ(r.rows.size(), static_cast<size_t>(kRegionRows));
+}
+
+TEST_F(ProtocolHttpTest, PercentEncodedPathSegmentsAreDecoded) {
+  Start(DefaultOptions());
+  StatementResult done = RunStatement(port_, "SELECT 1");
+  ASSERT_TRUE(done.failure.empty()) << done.failure;
+  const size_t colon = done.id.find(':');
+  ASSERT_NE(colon, std::string::npos) << done.id;
+  const std::string encoded = done.id.substr(0, colon) + "%3A" + done.id.substr(colon + 1);
+  TestHttpClient http(port_, 10s);
+  TestResponse r = http.Get("/v1/query/" + encoded);
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(r.Json()["queryId"], done.id);
+  // Malformed escapes and an encoded '/' are refused with the reason.
+  for (const std::string bad : {"%3", "%G1", "%2F"}) {
+    TestHttpClient c(port_, 10s);
+    r = c.Get("/v1/query/" + done.id.substr(0, colon) + bad);
+    EXPECT_EQ(r.status, 400) << bad;
+    EXPECT_NE(r.body.find("path"), std::string::npos) << r.body;
+  }
+}
+
 }  // namespace
 }  // namespace qr::testing

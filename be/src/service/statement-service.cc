@@ -228,6 +228,8 @@ void StatementService::RegisterHandlers() {
   webserver_->RegisterHandler(http::verb::post, "/v1/statement", bind(&StatementService::HandleSubmit));
   webserver_->RegisterHandler(http::verb::get, "/v1/statement/", bind(&StatementService::HandleStatementGet));
   webserver_->RegisterHandler(http::verb::delete_, "/v1/statement/", bind(&StatementService::HandleStatementDelete));
+  // A GET of a nextUri advances the query's cursor: a HEAD must not (405, Allow: GET, DELETE).
+  webserver_->DisallowHead("/v1/statement/");
   webserver_->RegisterHandler(http::verb::get, "/v1/info", bind(&StatementService::HandleInfo));
   webserver_->RegisterHandler(http::verb::get, "/v1/info/state", bind(&StatementService::HandleInfoState));
   webserver_->RegisterHandler(http::verb::get, "/v1/query", bind(&StatementService::HandleQueryList));

@@ -115,6 +115,34 @@ std::string PercentDecode(std::string_view in, bool plus_as_space) {
   return out;
 }
 
+bool PercentDecodePath(std::string_view raw, std::string* out, std::string* error) {
+  out->clear();
+  out->reserve(raw.size());
+  for (size_t i = 0; i < raw.size(); ++i) {
+    if (raw[i] != '%') {
+      out->push_back(raw[i]);
+      continue;
+    }
+    const int high = i + 1 < raw.size() ? HexValue(raw[i + 1]) : -1;
+    const int low = i + 2 < raw.size() ? HexValue(raw[i + 2]) : -1;
+    if (high < 0 || low < 0) {
+      *error = "Bad percent-escape " + QuoteForError(raw.substr(i, 3), 8) + " in the path " +
+               QuoteForError(raw, 200) + ": '%' must be followed by two hex digits";
+      return false;
+    }
+    const char c = static_cast<char>(high * 16 + low);
+    if (c == '/' || c == '\0') {
+      *error = "Percent-escape " + std::string(raw.substr(i, 3)) + " in the path " +
+               QuoteForError(raw, 200) + " is not accepted: a path segment may not contain an "
+               "encoded '/' or NUL";
+      return false;
+    }
+    out->push_back(c);
+    i += 2;
+  }
+  return true;
+}
+
 bool ParseRequestTarget(std::string_view target, HttpRequest* req) {
   std::string_view origin;
   req->absolute_authority.clear();

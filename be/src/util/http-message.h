@@ -17,6 +17,12 @@ namespace qr {
 /// followed by two hex digits is kept literally rather than rejected.
 std::string PercentDecode(std::string_view in, bool plus_as_space);
 
+/// Percent-decodes a request path (RFC 3986 2.1) into '*out' before routing. Refuses, with a
+/// message in '*error' for a 400: a '%' not followed by two hex digits ("%G1", a truncated
+/// "%3"), and an escape that decodes to '/' (%2F: a slash inside a segment would change the
+/// segments handlers split on) or to NUL (%00). Other bytes decode as they are.
+[[nodiscard]] bool PercentDecodePath(std::string_view raw, std::string* out, std::string* error);
+
 /// Splits a request target into req->target (origin form), path, query and
 /// absolute_authority. Accepts the origin form "/p?q" and the absolute form
 /// "http[s]://authority[/p][?q]" (an empty path becomes "/"); a fragment is dropped.

@@ -67,8 +67,10 @@ struct Webserver::Impl {
     std::vector<std::pair<http::verb, HttpHandler>> handlers;
     /// The value of the Allow header for a 405 ("GET, HEAD, POST").
     std::string allow;
+    /// HEAD falls back to the GET handler (unless Webserver::DisallowHead()).
+    bool head_allowed = true;
 
-    /// The handler for 'method'; HEAD falls back to GET (*head_as_get set).
+    /// The handler for 'method'; HEAD falls back to GET (*head_as_get set) when allowed.
     const HttpHandler* Find(http::verb method, bool* head_as_get) const;
   };
 
@@ -77,6 +79,8 @@ struct Webserver::Impl {
   explicit Impl(Options o);
 
   const Route* FindRoute(std::string_view path) const;
+  /// The route registered for exactly 'path', added if new. REQUIRES: before Start().
+  Route* RouteFor(std::string path);
   /// Sorts the routes longest path first and computes their Allow headers.
   void FinishRoutes();
   void DoAccept();
@@ -150,6 +154,27 @@ class Webserver::Impl::SessionBase : public std::enable_shared_from_this<Session
 
   /// The socket's executor, kept apart so that other threads may read it (const).
   const IoExecutor executor_;
+};
+
+/// The state shared by the copies of one ResponseCallback. Delivers the response exactly
+/// once; if every copy is destroyed without a call, the client gets a 500.
+struct Webserver::Impl::PendingResponse {
+  PendingResponse(std::shared_ptr<Control> c, std::weak_ptr<SessionBase> s, uint64_t n)
+      : control(std::move(c)), session(std::move(s)), seq(n) {}
+  ~PendingResponse() {
+    if (!delivered.load(std::memory_order_acquire)) {
+      Deliver(HttpResponse::Text(500, "Internal error: the request was dropped by its handler"),
+              /*dropped=*/true);
+    }
+  }
+
+  /// Returns false when a response was delivered before.
+  bool Deliver(HttpResponse resp, bool dropped);
+
+  const std::shared_ptr<Control> control;
+  const std::weak_ptr<SessionBase> session;
+  const uint64_t seq;
+  std::atomic<bool> delivered{false};
 };
 
 /// Beast 1.74's string_view is boost::string_view.

@@ -22,6 +22,7 @@
 #include <boost/beast/ssl/ssl_stream.hpp>
 #include <glog/logging.h>
 
+#include "util/http-framing.h"
 #include "util/http-origin.h"
 #include "util/http-message.h"
 #include "util/webserver-internal.h"
@@ -55,16 +56,12 @@ bool IsHttpParseError(const beast::error_code& ec) {
   return ec.category() == http::make_error_code(http::error::bad_target).category();
 }
 
-// Whether the request line in 'buffer' ends with a syntactically valid "HTTP/d.d" (which
-// Beast rejects unless it is 1.0 or 1.1): then the answer is 505, not 400.
-bool HasWellFormedVersion(const beast::flat_buffer& buffer) {
-  std::string_view data(static_cast<const char*>(buffer.data().data()), buffer.size());
-  std::string_view line = data.substr(0, data.find('\r'));
-  if (line.size() < 9) return false;
-  std::string_view v = line.substr(line.size() - 9);
-  auto digit = [](char c) { return c >= '0' && c <= '9'; };
-  return v.substr(0, 6) == " HTTP/" && digit(v[6]) && v[7] == '.' && digit(v[8]);
-}
+// Refuses (400) chunk extensions with whitespace: see IsStrictChunkExtension().
+struct ChunkExtensionCheck {
+  void operator()(uint64_t, beast::string_view ext, beast::error_code& ec) {
+    if (!IsStrictChunkExtension(ToStd(ext))) ec = http::error::bad_chunk_extension;
+  }
+};
 
 }  // namespace
 
@@ -130,8 +127,10 @@ class Webserver::Impl::Session final : public SessionBase {
   Impl* const server_;
   Stream stream_;
   /// The read buffer, reused for every request (it may hold the start of the next one).
-  beast::flat_buffer buffer_;
+  FramingReadBuffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
+  /// The parser's chunk-header callback (it keeps a reference).
+  ChunkExtensionCheck chunk_check_;
   /// The request being served; handlers get a reference valid during their call.
   HttpRequest req_;
   /// The serialized status line and headers of the response being written.
@@ -151,54 +150,6 @@ class Webserver::Impl::Session final : public SessionBase {
   bool head_request_ = false;
   bool closed_ = false;
 };
-
-/// The state shared by the copies of one ResponseCallback. Delivers the response exactly
-/// once; if every copy is destroyed without a call, the client gets a 500.
-struct Webserver::Impl::PendingResponse {
-  PendingResponse(std::shared_ptr<Control> c, std::weak_ptr<SessionBase> s, uint64_t n)
-      : control(std::move(c)), session(std::move(s)), seq(n) {}
-  ~PendingResponse() {
-    if (!delivered.load(std::memory_order_acquire)) {
-      Deliver(HttpResponse::Text(500, "Internal error: the request was dropped by its handler"),
-              /*dropped=*/true);
-    }
-  }
-
-  /// Returns false when a response was delivered before.
-  bool Deliver(HttpResponse resp, bool dropped);
-
-  const std::shared_ptr<Control> control;
-  const std::weak_ptr<SessionBase> session;
-  const uint64_t seq;
-  std::atomic<bool> delivered{false};
-};
-
-bool Webserver::Impl::PendingResponse::Deliver(HttpResponse resp, bool dropped) {
-  if (delivered.exchange(true, std::memory_order_acq_rel)) return false;
-  std::shared_ptr<SessionBase> on_thread;
-  {
-    // Under control->mu, a session reference is taken and handed to the io_context only
-    // while the server runs, so no session outlives the io_context's destruction in a
-    // callback's hands.
-    MutexLock l(&control->mu);
-    if (control->stopped) return true;
-    std::shared_ptr<SessionBase> s = session.lock();
-    if (s == nullptr) return true;  // The connection is gone.
-    if (!s->OnIoThread()) {
-      IoExecutor ex = s->executor();  // A copy: 's' is moved below.
-      asio::post(ex, [s = std::move(s), n = seq, r = std::move(resp), dropped]() mutable {
-        s->Complete(n, std::move(r), dropped);
-      });
-      return true;
-    }
-    on_thread = std::move(s);
-  }
-  // Called from the handler itself (the common synchronous case), or from other work on the
-  // connection's I/O thread: answer without a round trip through the queue. An I/O thread is
-  // running, so the server is not destroyed meanwhile.
-  on_thread->Complete(seq, std::move(resp), dropped);
-  return true;
-}
 
 template <class Stream>
 void Webserver::Impl::Session<Stream>::Start() {
@@ -247,6 +198,8 @@ void Webserver::Impl::Session<Stream>::DoReadHeader() {
   parser_.emplace();
   parser_->header_limit(static_cast<uint32_t>(server_->options.max_header_bytes));
   parser_->body_limit(server_->options.max_body_bytes);
+  parser_->on_chunk_header(chunk_check_);
+  buffer_.BeginHeader();
   req_.method_string.clear();
   req_.target.clear();
   req_.authenticated_user.clear();
@@ -260,6 +213,7 @@ void Webserver::Impl::Session<Stream>::DoReadHeader() {
 
 template <class Stream>
 void Webserver::Impl::Session<Stream>::OnReadHeader(const beast::error_code& ec) {
+  const bool folded = buffer_.EndHeader();
   if (ec) return OnReadError(ec);
   request_start_ = std::chrono::steady_clock::now();
   const auto& msg = parser_->get();
@@ -270,14 +224,16 @@ void Webserver::Impl::Session<Stream>::OnReadHeader(const beast::error_code& ec)
   head_request_ = req_.method == http::verb::head;
   keep_alive_ = msg.keep_alive();
   http10_ = msg.version() == 10;
-  if (!ParseRequestTarget(ToStd(msg.target()), &req_)) {
-    req_.target.assign(ToStd(msg.target()));
-    return SendErrorAndClose(
-        400, "Bad request target " + QuoteForError(req_.target, 128) +
-                 ": expected a path (/path?query) or an absolute URL (http://host/path)");
+  if (FramingError error; !CheckRequestHead(msg, folded, &req_, &error)) {
+    return SendErrorAndClose(error.status, std::move(error.message));
   }
+  const bool expect_continue =
+      msg.version() >= 11 && beast::iequals(msg[http::field::expect], "100-continue");
+  // The header fields are taken now: the trailer fields of a chunked body, which Beast adds
+  // to the message, are dropped and never become headers (RFC 9112 7.1.2).
+  req_.headers = std::move(static_cast<http::fields&>(parser_->get()));
   if (parser_->is_done()) return Dispatch();
-  if (msg.version() >= 11 && beast::iequals(msg[http::field::expect], "100-continue")) {
+  if (expect_continue) {
     asio::async_write(stream_, asio::buffer(k100Continue),
                       [self = Self()](beast::error_code ec, size_t) {
                         if (ec) return self->OnReadError(ec);
@@ -312,8 +268,11 @@ void Webserver::Impl::Session<Stream>::OnReadError(const beast::error_code& ec) 
   } else if (ec == http::error::body_limit) {
     return SendErrorAndClose(413, "Request body too large: at most " +
                                       std::to_string(o.max_body_bytes) + " bytes are accepted");
-  } else if (ec == http::error::bad_version && HasWellFormedVersion(buffer_)) {
+  } else if (ec == http::error::bad_version && HasWellFormedVersion(buffer_.View())) {
     return SendErrorAndClose(505, "HTTP version not supported: use HTTP/1.0 or HTTP/1.1");
+  } else if (ec == http::error::bad_chunk_extension) {
+    return SendErrorAndClose(400, "Malformed chunk extension: expected ';name' or "
+                                  "';name=value' (a token or a quoted string), no whitespace");
   } else if (IsHttpParseError(ec)) {
     return SendErrorAndClose(400, "Malformed HTTP request: " + ec.message());
   } else if (!IsDisconnect(ec)) {
@@ -324,9 +283,7 @@ void Webserver::Impl::Session<Stream>::OnReadError(const beast::error_code& ec) 
 
 template <class Stream>
 void Webserver::Impl::Session<Stream>::Dispatch() {
-  auto& msg = parser_->get();
-  req_.headers = std::move(static_cast<http::fields&>(msg));
-  req_.body = std::move(msg.body());
+  req_.body = std::move(parser_->get().body());
   // Before authentication: a forged request costs no password verification.
   std::string forged;
   if (IsCrossOriginWrite(req_, &forged)) {

@@ -80,13 +80,40 @@ std::string EndpointString(const tcp::endpoint& ep) {
   return address + ":" + std::to_string(ep.port());
 }
 
+bool Webserver::Impl::PendingResponse::Deliver(HttpResponse resp, bool dropped) {
+  if (delivered.exchange(true, std::memory_order_acq_rel)) return false;
+  std::shared_ptr<SessionBase> on_thread;
+  {
+    // Under control->mu, a session reference is taken and handed to the io_context only
+    // while the server runs, so no session outlives the io_context's destruction in a
+    // callback's hands.
+    MutexLock l(&control->mu);
+    if (control->stopped) return true;
+    std::shared_ptr<SessionBase> s = session.lock();
+    if (s == nullptr) return true;  // The connection is gone.
+    if (!s->OnIoThread()) {
+      IoExecutor ex = s->executor();  // A copy: 's' is moved below.
+      asio::post(ex, [s = std::move(s), n = seq, r = std::move(resp), dropped]() mutable {
+        s->Complete(n, std::move(r), dropped);
+      });
+      return true;
+    }
+    on_thread = std::move(s);
+  }
+  // Called from the handler itself (the common synchronous case), or from other work on the
+  // connection's I/O thread: answer without a round trip through the queue. An I/O thread is
+  // running, so the server is not destroyed meanwhile.
+  on_thread->Complete(seq, std::move(resp), dropped);
+  return true;
+}
+
 const HttpHandler* Webserver::Impl::Route::Find(http::verb method, bool* head_as_get) const {
   *head_as_get = false;
   if (method == http::verb::unknown) return nullptr;
   for (const auto& [verb, handler] : handlers) {
     if (verb == method) return &handler;
   }
-  if (method != http::verb::head) return nullptr;
+  if (method != http::verb::head || !head_allowed) return nullptr;
   for (const auto& [verb, handler] : handlers) {
     if (verb == http::verb::get) {
       *head_as_get = true;
@@ -114,7 +141,7 @@ void Webserver::Impl::FinishRoutes() {
     for (const auto& entry : r.handlers) {
       if (!r.allow.empty()) r.allow += ", ";
       r.allow += ToStd(http::to_string(entry.first));
-      if (entry.first == http::verb::get && !has_head) r.allow += ", HEAD";
+      if (entry.first == http::verb::get && !has_head && r.head_allowed) r.allow += ", HEAD";
     }
   }
 }
@@ -209,29 +236,35 @@ Webserver::Webserver(Options options) : impl_(std::make_unique<Impl>(std::move(o
 
 Webserver::~Webserver() { Stop(); }
 
-void Webserver::RegisterHandler(http::verb method, std::string path, HttpHandler handler) {
+Webserver::Impl::Route* Webserver::Impl::RouteFor(std::string path) {
   DCHECK(!path.empty() && path[0] == '/') << "a route must start with '/': " << path;
   {
-    MutexLock l(&impl_->lifecycle_mu);
-    DCHECK(impl_->state == Impl::State::kNew) << "RegisterHandler() after Start()";
+    MutexLock l(&lifecycle_mu);
+    DCHECK(state == State::kNew) << "routes are registered before Start()";
   }
-  auto& routes = impl_->routes;
   auto it = std::find_if(routes.begin(), routes.end(),
-                         [&](const Impl::Route& r) { return r.path == path; });
-  if (it == routes.end()) {
-    Impl::Route route;
-    route.prefix = path.back() == '/';
-    route.path = std::move(path);
-    routes.push_back(std::move(route));
-    it = routes.end() - 1;
-  }
-  for (auto& entry : it->handlers) {
+                         [&](const Route& r) { return r.path == path; });
+  if (it != routes.end()) return &*it;
+  Route route;
+  route.prefix = path.back() == '/';
+  route.path = std::move(path);
+  routes.push_back(std::move(route));
+  return &routes.back();
+}
+
+void Webserver::RegisterHandler(http::verb method, std::string path, HttpHandler handler) {
+  Impl::Route* route = impl_->RouteFor(std::move(path));
+  for (auto& entry : route->handlers) {
     if (entry.first == method) {
       entry.second = std::move(handler);
       return;
     }
   }
-  it->handlers.emplace_back(method, std::move(handler));
+  route->handlers.emplace_back(method, std::move(handler));
+}
+
+void Webserver::DisallowHead(std::string path) {
+  impl_->RouteFor(std::move(path))->head_allowed = false;
 }
 
 Status Webserver::Start() {

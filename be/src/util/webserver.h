@@ -30,7 +30,9 @@ struct HttpRequest {
   /// The target in origin form: an absolute-form target ("http://host:port/p?q") is reduced
   /// to "/p?q" here, its authority kept in 'absolute_authority'.
   std::string target;
-  /// 'target' without the query string, percent-decoding NOT applied.
+  /// 'target' without the query string, percent-decoded (PercentDecodePath()) by the server
+  /// before routing: "/v1/query/a%3Ab" is routed and handled as "/v1/query/a:b". An encoded
+  /// '/' (%2F) or NUL, or a malformed escape, is answered 400 before routing.
   std::string path;
   /// The raw query string after '?', or empty.
   std::string query;
@@ -98,7 +100,11 @@ using AuthDeferrer = std::function<AuthCallback()>;
 /// (round robin at accept), so a connection needs no strand and no I/O thread wakes another.
 ///
 /// Keep-alive; limits on header size (431), body size (413) and idle connections (closed after
-/// 'idle_timeout'); malformed requests get 400 and the connection is closed; unknown paths 404;
+/// 'idle_timeout'); malformed requests get 400 and the connection is closed, and so do requests
+/// whose framing is ambiguous (CheckRequestHead() in http-framing.h: Transfer-Encoding other
+/// than exactly chunked is 501, with Content-Length or in HTTP/1.0 400, Host missing in
+/// HTTP/1.1 or repeated 400, folded lines 400; trailer fields are dropped); paths are
+/// percent-decoded before routing; unknown paths 404;
 /// a known path with the wrong method 405 with an Allow header. Handlers run on an I/O thread
 /// and must not block: slow work is handed off and completed through the ResponseCallback, so no
 /// thread is parked per waiting request. Every response carries Content-Length (or is chunked
@@ -140,6 +146,10 @@ class Webserver {
   /// Routes requests whose path equals 'path' (or, when 'path' ends with '/', starts with it)
   /// and whose method is 'method'. The longest matching path wins.
   void RegisterHandler(boost::beast::http::verb method, std::string path, HttpHandler handler);
+  /// HEAD on the route 'path' (as registered) is answered 405, with an Allow header without
+  /// HEAD, instead of running its GET handler without sending the body: for GET handlers with
+  /// side effects (the statement protocol's nextUri consumes a page).
+  void DisallowHead(std::string path);
 
   /// Binds, listens and starts the I/O threads. An address in use or a bad bind address is an
   /// error naming it.
