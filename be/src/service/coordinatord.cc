@@ -13,6 +13,7 @@
 #include <glog/logging.h>
 
 #include "service/coordinator-server.h"
+#include "util/client-address.h"
 #include "util/sharded-query-map-util.h"
 
 DEFINE_string(http_bind_address, "127.0.0.1", "Address the HTTP server binds to.");
@@ -94,8 +95,9 @@ DEFINE_bool(allow_insecure_auth, false,
 DEFINE_string(tls_cert_file, "", "Serve HTTPS with this PEM certificate (chain).");
 DEFINE_string(tls_key_file, "", "The PEM private key of --tls_cert_file.");
 DEFINE_int32(auth_max_failures, 10,
-             "Failed logins from one address within --auth_failure_window_s before its "
-             "requests get 429.");
+             "Failed logins of one user from one client address (see --http_trusted_proxies) "
+             "within --auth_failure_window_s before that pair's requests get 429; checks in "
+             "flight count too.");
 DEFINE_int32(auth_failure_window_s, 60, "The window of --auth_max_failures.");
 DEFINE_int32(auth_verify_threads, 1,
              "Threads that verify passwords (PBKDF2) not in the credential cache, off the "
@@ -105,6 +107,10 @@ DEFINE_int32(auth_max_pending_verifications, 64,
              "with Retry-After: 1.");
 DEFINE_bool(http_trust_forwarded_headers, false,
             "Build nextUri from X-Forwarded-Host/Proto (only behind a trusted proxy).");
+DEFINE_string(http_trusted_proxies, "",
+              "Comma-separated addresses and CIDRs (IPv4, IPv6) of proxies trusted to name the "
+              "client in X-Forwarded-For: failed logins of a request through one of them count "
+              "against the last untrusted hop, not the proxy (empty: none).");
 
 namespace {
 
@@ -126,6 +132,13 @@ bool ValidatePositive64(const char* flag, int64_t v) {
 bool ValidateNice(const char* flag, int32_t v) {
   if (v >= 0 && v <= 19) return true;
   fprintf(stderr, "--%s must be in [0, 19], got %d\n", flag, v);
+  return false;
+}
+bool ValidateNetworks(const char* flag, const std::string& v) {
+  qr::IpNetworks networks;
+  qr::Status s = qr::IpNetworks::Parse(v, &networks);
+  if (s.ok()) return true;
+  fprintf(stderr, "--%s: %s\n", flag, s.message().c_str());
   return false;
 }
 bool ValidatePort(const char* flag, int32_t v) {
@@ -163,6 +176,7 @@ DEFINE_validator(auth_max_failures, &ValidatePositive);
 DEFINE_validator(auth_failure_window_s, &ValidatePositive);
 DEFINE_validator(auth_verify_threads, &ValidatePositive);
 DEFINE_validator(auth_max_pending_verifications, &ValidatePositive);
+DEFINE_validator(http_trusted_proxies, &ValidateNetworks);
 
 namespace qr {
 namespace {
@@ -201,6 +215,7 @@ CoordinatorServer::Options OptionsFromFlags() {
   o.coordinator.query_log_size = FLAGS_query_log_size;
   o.protocol.default_user = FLAGS_default_user;
   o.protocol.trust_forwarded_headers = FLAGS_http_trust_forwarded_headers;
+  o.http_trusted_proxies = FLAGS_http_trusted_proxies;
   o.protocol.max_session_properties = FLAGS_max_session_properties;
   o.admin_users = FLAGS_admin_users;
   o.auth_password_file = FLAGS_auth_password_file;
