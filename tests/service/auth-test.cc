@@ -274,12 +274,37 @@ TEST_F(AuthTest, RepeatedFailuresAreRateLimitedAndLoggedWithoutPasswords) {
   EXPECT_EQ(http.Get("/v1/query", As("alice")).status, 429);
   EXPECT_EQ(server_->authenticator()->verifications(), verified);
   EXPECT_EQ(log.Matching("Authentication failed for user 'alice' from 127.0.0.1").size(), 5u);
-  EXPECT_EQ(log.Matching("Too many failed logins from 127.0.0.1").size(), 1u);
+  EXPECT_EQ(log.Matching("Too many failed logins for user 'alice' from 127.0.0.1").size(), 1u);
   for (const std::string& line : log.Lines()) {
     EXPECT_EQ(line.find(password), std::string::npos) << line;
     EXPECT_EQ(line.find(Base64Encode("alice:" + password)), std::string::npos) << line;
   }
   EXPECT_EQ(http.Get("/healthz").status, 200);  // Health checks are never limited.
+  // Another user from the same address is not limited (verified, then cached).
+  EXPECT_EQ(http.Get("/v1/info", As("bob")).status, 200);
+  EXPECT_EQ(http.Get("/v1/info", As("bob")).status, 200);
+}
+
+// Behind a same-host proxy (--http_trusted_proxies=127.0.0.1), the failures of one client
+// limit that client (the last hop of X-Forwarded-For), not every user of the proxy.
+TEST_F(AuthTest, TrustedProxyForwardedForNamesTheLimitedClient) {
+  server_->Shutdown(0);
+  CoordinatorServer::Options o = AuthOptions();
+  o.http_trusted_proxies = "127.0.0.1";
+  server_ = StartServer(o);
+  ASSERT_NE(server_, nullptr);
+  TestHttpClient http(server_->port());
+  auto via = [](Headers h, const std::string& client) {
+    h.emplace_back("X-Forwarded-For", client);
+    return h;
+  };
+  for (int i = 0; i < 5; ++i) {
+    ExpectChallenge(http.Get("/v1/info", via(Creds("alice", "guess"), "198.51.100.7")),
+                    "failure " + std::to_string(i));
+  }
+  EXPECT_EQ(http.Get("/v1/info", via(As("alice"), "198.51.100.7")).status, 429);
+  EXPECT_EQ(http.Get("/v1/info", via(As("alice"), "198.51.100.8")).status, 200);
+  EXPECT_EQ(http.Get("/v1/info", As("alice")).status, 200);  // The proxy's own address.
 }
 
 TEST_F(AuthTest, MetricsCountVerificationsCacheHitsAndFailures) {
@@ -350,6 +375,15 @@ TEST_F(AuthStartupTest, BadPasswordFileStopsTheStart) {
   EXPECT_EQ(s.message(), o.auth_password_file + ":2: expected 5 ':'-separated fields "
             "user:pbkdf2-sha256:ITERATIONS:SALT_BASE64:HASH_BASE64 (make lines with "
             "coordinatord-passwd)");
+}
+
+TEST_F(AuthStartupTest, MalformedTrustedProxiesStopTheStart) {
+  CoordinatorServer::Options o = DefaultOptions();
+  o.http_trusted_proxies = "127.0.0.1, 10.0.0.0/40";
+  Status s = CoordinatorServer(o).Start();
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.message().rfind("--http_trusted_proxies: bad trusted proxy '10.0.0.0/40'", 0), 0u)
+      << s.message();
 }
 
 /// Runs coordinatord-passwd with 'password' on stdin; returns its stdout, '*status' its exit.

@@ -216,6 +216,35 @@ TEST_F(MetricsPageTest, CountersMoveAsQueriesRun) {
   EXPECT_EQ(after.Sum("qr_registry_shard_entries{registry=\"coordinator\""), 0);
 }
 
+TEST_F(MetricsPageTest, RefusedConnectionsAreCountedByLimit) {
+  server_->Shutdown(0);
+  CoordinatorServer::Options o = DefaultOptions();
+  o.http.max_connections_per_address = 1;
+  server_ = StartServer(o);
+  ASSERT_NE(server_, nullptr);
+  port_ = server_->port();
+  Exposition before = Scrape();
+  EXPECT_EQ(before.types["qr_http_connections_refused_total"], "counter");
+  for (const char* limit : {"max_connections", "max_connections_per_address",
+                            "file_descriptors"}) {
+    EXPECT_EQ(before.Get(std::string("qr_http_connections_refused_total{limit=\"") + limit +
+                         "\"}"),
+              0)
+        << limit;
+  }
+  EXPECT_EQ(before.Get("qr_limit{flag=\"max_connections\"}"), 10000);
+  EXPECT_EQ(before.Get("qr_limit{flag=\"max_connections_per_address\"}"), 1);
+  // A second connection from this address while one is open gets 503.
+  ASSERT_TRUE(WaitUntil([&] { return server_->webserver()->connections_open() == 0; }));
+  TestHttpClient first(port_);
+  ASSERT_EQ(first.Get("/v1/info").status, 200);  // Keep-alive: the connection stays open.
+  TestResponse refused = TestHttpClient(port_).Get("/v1/info");
+  EXPECT_EQ(refused.status, 503);
+  EXPECT_EQ(server_->webserver()->connections_refused(
+                Webserver::ConnectionLimit::kPerAddress),
+            1u);
+}
+
 TEST(MetricsParserTest, RejectsMalformedLinesAndSamplesBeforeTheirType) {
   EXPECT_TRUE(Parse("# HELP a_total A.\n# TYPE a_total counter\na_total 1\n").errors.empty());
   EXPECT_TRUE(Parse("# HELP a A.\n# TYPE a gauge\na{x=\"q\\\"u\",y=\"\"} -1.5e3\n")

@@ -154,27 +154,62 @@ TEST(BasicAuthenticatorTest, VerificationRacingAReloadIsNotCached) {
   EXPECT_EQ(auth.cached_credentials(), 1u);
 }
 
-TEST(BasicAuthenticatorTest, LimitsFailuresPerAddressWithoutVerifying) {
+TEST(BasicAuthenticatorTest, LimitsFailuresPerUserAndAddressWithoutVerifying) {
   BasicAuthenticator auth(Users(), Limits(3));
   std::string user;
+  ASSERT_EQ(auth.Authenticate(Basic("bob", "bob-pw"), "10.0.0.1:1", &user), Result::kOk);
+  ASSERT_EQ(auth.Authenticate(Basic("alice", "alice-pw"), "10.0.0.1:1", &user), Result::kOk);
   for (int i = 0; i < 3; ++i) {
     EXPECT_EQ(auth.Authenticate(Basic("alice", "guess"), "10.0.0.1:" + std::to_string(i), &user),
               Result::kWrongPassword);
   }
   const uint64_t verified = auth.verifications();
-  // Limited: even the right password is refused, and nothing is verified any more.
+  const uint64_t hits = auth.cache_hits();
+  // The pair is limited: even the right password, cached, is refused, and nothing is verified
+  // or looked up any more (a cache hit would confirm a guess for free).
   EXPECT_EQ(auth.Authenticate(Basic("alice", "guess"), "10.0.0.1:9", &user),
             Result::kRateLimited);
   EXPECT_EQ(auth.Authenticate(Basic("alice", "alice-pw"), "10.0.0.1:9", &user),
             Result::kRateLimited);
   EXPECT_EQ(auth.verifications(), verified);
+  EXPECT_EQ(auth.cache_hits(), hits);
   EXPECT_EQ(auth.rate_limited(), 2u);
-  // Another address is not affected; an IPv6 address is keyed without its port.
+  // Another user from that address is not limited: cached or verified.
+  EXPECT_EQ(auth.Authenticate(Basic("bob", "bob-pw"), "10.0.0.1:9", &user), Result::kOk);
+  EXPECT_EQ(auth.cache_hits(), hits + 1);
+  EXPECT_EQ(auth.Authenticate(Basic("bob", "wrong"), "10.0.0.1:9", &user),
+            Result::kWrongPassword);
+  // Nor is the same user from another address.
   EXPECT_EQ(auth.Authenticate(Basic("alice", "alice-pw"), "10.0.0.2:1", &user), Result::kOk);
+  // An IPv6 address is keyed without its port.
   for (int i = 0; i < 3; ++i) {
-    auth.Authenticate(Basic("alice", "guess"), "[::1]:" + std::to_string(100 + i), &user);
+    auth.Authenticate(Basic("bob", "guess"), "[2001:db8::1]:" + std::to_string(100 + i), &user);
   }
-  EXPECT_EQ(auth.Authenticate(Basic("bob", "bob-pw"), "[::1]:200", &user), Result::kRateLimited);
+  EXPECT_EQ(auth.Authenticate(Basic("bob", "bob-pw"), "[2001:db8::1]:200", &user),
+            Result::kRateLimited);
+}
+
+// A local client rotating through 127.0.0.0/8 (or ::1), or a host through its IPv6 /64,
+// gets no fresh budget.
+TEST(BasicAuthenticatorTest, LoopbackAndIpv6SubnetShareOneBudget) {
+  BasicAuthenticator auth(Users(), Limits(3));
+  std::string user;
+  for (const char* from : {"127.0.0.1:1", "127.0.0.2:1", "127.1.2.3:1"}) {
+    EXPECT_EQ(auth.Authenticate(Basic("alice", "guess"), from, &user), Result::kWrongPassword);
+  }
+  EXPECT_EQ(auth.Authenticate(Basic("alice", "guess"), "127.9.9.9:1", &user),
+            Result::kRateLimited);
+  EXPECT_EQ(auth.Authenticate(Basic("alice", "guess"), "[::1]:1", &user), Result::kRateLimited);
+  EXPECT_EQ(auth.Authenticate(Basic("alice", "guess"), "[::ffff:127.0.0.5]:1", &user),
+            Result::kRateLimited);
+  for (const char* from : {"[2001:db8:1:2::1]:1", "[2001:db8:1:2::2]:1", "[2001:db8:1:2::3]:1"}) {
+    EXPECT_EQ(auth.Authenticate(Basic("bob", "guess"), from, &user), Result::kWrongPassword);
+  }
+  EXPECT_EQ(auth.Authenticate(Basic("bob", "bob-pw"), "[2001:db8:1:2:ffff::9]:1", &user),
+            Result::kRateLimited);
+  // The next /64, and other IPv4 addresses, have budgets of their own.
+  EXPECT_EQ(auth.Authenticate(Basic("bob", "bob-pw"), "[2001:db8:1:3::1]:1", &user), Result::kOk);
+  EXPECT_EQ(auth.Authenticate(Basic("alice", "alice-pw"), "10.0.0.1:1", &user), Result::kOk);
 }
 
 TEST(BasicAuthenticatorTest, LimitEndsWithItsWindow) {
@@ -202,7 +237,12 @@ TEST(BasicAuthenticatorTest, TrackedAddressesAreBounded) {
     auth.Authenticate("Basic !", "10.1.0." + std::to_string(i) + ":1", &user);
     ASSERT_LE(auth.tracked_addresses(), 8u);
   }
-  EXPECT_EQ(auth.failures(), 50u);
+  // So are (user, address) pairs of one address.
+  for (int i = 0; i < 50; ++i) {
+    auth.Authenticate(Basic("user" + std::to_string(i), "x"), "10.2.0.1:1", &user);
+    ASSERT_LE(auth.tracked_addresses(), 8u);
+  }
+  EXPECT_EQ(auth.failures(), 100u);
 }
 
 TEST(BasicAuthenticatorTest, FailedLoginLogNamesUserAndAddressNotPassword) {
@@ -211,11 +251,13 @@ TEST(BasicAuthenticatorTest, FailedLoginLogNamesUserAndAddressNotPassword) {
   std::string user;
   auth.Authenticate(Basic("alice", "Tr0ub4dor&3"), "192.0.2.7:4242", &user);
   auth.Authenticate(Basic("mallory", "correct-horse"), "192.0.2.7:4243", &user);
+  auth.Authenticate(Basic("alice", "Tr0ub4dor&3"), "192.0.2.7:4244", &user);
   std::vector<std::string> failed = log.Matching("Authentication failed");
-  ASSERT_EQ(failed.size(), 2u);
+  ASSERT_EQ(failed.size(), 3u);
   EXPECT_EQ(failed[0], "Authentication failed for user 'alice' from 192.0.2.7: wrong password");
   EXPECT_EQ(failed[1], "Authentication failed for user 'mallory' from 192.0.2.7: unknown user");
-  EXPECT_EQ(log.Matching("Too many failed logins from 192.0.2.7").size(), 1u);
+  EXPECT_EQ(log.Matching("Too many failed logins for user 'alice' from 192.0.2.7").size(), 1u);
+  EXPECT_EQ(log.Matching("Too many failed logins").size(), 1u);
   for (const std::string& line : log.Lines()) {
     EXPECT_EQ(line.find("Tr0ub4dor"), std::string::npos) << line;
     EXPECT_EQ(line.find("correct-horse"), std::string::npos) << line;

@@ -17,7 +17,11 @@ CoordinatorServer::CoordinatorServer(Options options) : options_(std::move(optio
 CoordinatorServer::~CoordinatorServer() { Shutdown(0); }
 
 Status CoordinatorServer::ConfigureSecurity(Webserver::Options* http) {
-  const Options& o = options_;
+  Options& o = options_;
+  Status proxies = IpNetworks::Parse(o.http_trusted_proxies, &o.auth.trusted_proxies);
+  if (!proxies.ok()) return InvalidArgument("--http_trusted_proxies: " + proxies.message());
+  // A proxy carries many clients' connections: the per-address limit is not for it.
+  http->per_address_exempt = o.auth.trusted_proxies;
   const bool tls = !o.tls_cert_file.empty() || !o.tls_key_file.empty();
   if (tls) {
     if (o.tls_cert_file.empty() || o.tls_key_file.empty()) {

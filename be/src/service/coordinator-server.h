@@ -49,7 +49,11 @@ class CoordinatorServer {
     std::string admin_users;
     /// Security (docs/operations.md#security). A password file turns authentication on.
     std::string auth_password_file;
+    /// Its 'trusted_proxies' are set from 'http_trusted_proxies'.
     BasicAuthenticator::Options auth;
+    /// Comma-separated addresses and CIDRs of proxies whose X-Forwarded-For names the client
+    /// (IpNetworks::Parse(); empty: none). Checked by Start().
+    std::string http_trusted_proxies;
     /// Allow password authentication without TLS (credentials in clear text).
     bool allow_insecure_auth = false;
     /// Both set: serve HTTPS only.

@@ -18,12 +18,21 @@
 #include <glog/logging.h>
 
 #include "service/coordinator-server.h"
+#include "util/client-address.h"
+#include "util/file-limit.h"
 #include "util/sharded-query-map-util.h"
 
 DEFINE_string(http_bind_address, "127.0.0.1", "Address the HTTP server binds to.");
 DEFINE_int32(http_port, 8080, "HTTP port (0 picks a free one and prints it).");
 DEFINE_int32(num_http_threads, 2, "HTTP I/O threads.");
 DEFINE_int32(http_idle_timeout_s, 60, "Close HTTP connections idle for this long.");
+DEFINE_int32(max_connections, 10000,
+             "HTTP connections open at once; a new one beyond gets a minimal 503 and is "
+             "closed.");
+DEFINE_int32(max_connections_per_address, 256,
+             "HTTP connections open at once from one client address (all of loopback counts as "
+             "one, IPv6 by /64; --http_trusted_proxies are exempt); beyond, a minimal 503 and "
+             "close (0: no limit).");
 DEFINE_int64(max_statement_bytes, 1 << 20, "Largest accepted SQL statement (413 beyond).");
 DEFINE_int64(max_header_bytes, 16 << 10, "Largest accepted request header block (431 beyond).");
 DEFINE_int32(num_query_threads, 0,
@@ -99,8 +108,9 @@ DEFINE_bool(allow_insecure_auth, false,
 DEFINE_string(tls_cert_file, "", "Serve HTTPS with this PEM certificate (chain).");
 DEFINE_string(tls_key_file, "", "The PEM private key of --tls_cert_file.");
 DEFINE_int32(auth_max_failures, 10,
-             "Failed logins from one address within --auth_failure_window_s before its "
-             "requests get 429.");
+             "Failed logins of one user from one client address (see --http_trusted_proxies) "
+             "within --auth_failure_window_s before that pair's requests get 429; checks in "
+             "flight count too.");
 DEFINE_int32(auth_failure_window_s, 60, "The window of --auth_max_failures.");
 DEFINE_int32(auth_verify_threads, 1,
              "Threads that verify passwords (PBKDF2) not in the credential cache, off the "
@@ -110,6 +120,10 @@ DEFINE_int32(auth_max_pending_verifications, 64,
              "with Retry-After: 1.");
 DEFINE_bool(http_trust_forwarded_headers, false,
             "Build nextUri from X-Forwarded-Host/Proto (only behind a trusted proxy).");
+DEFINE_string(http_trusted_proxies, "",
+              "Comma-separated addresses and CIDRs (IPv4, IPv6) of proxies trusted to name the "
+              "client in X-Forwarded-For: failed logins of a request through one of them count "
+              "against the last untrusted hop, not the proxy (empty: none).");
 
 namespace {
 
@@ -146,6 +160,13 @@ bool ValidateBytes(const char* flag, int64_t v) {
   if (v >= 1024 && v <= (int64_t{1} << 30)) return true;
   fprintf(stderr, "--%s must be in [1024, 2^30] bytes, got %lld\n", flag,
           static_cast<long long>(v));
+  return false;
+}
+bool ValidateNetworks(const char* flag, const std::string& v) {
+  qr::IpNetworks networks;
+  qr::Status s = qr::IpNetworks::Parse(v, &networks);
+  if (s.ok()) return true;
+  fprintf(stderr, "--%s: %s\n", flag, s.message().c_str());
   return false;
 }
 bool ValidatePort(const char* flag, int32_t v) {
@@ -186,6 +207,9 @@ DEFINE_validator(auth_max_failures, &ValidatePositive);
 DEFINE_validator(auth_failure_window_s, &ValidatePositive);
 DEFINE_validator(auth_verify_threads, &ValidatePositive);
 DEFINE_validator(auth_max_pending_verifications, &ValidatePositive);
+DEFINE_validator(http_trusted_proxies, &ValidateNetworks);
+DEFINE_validator(max_connections, &ValidatePositive);
+DEFINE_validator(max_connections_per_address, &ValidateNonNegative);
 
 namespace qr {
 namespace {
@@ -211,6 +235,8 @@ CoordinatorServer::Options OptionsFromFlags() {
   o.http.idle_timeout = std::chrono::seconds(FLAGS_http_idle_timeout_s);
   o.http.max_body_bytes = static_cast<size_t>(FLAGS_max_statement_bytes);
   o.http.max_header_bytes = static_cast<size_t>(FLAGS_max_header_bytes);
+  o.http.max_connections = FLAGS_max_connections;
+  o.http.max_connections_per_address = FLAGS_max_connections_per_address;
   o.coordinator.max_running_queries = FLAGS_max_running_queries;
   o.coordinator.max_queued_queries = FLAGS_max_queued_queries;
   o.coordinator.idle_query_timeout_ms = int64_t{FLAGS_idle_query_timeout_s} * 1000;
@@ -224,6 +250,7 @@ CoordinatorServer::Options OptionsFromFlags() {
   o.coordinator.query_log_size = FLAGS_query_log_size;
   o.protocol.default_user = FLAGS_default_user;
   o.protocol.trust_forwarded_headers = FLAGS_http_trust_forwarded_headers;
+  o.http_trusted_proxies = FLAGS_http_trusted_proxies;
   o.protocol.max_session_properties = FLAGS_max_session_properties;
   o.admin_users = FLAGS_admin_users;
   o.auth_password_file = FLAGS_auth_password_file;
@@ -269,7 +296,34 @@ bool CheckFlags() {
   return true;
 }
 
+/// Descriptors the daemon needs besides its connections: the database per executor, spool
+/// and temporary files, logs, the password file.
+constexpr uint64_t kFileReserve = 256;
+
+/// Raises the soft open-file limit to the hard one (a shell's 256 or 1024 would cap the
+/// connections far below --max_connections) and says whether it is enough.
+void RaiseOpenFileLimit() {
+  FileLimit limit;
+  Status s = RaiseFileLimit(&limit);
+  if (!s.ok()) {
+    LOG(WARNING) << s.message();
+  } else if (limit.soft != limit.soft_before) {
+    LOG(INFO) << "Open file limit raised from " << limit.soft_before << " to " << limit.soft
+              << " (the hard limit)";
+  } else {
+    LOG(INFO) << "Open file limit: " << limit.soft << " (hard limit " << limit.hard << ")";
+  }
+  const uint64_t wanted = static_cast<uint64_t>(FLAGS_max_connections) + kFileReserve;
+  if (limit.soft < wanted) {
+    LOG(WARNING) << "The open file limit (" << limit.soft << ") is below --max_connections ("
+                 << FLAGS_max_connections << ") plus " << kFileReserve << " for files: out of "
+                 << "descriptors, new connections get 503. Raise the hard limit (systemd: "
+                 << "LimitNOFILE=; ulimit -Hn) or lower --max_connections";
+  }
+}
+
 int Main() {
+  RaiseOpenFileLimit();
   // Block the stop signals in every thread (threads inherit the mask) and take them
   // synchronously below: no async-signal-safety concerns, no polling.
   sigset_t stop_signals;

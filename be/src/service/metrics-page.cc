@@ -120,6 +120,8 @@ void AppendLimits(const CoordinatorServer& server, std::string* out) {
       {"exec_time_limit_s", o.exec_time_limit_ms / 1000},
       {"long_query_after_ms", so.long_query.after_ms},
       {"long_query_nice", so.long_query.nice_increment},
+      {"max_connections", so.http.max_connections},
+      {"max_connections_per_address", so.http.max_connections_per_address},
   };
   for (const auto& [flag, value] : limits) {
     Sample("qr_limit", std::string("{flag=\"") + flag + "\"}", value, out);
@@ -152,6 +154,15 @@ void AppendHttpMetrics(const Webserver& web, std::string* out) {
          static_cast<int64_t>(web.connections_accepted()), out);
   Scalar("qr_http_connections_open", "gauge", "HTTP connections open.",
          static_cast<int64_t>(web.connections_open()), out);
+  Family("qr_http_connections_refused_total", "counter",
+         "HTTP connections answered 503 and closed at accept, by limit.", out);
+  for (const auto& [limit, label] :
+       {std::pair{Webserver::ConnectionLimit::kMaxConnections, "max_connections"},
+        std::pair{Webserver::ConnectionLimit::kPerAddress, "max_connections_per_address"},
+        std::pair{Webserver::ConnectionLimit::kFileDescriptors, "file_descriptors"}}) {
+    Sample("qr_http_connections_refused_total", std::string("{limit=\"") + label + "\"}",
+           static_cast<int64_t>(web.connections_refused(limit)), out);
+  }
 }
 
 /// The per-shard statistics of one registry, read shard by shard.

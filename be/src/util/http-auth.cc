@@ -72,7 +72,10 @@ BasicAuthenticator::Users::Users(PasswordFile f, uint64_t g)
       generation(g) {}
 
 BasicAuthenticator::BasicAuthenticator(PasswordFile file, Options options)
-    : options_(options), users_(std::make_shared<const Users>(std::move(file), 0)) {
+    : options_(std::move(options)),
+      users_(std::make_shared<const Users>(std::move(file), 0)),
+      limiter_(LoginLimiter::Options{options_.max_failures, options_.failure_window,
+                                     options_.max_tracked_addresses}) {
   CHECK_EQ(RAND_bytes(cache_key_secret_.data(), static_cast<int>(cache_key_secret_.size())), 1)
       << "no randomness for the credential cache key";
   CHECK_GE(options_.verify_threads, 1);
@@ -97,6 +100,7 @@ void BasicAuthenticator::Stop() {
   }
   queue_cv_.NotifyAll();
   for (Verification& v : dropped) {
+    Abandon(v);
     v.done(false, "", Unavailable("The server is shutting down\n"));
   }
   for (std::thread& t : threads) t.join();
@@ -123,7 +127,7 @@ void BasicAuthenticator::RunVerifier() {
     if (r == Result::kOk) {
       v.done(true, std::move(user), HttpResponse());
     } else {
-      v.done(false, "", Denial(r, v.address));
+      v.done(false, "", Denial(r, v.limit_key));
     }
   }
 }
@@ -145,6 +149,7 @@ void BasicAuthenticator::Enqueue(Verification v) {
     }
     --slots_used_;
   }
+  Abandon(v);
   v.done(false, "", Unavailable("The server is shutting down\n"));
 }
 
@@ -226,54 +231,17 @@ BasicAuthenticator::Result BasicAuthenticator::Verify(const Users& users, std::s
   return VerifyPassword(*entry, password) ? Result::kOk : Result::kWrongPassword;
 }
 
-int64_t BasicAuthenticator::LimitedForSeconds(const std::string& address) {
-  const auto now = std::chrono::steady_clock::now();
-  MutexLock l(&limiter_lock_);
-  auto it = failures_by_address_.find(address);
-  if (it == failures_by_address_.end() || it->second.failures < options_.max_failures) return 0;
-  auto left = it->second.window_start + options_.failure_window - now;
-  if (left <= std::chrono::steady_clock::duration::zero()) {
-    failures_by_address_.erase(it);
-    return 0;
-  }
-  return std::chrono::ceil<std::chrono::seconds>(left).count();
-}
-
-void BasicAuthenticator::PruneLocked(std::chrono::steady_clock::time_point now) {
-  std::erase_if(failures_by_address_, [&](const auto& entry) {
-    return entry.second.window_start + options_.failure_window <= now;
-  });
-  if (failures_by_address_.size() >= options_.max_tracked_addresses) {
-    LOG(WARNING) << "Failed logins from " << failures_by_address_.size()
-                 << " addresses in one window; forgetting them all";
-    failures_by_address_.clear();
-  }
-}
-
-void BasicAuthenticator::RecordFailure(const std::string& address, std::string_view user,
-                                       Result why) {
+void BasicAuthenticator::LogFailure(const std::string& address, std::string_view user,
+                                    Result why, int failures) {
   failures_.fetch_add(1, std::memory_order_relaxed);
-  const auto now = std::chrono::steady_clock::now();
-  int failures = 0;
-  {
-    MutexLock l(&limiter_lock_);
-    auto it = failures_by_address_.find(address);
-    if (it == failures_by_address_.end()) {
-      if (failures_by_address_.size() >= options_.max_tracked_addresses) PruneLocked(now);
-      it = failures_by_address_.emplace(address, AddressFailures{0, now}).first;
-    } else if (it->second.window_start + options_.failure_window <= now) {
-      it->second = AddressFailures{0, now};
-    }
-    failures = ++it->second.failures;
-  }
   // The password is never logged; the user name is quoted and cut (it may be a mistyped
   // password).
   LOG(WARNING) << "Authentication failed for user " << QuoteForError(user, 32) << " from "
                << address << ": " << Describe(why);
   if (failures == options_.max_failures) {
-    LOG(WARNING) << "Too many failed logins from " << address << " (" << failures << " in "
-                 << options_.failure_window.count() << " s): its requests get 429 until the "
-                 << "window ends";
+    LOG(WARNING) << "Too many failed logins for user " << QuoteForError(user, 32) << " from "
+                 << address << " (" << failures << " in " << options_.failure_window.count()
+                 << " s): its requests get 429 until the window ends";
   }
 }
 
@@ -283,13 +251,20 @@ bool BasicAuthenticator::Decide(std::string_view authorization, const std::strin
     *r = Result::kMissing;
     return true;
   }
-  if (LimitedForSeconds(address) > 0) {
+  const bool parsed = ParseBasic(authorization, &v->credentials, &v->colon);
+  // Malformed credentials name no user: they count under the empty name.
+  const std::string_view name =
+      parsed ? std::string_view(v->credentials).substr(0, v->colon) : std::string_view();
+  v->limit_key = LoginLimiter::Key(name, address);
+  // A limited pair is refused before the cache is looked at: a cache hit would confirm a
+  // guess without any cost.
+  if (limiter_.LimitedForSeconds(v->limit_key) > 0) {
     rate_limited_.fetch_add(1, std::memory_order_relaxed);
     *r = Result::kRateLimited;
     return true;
   }
-  if (!ParseBasic(authorization, &v->credentials, &v->colon)) {
-    RecordFailure(address, "", Result::kMalformed);
+  if (!parsed) {
+    LogFailure(address, "", Result::kMalformed, limiter_.RecordFailure(v->limit_key));
     *r = Result::kMalformed;
     return true;
   }
@@ -299,6 +274,12 @@ bool BasicAuthenticator::Decide(std::string_view authorization, const std::strin
     *r = Result::kOk;
     return true;
   }
+  // Failures plus verifications in flight reach the limit: no more verifications.
+  if (!limiter_.BeginVerification(v->limit_key)) {
+    rate_limited_.fetch_add(1, std::memory_order_relaxed);
+    *r = Result::kRateLimited;
+    return true;
+  }
   v->address = address;
   return false;
 }
@@ -306,8 +287,9 @@ bool BasicAuthenticator::Decide(std::string_view authorization, const std::strin
 BasicAuthenticator::Result BasicAuthenticator::Finish(const Verification& v, std::string* user) {
   std::string_view name = std::string_view(v.credentials).substr(0, v.colon);
   Result r = Verify(*v.users, name, std::string_view(v.credentials).substr(v.colon + 1));
+  const int failures = limiter_.EndVerification(v.limit_key, r != Result::kOk);
   if (r != Result::kOk) {
-    RecordFailure(v.address, name, r);
+    LogFailure(v.address, name, r, failures);
     return r;
   }
   *user = std::string(name);
@@ -325,28 +307,39 @@ BasicAuthenticator::Result BasicAuthenticator::Authenticate(std::string_view aut
   return Finish(v, user);
 }
 
-size_t BasicAuthenticator::tracked_addresses() {
-  MutexLock l(&limiter_lock_);
-  return failures_by_address_.size();
-}
-
 size_t BasicAuthenticator::cached_credentials() {
   MutexLock l(&cache_lock_);
   return cache_.size();
 }
 
-HttpResponse BasicAuthenticator::Denial(Result r, const std::string& address) {
+HttpResponse BasicAuthenticator::Denial(Result r, const std::string& limit_key) {
   if (r == Result::kMissing) {
     return Unauthorized("Authentication required: send HTTP Basic credentials\n");
   }
   if (r == Result::kRateLimited) {
     HttpResponse denied = HttpResponse::Text(
-        429, "Too many failed authentication attempts from this address; try again later\n");
-    int64_t wait_s = LimitedForSeconds(address);
+        429,
+        "Too many failed authentication attempts for this user from this address; try again "
+        "later\n");
+    // Not limited yet but out of budget with verifications in flight: they end shortly.
+    int64_t wait_s = limiter_.LimitedForSeconds(limit_key);
     denied.headers.emplace_back("Retry-After", std::to_string(std::max<int64_t>(1, wait_s)));
     return denied;
   }
   return Unauthorized("Invalid user name or password\n");
+}
+
+std::string BasicAuthenticator::ClientAddressOf(const HttpRequest& req) const {
+  const std::string_view peer = RemoteIp(req.remote_address);
+  if (options_.trusted_proxies.empty()) return std::string(peer);
+  // Several X-Forwarded-For headers are one list, in order (RFC 9110, 5.3).
+  std::string forwarded_for;
+  auto [first, last] = req.headers.equal_range("X-Forwarded-For");
+  for (auto it = first; it != last; ++it) {
+    if (!forwarded_for.empty()) forwarded_for += ',';
+    forwarded_for.append(it->value().data(), it->value().size());
+  }
+  return ClientIp(peer, forwarded_for, options_.trusted_proxies);
 }
 
 AuthVerdict BasicAuthenticator::Check(HttpRequest& req, HttpResponse* denied,
@@ -354,16 +347,17 @@ AuthVerdict BasicAuthenticator::Check(HttpRequest& req, HttpResponse* denied,
   Result r = Result::kOk;
   std::string user;
   Verification v;
-  const std::string address(RemoteIp(req.remote_address));
+  const std::string address = ClientAddressOf(req);
   if (Decide(req.Header("Authorization"), address, &r, &user, &v)) {
     if (r == Result::kOk) {
       req.authenticated_user = std::move(user);
       return AuthVerdict::kAllow;
     }
-    *denied = Denial(r, address);
+    *denied = Denial(r, v.limit_key);
     return AuthVerdict::kDeny;
   }
   if (!ReserveSlot()) {
+    Abandon(v);
     *denied = QueueFull();
     return AuthVerdict::kDeny;
   }

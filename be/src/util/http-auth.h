@@ -13,6 +13,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "util/client-address.h"
+#include "util/login-limiter.h"
 #include "util/mutex.h"
 #include "util/password-file.h"
 #include "util/thread-annotations.h"
@@ -33,23 +35,33 @@ namespace qr {
 /// one SHA-256 and one hash lookup per request. Unknown users cost a PBKDF2 too (against a
 /// dummy entry), so timing does not tell which users exist.
 ///
-/// Failed attempts are logged (user name quoted and truncated, remote address; never the
-/// password) and counted per remote IP address: after 'max_failures' within 'failure_window'
-/// every request from that address that carries credentials gets 429 with Retry-After,
-/// without any verification, until the window ends. At most 'max_tracked_addresses'
-/// addresses are tracked (expired windows are dropped first; if all are live the table is
-/// cleared, logged).
+/// Failed attempts are logged (user name quoted and truncated, client address; never the
+/// password) and counted per (user, client address) pair (LoginLimiter): after 'max_failures'
+/// within 'failure_window' the pair's requests get 429 with Retry-After, without any
+/// verification, until the window ends; even the right password, even credentials in the
+/// cache (otherwise the cache would answer unlimited guesses at a cached password). Other
+/// users from that address, and the same user from other addresses, are not affected.
+/// Verifications in flight count against the same budget: a pair whose failures plus running
+/// verifications reach 'max_failures' gets 429 for credentials not in the cache, so N
+/// concurrent guesses cost at most 'max_failures' verifications. The client address is the
+/// connection's peer or, when that is one of 'trusted_proxies', the last untrusted hop of
+/// X-Forwarded-For (ClientIp()); it is keyed by AddressKey() (127.0.0.0/8 and ::1 as one,
+/// IPv6 by /64). At most 'max_tracked_addresses' pairs are tracked (expired windows are
+/// dropped first; if all are live the table is cleared, logged).
 /// Thread-safety: all methods are thread-safe. PBKDF2 runs with no lock held.
 /// Lifecycle: the verification threads start in the constructor and stop in Stop() (or the
 /// destructor): queued verifications are then answered 503 unverified, running ones finish.
-/// Lock order: 'cache_lock_', 'limiter_lock_' and 'queue_lock_' are leaves, never held
+/// Lock order: 'cache_lock_', the limiter's lock and 'queue_lock_' are leaves, never held
 /// together; no AuthCallback is called and no user code runs while any is held.
 class BasicAuthenticator {
  public:
   struct Options {
     int max_failures = 10;
     std::chrono::seconds failure_window{60};
+    /// (user, address) pairs tracked at most.
     size_t max_tracked_addresses = 10000;
+    /// Connections from these may name the client in X-Forwarded-For.
+    IpNetworks trusted_proxies;
     size_t cache_capacity = 1024;
     /// Threads running the password verifications of cache misses (at least 1).
     int verify_threads = 1;
@@ -65,16 +77,19 @@ class BasicAuthenticator {
   BasicAuthenticator& operator=(const BasicAuthenticator&) = delete;
 
   enum class Result { kOk, kMissing, kMalformed, kUnknownUser, kWrongPassword, kRateLimited };
-  /// Checks an Authorization header value sent from 'remote_address' ("ip:port") on the
-  /// calling thread (a cache miss runs PBKDF2 here). On kOk, '*user' is the authenticated user.
+  /// Checks an Authorization header value sent from 'remote_address' ("ip:port", the client
+  /// itself: no proxy is considered) on the calling thread (a cache miss runs PBKDF2 here). On kOk, '*user' is the authenticated user.
   Result Authenticate(std::string_view authorization, std::string_view remote_address,
                       std::string* user);
+
+  /// The client address of 'req': its peer, or the client a trusted proxy names.
+  std::string ClientAddressOf(const HttpRequest& req) const;
 
   /// The webserver's authenticate hook. Decides at once, without a thread hop, when it needs
   /// no PBKDF2: kAllow for cached credentials (setting req.authenticated_user); kDeny with
   /// the answer in '*denied' for missing or malformed credentials (401 with WWW-Authenticate:
-  /// Basic realm="coordinatord"), a rate-limited address (429) or a full verification queue
-  /// (503 with Retry-After: 1). Otherwise queues the verification, calls 'defer' and returns
+  /// Basic realm="coordinatord"), a rate-limited (user, address) pair (429) or a full
+  /// verification queue (503 with Retry-After: 1). Otherwise queues the verification, calls 'defer' and returns
   /// kDeferred: the callback gets the user, or the 401, from a verification thread.
   AuthVerdict Check(HttpRequest& req, HttpResponse* denied, const AuthDeferrer& defer);
 
@@ -96,17 +111,13 @@ class BasicAuthenticator {
   }
   /// Verifications queued or running now.
   size_t pending_verifications();
-  /// Addresses with failures currently tracked (at most Options::max_tracked_addresses).
-  size_t tracked_addresses();
+  /// (user, address) pairs with failures or verifications in flight tracked now (at most
+  /// Options::max_tracked_addresses, plus the verifications in flight).
+  size_t tracked_addresses() { return limiter_.tracked(); }
   /// Credentials currently cached (at most Options::cache_capacity).
   size_t cached_credentials();
 
  private:
-  struct AddressFailures {
-    int failures = 0;
-    std::chrono::steady_clock::time_point window_start;
-  };
-
   /// The users of one password file, and what an unknown user is checked against.
   struct Users {
     Users(PasswordFile f, uint64_t g);
@@ -123,20 +134,24 @@ class BasicAuthenticator {
     std::string credentials;  // "user:password"
     size_t colon = 0;
     std::string key;  // CacheKey(credentials)
-    std::string address;  // The remote IP.
+    std::string address;  // The client IP, for the log.
+    std::string limit_key;  // LoginLimiter::Key(user, address), holding a verification.
     /// The users as the request arrived: a Reload() meanwhile keeps it from being cached.
     std::shared_ptr<const Users> users;
     AuthCallback done;
   };
 
   /// The part of Authenticate() that needs no PBKDF2: true with '*r' (and '*user' on kOk)
-  /// when decided, false with '*v' (but for 'done') filled when a verification is needed.
+  /// when decided, false with '*v' (but for 'done') filled when a verification is needed
+  /// (it then holds a verification of the limiter: Finish() or Abandon() it).
   bool Decide(std::string_view authorization, const std::string& address, Result* r,
               std::string* user, Verification* v);
   /// Verifies 'v' (PBKDF2), then caches the success or records the failure.
   Result Finish(const Verification& v, std::string* user);
-  /// The answer to a failed Authenticate() from 'address'.
-  HttpResponse Denial(Result r, const std::string& address);
+  /// Gives back the limiter's verification of 'v', which will not run.
+  void Abandon(const Verification& v) { limiter_.EndVerification(v.limit_key, false); }
+  /// The answer to a failed Authenticate() of the pair 'limit_key'.
+  HttpResponse Denial(Result r, const std::string& limit_key);
   /// The 503 answer when the queue is full (counted, logged now and then).
   HttpResponse QueueFull();
   /// Takes one of the 'max_pending_verifications' slots; false when none is free.
@@ -150,10 +165,8 @@ class BasicAuthenticator {
   bool CacheLookup(const std::string& key, std::string* user, std::shared_ptr<const Users>* users);
   /// Caches 'key' -> 'user' unless the users changed since 'generation' was verified against.
   void CacheInsert(const std::string& key, const std::string& user, uint64_t generation);
-  /// Seconds until 'address' may try again; 0 when it is not limited.
-  int64_t LimitedForSeconds(const std::string& address);
-  void RecordFailure(const std::string& address, std::string_view user, Result why);
-  void PruneLocked(std::chrono::steady_clock::time_point now) REQUIRES(limiter_lock_);
+  /// Logs a failure of 'user' from 'address', the pair's 'failures'-th in its window.
+  void LogFailure(const std::string& address, std::string_view user, Result why, int failures);
   /// Verifies against 'users' (PBKDF2, no lock held).
   Result Verify(const Users& users, std::string_view user, std::string_view password);
 
@@ -167,10 +180,7 @@ class BasicAuthenticator {
   std::unordered_map<std::string, std::string> cache_ GUARDED_BY(cache_lock_);
   std::deque<std::string> cache_order_ GUARDED_BY(cache_lock_);
 
-  /// Protects the failure counts.
-  Mutex limiter_lock_;
-  std::unordered_map<std::string, AddressFailures> failures_by_address_
-      GUARDED_BY(limiter_lock_);
+  LoginLimiter limiter_;
 
   /// Protects the verification queue and the threads that serve it.
   Mutex queue_lock_;

@@ -5,6 +5,7 @@
 
 #include <array>
 #include <atomic>
+#include <chrono>
 #include <memory>
 #include <optional>
 #include <string>
@@ -45,7 +46,8 @@ using IoSocket = tcp::socket::rebind_executor<IoExecutor>::other;
 /// Threading: I/O thread i runs iocs[i] alone. The acceptor hands each accepted connection to
 /// the next io_context in turn; everything of a connection then runs on that one thread.
 /// Other threads (executors completing long polls, password verification) post to it.
-/// Lock order: lifecycle_mu -> control->mu -> sessions_mu. None is held while a handler runs.
+/// Lock order: lifecycle_mu -> control->mu -> sessions_mu; address_mu is a leaf. None is held
+/// while a handler runs.
 struct Webserver::Impl {
   class SessionBase;
   template <class Stream>
@@ -85,6 +87,24 @@ struct Webserver::Impl {
   void FinishRoutes();
   void DoAccept();
   void OnAccept(const beast::error_code& ec, IoSocket socket);
+  /// accept() failed: out of descriptors, answers a waiting connection through the spare;
+  /// then accepts again at once or after a back-off (webserver-accept.cc).
+  void OnAcceptError(const beast::error_code& ec);
+  /// Accepts again after a back-off that doubles (10 ms to 1 s); logs at most every 10 s.
+  void RetryAcceptLater(const beast::error_code& ec);
+  /// Counts and logs (at most every 10 s) a refusal, answers 'socket' a minimal 503 (plain
+  /// HTTP only) and closes it.
+  void Refuse(IoSocket& socket, ConnectionLimit why, const std::string& peer);
+  /// The same for a descriptor not (or no longer) owned by a socket object.
+  void RefuseFd(int fd, ConnectionLimit why, const std::string& peer);
+  /// Takes one of the connections of 'key' (AddressKey); false when it has them all.
+  bool AdmitAddress(const std::string& key);
+  /// Gives back a connection AdmitAddress() took.
+  void ReleaseAddress(const std::string& key);
+  /// Makes each io_context create its reactor now (webserver-accept.cc).
+  void WarmUpIoContexts();
+  /// (Re)opens the spare file descriptor if it is not held; false when that fails.
+  bool TakeSpareFd();
   /// A plain or TLS session (per options.tls_context) on an accepted socket
   /// (webserver-session.cc).
   std::shared_ptr<SessionBase> MakeSession(IoSocket socket, std::string remote_address);
@@ -106,7 +126,7 @@ struct Webserver::Impl {
   std::array<std::atomic<uint64_t>, 600> responses{};
   std::atomic<uint64_t> connections_accepted{0};
   std::atomic<uint64_t> connections_open{0};
-  std::atomic<uint64_t> connections_rejected{0};
+  std::array<std::atomic<uint64_t>, kNumConnectionLimits> connections_refused{};
   std::atomic<int> port{0};
 
   const std::shared_ptr<Control> control = std::make_shared<Control>();
@@ -118,6 +138,24 @@ struct Webserver::Impl {
   /// Protects 'sessions', the registry of open connections Stop() closes.
   Mutex sessions_mu;
   std::unordered_map<SessionBase*, std::weak_ptr<SessionBase>> sessions GUARDED_BY(sessions_mu);
+
+  /// Protects 'connections_by_address'. A leaf.
+  Mutex address_mu;
+  /// Open connections by AddressKey(), for 'max_connections_per_address' (none without it).
+  std::unordered_map<std::string, int> connections_by_address GUARDED_BY(address_mu);
+
+  // Used only by the accept chain (on I/O thread 0), and by Start()/Stop() when it is not
+  // running.
+  /// Opened at Start() (on /dev/null), given up to answer a connection when accept() finds no
+  /// descriptor; -1 when not held.
+  int spare_fd = -1;
+  /// The delay before accepting again after accept() failed without the spare's help.
+  std::chrono::milliseconds accept_backoff{0};
+  /// When each refusal reason (and, last, other accept errors) was last logged, and how many
+  /// had happened then.
+  std::array<std::chrono::steady_clock::time_point, kNumConnectionLimits + 1> last_refusal_log{};
+  std::array<uint64_t, kNumConnectionLimits + 1> refusals_at_last_log{};
+  uint64_t accept_errors = 0;
 
   // Declared after everything a Session's destructor touches: sessions owned by handlers
   // still queued in the io_context die when it is destroyed.
@@ -139,12 +177,25 @@ struct Webserver::Impl {
 /// joined.
 class Webserver::Impl::SessionBase : public std::enable_shared_from_this<SessionBase> {
  public:
-  virtual ~SessionBase() = default;
+  virtual ~SessionBase() { ReleaseAddressSlot(); }
   virtual void Start() = 0;
   /// Writes the response of the pending request number 'seq'; ignored when the connection
   /// is closed or has moved on. 'dropped': the handler never called its ResponseCallback.
   virtual void Complete(uint64_t seq, HttpResponse resp, bool dropped) = 0;
   virtual void Close() = 0;
+
+  /// Holds one of 'server''s connections of address 'key' until ReleaseAddressSlot() or
+  /// destruction. Called once, by the acceptor, before Start().
+  void HoldAddressSlot(Impl* server, std::string key) {
+    slot_server_ = server;
+    slot_key_ = std::move(key);
+  }
+  /// Gives the slot back (idempotent). Called where the connection closes (its I/O thread,
+  /// or Stop() after the I/O threads are joined), before 'connections_open' drops.
+  void ReleaseAddressSlot() {
+    if (slot_server_ != nullptr) slot_server_->ReleaseAddress(slot_key_);
+    slot_server_ = nullptr;
+  }
 
   bool OnIoThread() const { return executor_.running_in_this_thread(); }
   const IoExecutor& executor() const { return executor_; }
@@ -154,6 +205,10 @@ class Webserver::Impl::SessionBase : public std::enable_shared_from_this<Session
 
   /// The socket's executor, kept apart so that other threads may read it (const).
   const IoExecutor executor_;
+
+ private:
+  Impl* slot_server_ = nullptr;
+  std::string slot_key_;
 };
 
 /// The state shared by the copies of one ResponseCallback. Delivers the response exactly

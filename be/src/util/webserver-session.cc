@@ -177,6 +177,7 @@ void Webserver::Impl::Session<Stream>::OnHandshake(const beast::error_code& ec) 
 
 template <class Stream>
 Webserver::Impl::Session<Stream>::~Session() {
+  ReleaseAddressSlot();
   if (!closed_) server_->connections_open.fetch_sub(1, std::memory_order_relaxed);
   MutexLock l(&server_->sessions_mu);
   server_->sessions.erase(static_cast<SessionBase*>(this));
@@ -189,6 +190,7 @@ void Webserver::Impl::Session<Stream>::Close() {
   // Dropped when this function returns (every caller holds another reference).
   std::shared_ptr<SessionBase> self = std::move(self_while_pending_);
   Tcp().close();  // Also cancels the timer; pending operations complete with an error.
+  ReleaseAddressSlot();
   server_->connections_open.fetch_sub(1, std::memory_order_relaxed);
 }
 

@@ -1,6 +1,7 @@
 #include "util/webserver.h"
 
 #include <pthread.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -12,10 +13,6 @@
 
 namespace qr {
 namespace {
-
-// Pause before accepting again after accept() failed (e.g. out of file descriptors), so the
-// acceptor does not spin.
-constexpr std::chrono::milliseconds kAcceptRetryDelay{100};
 
 Status ValidateOptions(const Webserver::Options& o) {
   if (o.port < 0 || o.port > 65535) {
@@ -32,6 +29,10 @@ Status ValidateOptions(const Webserver::Options& o) {
   }
   if (o.idle_timeout.count() <= 0 || o.max_connections < 1) {
     return InvalidArgument("idle_timeout and max_connections must be positive");
+  }
+  if (o.max_connections_per_address < 0) {
+    return InvalidArgument("max_connections_per_address must be >= 0 (0: no limit), got " +
+                           std::to_string(o.max_connections_per_address));
   }
   return Status::OK();
 }
@@ -159,51 +160,6 @@ asio::io_context& Webserver::Impl::NextIoContext() {
   return ioc;
 }
 
-void Webserver::Impl::DoAccept() {
-  acceptor.async_accept(NextIoContext().get_executor(),
-                        [this](beast::error_code ec, IoSocket socket) {
-                          OnAccept(ec, std::move(socket));
-                        });
-}
-
-void Webserver::Impl::OnAccept(const beast::error_code& ec, IoSocket socket) {
-  if (ec == asio::error::operation_aborted) return;
-  if (ec) {
-    LOG(WARNING) << "HTTP accept failed: " << ec.message() << "; retrying";
-    accept_retry_timer.expires_after(kAcceptRetryDelay);
-    accept_retry_timer.async_wait([this](beast::error_code wait_ec) {
-      if (!wait_ec) DoAccept();
-    });
-    return;
-  }
-  beast::error_code opt_ec;
-  socket.set_option(tcp::no_delay(true), opt_ec);
-  tcp::endpoint remote = socket.remote_endpoint(opt_ec);
-  if (opt_ec) {  // Reset before we looked at it.
-    socket.close(opt_ec);
-    return DoAccept();
-  }
-  if (connections_open.load(std::memory_order_relaxed) >=
-      static_cast<uint64_t>(options.max_connections)) {
-    uint64_t n = connections_rejected.fetch_add(1, std::memory_order_relaxed) + 1;
-    if ((n & (n - 1)) == 0) {  // Log the 1st, 2nd, 4th, 8th... rejection: no log flood.
-      LOG(WARNING) << "HTTP connection limit (" << options.max_connections << ") reached; "
-                   << n << " connections rejected so far";
-    }
-    socket.close(opt_ec);
-    return DoAccept();
-  }
-  connections_accepted.fetch_add(1, std::memory_order_relaxed);
-  connections_open.fetch_add(1, std::memory_order_relaxed);
-  std::shared_ptr<SessionBase> session = MakeSession(std::move(socket), EndpointString(remote));
-  {
-    MutexLock l(&sessions_mu);
-    sessions.emplace(session.get(), session);
-  }
-  session->Start();
-  DoAccept();
-}
-
 void Webserver::Impl::RunIoThread(int index) {
   char name[16];
   snprintf(name, sizeof(name), "http-io-%d", index);
@@ -288,6 +244,9 @@ Status Webserver::Start() {
     step = "listen";
     s.acceptor.listen(asio::socket_base::max_listen_connections, ec);
   }
+  // A synchronous accept (answering a connection through the spare descriptor) must find the
+  // backlog empty rather than wait.
+  if (!ec) s.acceptor.non_blocking(true, ec);
   if (ec) {
     beast::error_code ignored;
     s.acceptor.close(ignored);
@@ -296,6 +255,11 @@ Status Webserver::Start() {
   }
   s.port.store(s.acceptor.local_endpoint().port(), std::memory_order_release);
   s.FinishRoutes();
+  s.WarmUpIoContexts();
+  if (!s.TakeSpareFd()) {
+    LOG(WARNING) << "No spare file descriptor for the HTTP acceptor: out of descriptors, new "
+                 << "connections will wait in the backlog instead of getting 503";
+  }
   for (auto& ioc : s.iocs) s.work.push_back(asio::make_work_guard(*ioc));
   s.DoAccept();
   s.state = Impl::State::kRunning;
@@ -330,6 +294,8 @@ void Webserver::Stop() {
   beast::error_code ec;
   s.acceptor.close(ec);
   s.accept_retry_timer.cancel();
+  if (s.spare_fd >= 0) close(s.spare_fd);
+  s.spare_fd = -1;
   s.CloseAllSessions();
   LOG(INFO) << "HTTP server on port " << s.port.load() << " stopped";
 }
@@ -351,6 +317,10 @@ uint64_t Webserver::connections_accepted() const {
 
 uint64_t Webserver::connections_open() const {
   return impl_->connections_open.load(std::memory_order_relaxed);
+}
+
+uint64_t Webserver::connections_refused(ConnectionLimit limit) const {
+  return impl_->connections_refused[static_cast<size_t>(limit)].load(std::memory_order_relaxed);
 }
 
 }  // namespace qr

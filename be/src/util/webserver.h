@@ -14,6 +14,7 @@
 #include <boost/beast/http/fields.hpp>
 #include <boost/beast/http/verb.hpp>
 
+#include "util/client-address.h"
 #include "util/status.h"
 
 namespace boost::asio::ssl {
@@ -109,6 +110,14 @@ using AuthDeferrer = std::function<AuthCallback()>;
 /// and must not block: slow work is handed off and completed through the ResponseCallback, so no
 /// thread is parked per waiting request. Every response carries Content-Length (or is chunked
 /// if needed), "Server", and "Connection: close" when the server closes.
+///
+/// Connections beyond 'max_connections', or beyond 'max_connections_per_address' from one
+/// address, get a minimal 503 and are closed at accept (counted, logged at most every 10 s).
+/// Out of file descriptors (EMFILE, ENFILE), the acceptor frees a spare descriptor it keeps
+/// from Start(), accepts the waiting connection, answers it the same 503, closes it and takes
+/// the spare back: clients (and health checks) get an answer instead of hanging in the listen
+/// backlog, and the acceptor neither spins nor logs more than once per 10 s. Without the spare
+/// (taken meanwhile) it retries after a delay that doubles up to 1 s.
 /// Thread-safety: Register*() before Start(); everything else is thread-safe.
 class Webserver {
  public:
@@ -120,8 +129,15 @@ class Webserver {
     size_t max_header_bytes = 16 * 1024;
     size_t max_body_bytes = 1 << 20;
     std::chrono::milliseconds idle_timeout{60000};
-    /// Maximum simultaneous connections; beyond it new connections are closed at once.
+    /// Maximum simultaneous connections; beyond it a new connection gets a minimal 503 (plain
+    /// HTTP only) and is closed at once.
     int max_connections = 10000;
+    /// Maximum simultaneous connections from one client address, keyed by AddressKey() (all of
+    /// loopback as one, IPv6 by /64); beyond it likewise. 0: no limit.
+    int max_connections_per_address = 0;
+    /// Peers that 'max_connections_per_address' does not apply to (trusted proxies, which
+    /// carry the connections of many clients).
+    IpNetworks per_address_exempt;
     /// When set, runs for every request (after it was read, before routing) except those to
     /// 'open_paths', on an I/O thread, and must not block: returns kAllow (having set
     /// req.authenticated_user), kDeny with the answer (401, 429, 503...) in '*denied', or
@@ -168,6 +184,15 @@ class Webserver {
   uint64_t responses_with_status(unsigned status) const;
   uint64_t connections_accepted() const;
   uint64_t connections_open() const;
+  /// Why a connection was refused at accept.
+  enum class ConnectionLimit {
+    kMaxConnections,  // Options::max_connections.
+    kPerAddress,  // Options::max_connections_per_address.
+    kFileDescriptors,  // The process is out of file descriptors (EMFILE, ENFILE).
+  };
+  static constexpr int kNumConnectionLimits = 3;
+  /// Connections refused because of 'limit' so far.
+  uint64_t connections_refused(ConnectionLimit limit) const;
 
  private:
   struct Impl;
