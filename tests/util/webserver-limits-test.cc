@@ -35,6 +35,7 @@ TEST_F(WebserverTest, ConnectionsBeyondThePerAddressLimitGet503) {
     Response r;
     ASSERT_TRUE(refused.Read(&r)) << "refused connection " << i << " got no answer";
     EXPECT_EQ(r.status, 503);
+    EXPECT_NE(r.body.find("--max_connections_per_address"), std::string::npos) << r.body;
     EXPECT_EQ(r.Header("connection"), "close");
     EXPECT_TRUE(refused.WaitForClose());
   }

@@ -28,15 +28,26 @@ constexpr std::chrono::milliseconds kMaxAcceptBackoff{1000};
 /// The index of other accept errors in the refusal logs.
 constexpr size_t kAcceptErrorLog = Webserver::kNumConnectionLimits;
 
-/// The answer to a refused connection (plain HTTP).
-const std::string& RefusalResponse() {
-  static const std::string* const response = [] {
-    const std::string body = "The server has too many connections; try again later\n";
-    return new std::string(
-        "HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain\r\nContent-Length: " +
-        std::to_string(body.size()) + "\r\nRetry-After: 1\r\nConnection: close\r\n\r\n" + body);
-  }();
-  return *response;
+/// The answer to a connection refused for 'why' (plain HTTP), naming the limit and its flag.
+std::string RefusalResponse(Webserver::ConnectionLimit why, int64_t limit) {
+  std::string body;
+  switch (why) {
+    case Webserver::ConnectionLimit::kMaxConnections:
+      body = "The server has " + std::to_string(limit) +
+             " connections open, the most it accepts (--max_connections); try again later\n";
+      break;
+    case Webserver::ConnectionLimit::kPerAddress:
+      body = "Your address has " + std::to_string(limit) +
+             " connections open, the most the server accepts from one address "
+             "(--max_connections_per_address); try again later\n";
+      break;
+    case Webserver::ConnectionLimit::kFileDescriptors:
+      body = "The server is out of file descriptors (its open file limit); try again later\n";
+      break;
+  }
+  return "HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain\r\n"
+         "X-Content-Type-Options: nosniff\r\nContent-Length: " +
+         std::to_string(body.size()) + "\r\nRetry-After: 1\r\nConnection: close\r\n\r\n" + body;
 }
 
 const char* Describe(Webserver::ConnectionLimit why) {
@@ -127,7 +138,9 @@ void Webserver::Impl::RefuseFd(int fd, ConnectionLimit why, const std::string& p
     for (int reads = 0; reads < 4 && recv(fd, discard, sizeof(discard), MSG_DONTWAIT) > 0;) {
       ++reads;
     }
-    const std::string& answer = RefusalResponse();
+    const std::string answer = RefusalResponse(
+        why, why == ConnectionLimit::kMaxConnections ? options.max_connections
+                                                     : options.max_connections_per_address);
     (void)!send(fd, answer.data(), answer.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
   }
   shutdown(fd, SHUT_WR);
