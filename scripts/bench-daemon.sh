@@ -66,7 +66,7 @@ if [ "$build" -eq 1 ]; then
     cmake --build --preset release --target coordinatord coordinator-loadgen || exit 2
 fi
 daemon_bin=$repo/build/release/be/src/service/coordinatord
-loadgen=$repo/build/release/be/src/benchmarks/coordinator-loadgen
+loadgen=$repo/build/release/be/src/loadgen/coordinator-loadgen
 python=/usr/bin/python3
 [ -x "$python" ] || python=python3
 

@@ -28,7 +28,7 @@ cd "$(dirname "$0")/.."
 repo=$(pwd)
 
 daemon=$repo/build/release/be/src/service/coordinatord
-loadgen=$repo/build/release/be/src/benchmarks/coordinator-loadgen
+loadgen=$repo/build/release/be/src/loadgen/coordinator-loadgen
 kinds="never-poll,wide-row,instr-bomb,huge-sort,reget,slow-fetch"
 repeats=1
 duration=10

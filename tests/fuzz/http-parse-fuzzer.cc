@@ -23,9 +23,9 @@
 
 #include "fuzz-util.h"
 #include "service/statement-service.h"
-#include "util/http-message.h"
+#include "http/http-message.h"
 #include "util/unique-id.h"
-#include "util/webserver.h"
+#include "http/webserver.h"
 
 namespace {
 

@@ -43,8 +43,8 @@
 
 #include "fuzz-util.h"
 #include "service/coordinator-server.h"
-#include "util/password-file.h"
-#include "util/webserver.h"
+#include "http/password-file.h"
+#include "http/webserver.h"
 
 namespace {
 

@@ -129,7 +129,7 @@ class InterruptWatchdog {
   InterruptWatchdog& operator=(const InterruptWatchdog&) = delete;
 
   /// Starts watching 'sql', whose statement is about to be stepped.
-  /// REQUIRES: not armed; 'sql' lives until the matching Disarm().
+  /// QR_REQUIRES: not armed; 'sql' lives until the matching Disarm().
   void Arm(const std::string* sql);
   /// Ends the watch (the statement ended). Returns how long after the interrupt that was;
   /// nullopt if the statement ended before its interrupt.
@@ -140,7 +140,7 @@ class InterruptWatchdog {
  private:
   static int OnProgress(void* self);
   void Run();
-  void InterruptLocked() REQUIRES(mu_);
+  void InterruptLocked() QR_REQUIRES(mu_);
   /// Fails the fuzz run: 'sql' had not ended 'late' after its interrupt.
   [[noreturn]] void ReportLate(const std::string& sql, Clock::duration late) const;
 
@@ -155,11 +155,11 @@ class InterruptWatchdog {
   /// takes no lock that the stepping thread holds).
   qr::Mutex mu_;
   qr::CondVar cv_;
-  bool stop_ GUARDED_BY(mu_) = false;
+  bool stop_ QR_GUARDED_BY(mu_) = false;
   /// The statement being watched; nullptr while not armed.
-  const std::string* sql_ GUARDED_BY(mu_) = nullptr;
-  Clock::time_point armed_at_ GUARDED_BY(mu_);
-  std::optional<Clock::time_point> interrupted_at_ GUARDED_BY(mu_);
+  const std::string* sql_ QR_GUARDED_BY(mu_) = nullptr;
+  Clock::time_point armed_at_ QR_GUARDED_BY(mu_);
+  std::optional<Clock::time_point> interrupted_at_ QR_GUARDED_BY(mu_);
   std::thread thread_;  // last: it starts once the members above exist
 };
 
@@ -263,7 +263,7 @@ Fixture* g = nullptr;
 struct Changes {
   qr::Mutex mu;
   qr::CondVar cv;
-  uint64_t count GUARDED_BY(mu) = 0;
+  uint64_t count QR_GUARDED_BY(mu) = 0;
 };
 
 bool IsKnownError(const QueryError& e) {

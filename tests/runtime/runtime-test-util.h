@@ -79,7 +79,7 @@ class ChangeCounter {
  private:
   mutable Mutex mu_;
   CondVar cv_;
-  uint64_t count_ GUARDED_BY(mu_) = 0;
+  uint64_t count_ QR_GUARDED_BY(mu_) = 0;
 };
 
 /// A query handed to an engine, with a counter of its buffer's changes.

@@ -11,9 +11,9 @@
 
 #include <gtest/gtest.h>
 
-#include "../util/log-capture.h"
+#include "testutil/log-capture.h"
 #include "service-test-util.h"
-#include "util/password-file.h"
+#include "http/password-file.h"
 
 namespace qr::testing {
 namespace {

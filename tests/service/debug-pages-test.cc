@@ -276,7 +276,7 @@ TEST_F(DebugPagesTest, CrossOriginCancelIsRefused) {
   TestResponse foreign = TestHttpClient(port_).Post(
       target, "", {{"X-Trino-User", "alice"}, {"Origin", "https://evil.example"}});
   EXPECT_EQ(foreign.status, 403) << foreign.body;
-  // Refused by the webserver (util/http-origin.h), before any handler or authentication.
+  // Refused by the webserver (http/http-origin.h), before any handler or authentication.
   EXPECT_NE(foreign.body.find("evil.example"), std::string::npos) << foreign.body;
   EXPECT_EQ(FindQuery("in_flight", a->result().id)["state"], "RUNNING");
   TestResponse forwarded_elsewhere = TestHttpClient(port_).Post(

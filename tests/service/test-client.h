@@ -184,9 +184,9 @@ class StatementClient {
 
   /// POSTs 'sql'. Returns the raw response.
   TestResponse Submit(std::string_view sql);
-  /// GETs nextUri (REQUIRES: !done()). Returns the raw response.
+  /// GETs nextUri (QR_REQUIRES: !done()). Returns the raw response.
   TestResponse Advance();
-  /// DELETEs nextUri (REQUIRES: a nextUri was seen). Returns the raw response.
+  /// DELETEs nextUri (QR_REQUIRES: a nextUri was seen). Returns the raw response.
   TestResponse Cancel();
   /// Submit() then Advance() until done(), a failure, or a limit.
   StatementResult& RunToCompletion(std::string_view sql);

@@ -6,11 +6,11 @@
 
 #include <gtest/gtest.h>
 
-#include "../util/test-cert.h"
+#include "testutil/test-cert.h"
 #include "service-test-util.h"
-#include "../util/log-capture.h"
+#include "testutil/log-capture.h"
 #include "tls-test-client.h"
-#include "util/password-file.h"
+#include "http/password-file.h"
 
 namespace qr::testing {
 namespace {

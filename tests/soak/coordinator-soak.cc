@@ -21,7 +21,7 @@
 
 #include <gflags/gflags.h>
 
-#include "benchmarks/loadgen-clients.h"
+#include "loadgen/loadgen-clients.h"
 #include "soak/soak-daemon.h"
 #include "soak/soak-faults.h"
 

@@ -3,7 +3,7 @@
 #include <string>
 #include <string_view>
 
-#include "benchmarks/loadgen-http.h"
+#include "loadgen/loadgen-http.h"
 
 namespace qr::soak {
 

@@ -12,7 +12,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "benchmarks/loadgen-stats.h"
+#include "loadgen/loadgen-stats.h"
 
 extern char** environ;
 

@@ -5,7 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "benchmarks/loadgen-http.h"
+#include "loadgen/loadgen-http.h"
 #include "soak/soak-attacks.h"
 
 namespace qr::soak {

@@ -57,7 +57,7 @@ class FaultCounters {
   std::atomic<int64_t> problems_{0};
   mutable Mutex lock_;
   /// The first few problems, for the report.
-  std::vector<std::string> examples_ GUARDED_BY(lock_);
+  std::vector<std::string> examples_ QR_GUARDED_BY(lock_);
 };
 
 /// What the daemon under test was configured with (the injectors' expectations follow).
@@ -93,7 +93,7 @@ class StopSignal {
  private:
   mutable Mutex mu_;
   mutable CondVar cv_;
-  bool raised_ GUARDED_BY(mu_) = false;
+  bool raised_ QR_GUARDED_BY(mu_) = false;
 };
 
 /// Helpers shared by the injectors (soak-faults.cc, soak-attacks.cc).

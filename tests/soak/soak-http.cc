@@ -8,7 +8,7 @@
 #include <boost/beast/http/error.hpp>
 #include <nlohmann/json.hpp>
 
-#include "benchmarks/loadgen-http.h"
+#include "loadgen/loadgen-http.h"
 
 namespace qr::soak {
 

@@ -92,7 +92,7 @@ class Waiter {
  private:
   Mutex mu_;
   CondVar cv_;
-  uint64_t changes_ GUARDED_BY(mu_) = 0;
+  uint64_t changes_ QR_GUARDED_BY(mu_) = 0;
 };
 
 QueryStateHandle Submit(const std::shared_ptr<const std::string>& sql,

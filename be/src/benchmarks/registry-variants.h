@@ -15,7 +15,7 @@
 // thread-safe and is only used single-threaded, as the uncontended baseline).
 
 // Abseil 20220623's legacy absl/base/internal/thread_annotations.h defines the same unprefixed
-// GUARDED_BY & co. as ours; util/thread-annotations.h #undefs them first, so the order of the
+// QR_GUARDED_BY & co. as ours; util/thread-annotations.h #undefs them first, so the order of the
 // includes does not matter.
 #include "util/thread-annotations.h"
 

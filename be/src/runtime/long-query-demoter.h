@@ -84,7 +84,7 @@ class LongQueryDemoter {
   /// Demotes the slots that became long by 'now'; returns the earliest moment another one
   /// will (time_point::max() when none is running undemoted).
   std::chrono::steady_clock::time_point DemoteDueLocked(std::chrono::steady_clock::time_point now)
-      REQUIRES(lock_);
+      QR_REQUIRES(lock_);
 
   const Options options_;
   const bool enabled_;
@@ -96,12 +96,12 @@ class LongQueryDemoter {
   /// Signalled by Begin() while the loop waits with nothing to demote, by a retiring
   /// executor, and by Stop().
   CondVar wake_;
-  std::vector<Slot> slots_ GUARDED_BY(lock_);
+  std::vector<Slot> slots_ QR_GUARDED_BY(lock_);
   /// Slots whose executor retired and awaits a replacement.
-  std::vector<int> retired_ GUARDED_BY(lock_);
+  std::vector<int> retired_ QR_GUARDED_BY(lock_);
   /// True while the loop waits without a deadline (nothing to demote).
-  bool waiting_idle_ GUARDED_BY(lock_) = false;
-  bool stopping_ GUARDED_BY(lock_) = false;
+  bool waiting_idle_ QR_GUARDED_BY(lock_) = false;
+  bool stopping_ QR_GUARDED_BY(lock_) = false;
   std::atomic<int64_t> demoted_total_{0};
   std::atomic<int64_t> replaced_total_{0};
   std::thread thread_;

@@ -53,7 +53,7 @@ class QueryStateHandle {
 class QueryExecMgr {
  public:
   explicit QueryExecMgr(int num_shards = FLAGS_registry_num_shards);
-  /// REQUIRES: every QueryState has been released (checked in debug builds).
+  /// QR_REQUIRES: every QueryState has been released (checked in debug builds).
   ~QueryExecMgr();
 
   /// Registers a new QueryState with refcount 1 and returns it in 'out'.
@@ -96,7 +96,7 @@ class QueryExecMgr {
   /// Signalled when a QueryState is deleted while someone waits for drain.
   Mutex drain_lock_;
   CondVar drained_;
-  int drain_waiters_ GUARDED_BY(drain_lock_) = 0;
+  int drain_waiters_ QR_GUARDED_BY(drain_lock_) = 0;
 };
 
 }  // namespace qr

@@ -92,8 +92,8 @@ class QueryState {
   std::atomic<int64_t> exec_start_ns_{0};
   /// Protects 'cancel_reason_' and 'interrupt_target_'.
   mutable Mutex lock_;
-  std::optional<QueryError> cancel_reason_ GUARDED_BY(lock_);
-  sqlite3* interrupt_target_ GUARDED_BY(lock_) = nullptr;
+  std::optional<QueryError> cancel_reason_ QR_GUARDED_BY(lock_);
+  sqlite3* interrupt_target_ QR_GUARDED_BY(lock_) = nullptr;
   ResultBuffer result_buffer_;
 };
 

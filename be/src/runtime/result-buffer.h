@@ -119,47 +119,47 @@ class ResultBuffer {
   /// Appends 'page' to the spool if its quota allows; false otherwise. On first use it opens
   /// the file instead, with 'lock_' released meanwhile ('*released_lock' set), and returns
   /// false: the caller must look at the buffer again before waiting.
-  bool SpoolLocked(ResultPage* page, int64_t page_bytes, bool* released_lock) REQUIRES(lock_);
+  bool SpoolLocked(ResultPage* page, int64_t page_bytes, bool* released_lock) QR_REQUIRES(lock_);
   /// Writes the spooled pages not yet written, in one gathered write. Producer thread only.
-  void FlushSpool() EXCLUDES(lock_);
+  void FlushSpool() QR_EXCLUDES(lock_);
   /// Reads spooled page 'e' back from the file (no lock held).
   Next ReadSpooled(const std::shared_ptr<SpoolFile>& file, const SpooledPage& e,
                    ResultPage* page, std::optional<QueryError>* error);
-  void ReleaseSpoolLocked() REQUIRES(lock_);
+  void ReleaseSpoolLocked() QR_REQUIRES(lock_);
 
   const int64_t max_rows_;
   const int64_t max_bytes_;
   /// Protects everything below, and is held only for O(1) work.
   mutable Mutex lock_;
   CondVar not_full_;
-  std::function<void()> on_change_ GUARDED_BY(lock_);
-  std::vector<Column> columns_ GUARDED_BY(lock_);
-  bool has_columns_ GUARDED_BY(lock_) = false;
-  std::deque<ResultPage> pages_ GUARDED_BY(lock_);
-  int64_t rows_ GUARDED_BY(lock_) = 0;
-  int64_t bytes_ GUARDED_BY(lock_) = 0;
-  int64_t peak_bytes_ GUARDED_BY(lock_) = 0;
-  bool producer_waiting_ GUARDED_BY(lock_) = false;
-  bool closed_ GUARDED_BY(lock_) = false;
-  bool finished_ GUARDED_BY(lock_) = false;
-  std::optional<QueryError> error_ GUARDED_BY(lock_);
+  std::function<void()> on_change_ QR_GUARDED_BY(lock_);
+  std::vector<Column> columns_ QR_GUARDED_BY(lock_);
+  bool has_columns_ QR_GUARDED_BY(lock_) = false;
+  std::deque<ResultPage> pages_ QR_GUARDED_BY(lock_);
+  int64_t rows_ QR_GUARDED_BY(lock_) = 0;
+  int64_t bytes_ QR_GUARDED_BY(lock_) = 0;
+  int64_t peak_bytes_ QR_GUARDED_BY(lock_) = 0;
+  bool producer_waiting_ QR_GUARDED_BY(lock_) = false;
+  bool closed_ QR_GUARDED_BY(lock_) = false;
+  bool finished_ QR_GUARDED_BY(lock_) = false;
+  std::optional<QueryError> error_ QR_GUARDED_BY(lock_);
 
   // Spooling (EnableSpooling()). Set before the producer starts, then read-only:
   std::string spool_dir_;
   std::shared_ptr<SpillAccount> spill_account_;
   MemoryBudget* read_budget_ = nullptr;
   /// Opened by the producer on first need; consumers copy the pointer to read outside the lock.
-  std::shared_ptr<SpoolFile> spool_ GUARDED_BY(lock_);
-  bool spool_failed_ GUARDED_BY(lock_) = false;
+  std::shared_ptr<SpoolFile> spool_ QR_GUARDED_BY(lock_);
+  bool spool_failed_ QR_GUARDED_BY(lock_) = false;
   /// Pages in the spool, oldest first; they come after every page in 'pages_'.
-  std::deque<SpooledPage> spooled_ GUARDED_BY(lock_);
-  uint64_t next_seq_ GUARDED_BY(lock_) = 0;
-  int64_t spool_size_ GUARDED_BY(lock_) = 0;      // bytes assigned in the file
-  int64_t spool_reserved_ GUARDED_BY(lock_) = 0;  // bytes held of 'spill_account_'
-  int64_t unwritten_bytes_ GUARDED_BY(lock_) = 0;
-  int64_t spool_quota_waits_ GUARDED_BY(lock_) = 0;
+  std::deque<SpooledPage> spooled_ QR_GUARDED_BY(lock_);
+  uint64_t next_seq_ QR_GUARDED_BY(lock_) = 0;
+  int64_t spool_size_ QR_GUARDED_BY(lock_) = 0;      // bytes assigned in the file
+  int64_t spool_reserved_ QR_GUARDED_BY(lock_) = 0;  // bytes held of 'spill_account_'
+  int64_t unwritten_bytes_ QR_GUARDED_BY(lock_) = 0;
+  int64_t spool_quota_waits_ QR_GUARDED_BY(lock_) = 0;
   /// Why the producer cannot place its page (set with 'producer_waiting_'); static text.
-  const char* blocked_reason_ GUARDED_BY(lock_) = "";
+  const char* blocked_reason_ QR_GUARDED_BY(lock_) = "";
 };
 
 }  // namespace qr

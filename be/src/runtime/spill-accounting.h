@@ -35,7 +35,7 @@ namespace qr {
 /// installed budget must live until the process exits.
 class SpillBudget {
  public:
-  /// REQUIRES: 'total_limit_bytes' > 0.
+  /// QR_REQUIRES: 'total_limit_bytes' > 0.
   explicit SpillBudget(int64_t total_limit_bytes);
   SpillBudget(const SpillBudget&) = delete;
   SpillBudget& operator=(const SpillBudget&) = delete;
@@ -115,7 +115,7 @@ class SpillAccount {
   std::atomic<int64_t> peak_bytes_{0};
   /// Protects 'refusal_'. A leaf lock.
   mutable Mutex mu_;
-  std::optional<SpillRefusal> refusal_ GUARDED_BY(mu_);
+  std::optional<SpillRefusal> refusal_ QR_GUARDED_BY(mu_);
 };
 
 /// The spill accounting context of one query, made current on the constructing thread.
@@ -134,7 +134,7 @@ class SpillAccount {
 /// Ownership: does not own 'budget', which must outlive the scope and its files.
 class QuerySpillScope {
  public:
-  /// REQUIRES: 'budget' != nullptr, 'query_limit_bytes' > 0.
+  /// QR_REQUIRES: 'budget' != nullptr, 'query_limit_bytes' > 0.
   QuerySpillScope(SpillBudget* budget, int64_t query_limit_bytes);
   /// A scope charging an existing account (shared with the query's result spool).
   explicit QuerySpillScope(std::shared_ptr<SpillAccount> account);
@@ -169,7 +169,7 @@ class QuerySpillScope {
 /// opened without a name or with SQLITE_OPEN_TEMP_DB, TEMP_JOURNAL, TRANSIENT_DB, SUBJOURNAL
 /// or DELETEONCLOSE; all other files get the default VFS's own methods, untouched.
 /// Memory-mapped I/O is off for temporary files (it would bypass the accounting).
-/// REQUIRES: called once per process, before any SQLite connection is opened and while no
+/// QR_REQUIRES: called once per process, before any SQLite connection is opened and while no
 /// other thread uses SQLite; 'budget' lives until the process exits.
 Status InstallSpillAccountingVfs(SpillBudget* budget, const std::string& temp_dir);
 
@@ -179,7 +179,7 @@ extern const char kSpillAccountingVfsName[];
 /// Removes the regular files in 'dir' named etilqs_* (SQLite's temporary files) or qr-spill-*
 /// (ours) that a crashed earlier process left behind, and sets '*removed' to their number.
 /// Never follows or removes symlinks, and removes nothing else. A missing 'dir' is OK (0).
-/// REQUIRES: no live process uses 'dir' for its temporary files (they are unlinked right
+/// QR_REQUIRES: no live process uses 'dir' for its temporary files (they are unlinked right
 /// after creation, so a live file is only named for an instant).
 Status RemoveStaleSpillFiles(const std::string& dir, int64_t* removed);
 

@@ -36,12 +36,12 @@ struct SqliteEngine::Impl {
   /// Lock order: before a QueryState's and a ResultBuffer's locks.
   mutable Mutex lock;
   CondVar work_available;
-  std::deque<QueryStateHandle> queue GUARDED_BY(lock);
+  std::deque<QueryStateHandle> queue QR_GUARDED_BY(lock);
   /// Queries being executed; each pointer is kept alive by its executor's handle.
-  std::vector<QueryState*> running GUARDED_BY(lock);
+  std::vector<QueryState*> running QR_GUARDED_BY(lock);
   /// Executor threads waiting for work: Execute() wakes one only if there is one.
-  int idle GUARDED_BY(lock) = 0;
-  bool shutting_down GUARDED_BY(lock) = false;
+  int idle QR_GUARDED_BY(lock) = 0;
+  bool shutting_down QR_GUARDED_BY(lock) = false;
   /// One per thread, each used only by its thread once the threads run.
   std::vector<std::unique_ptr<SqliteConnection>> connections;
   /// Written by Create(), then only by the demoter's thread (respawns) until it is stopped,

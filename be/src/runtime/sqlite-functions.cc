@@ -187,11 +187,11 @@ void ReplaceFunction(sqlite3_context* ctx, int /*argc*/, sqlite3_value** argv) {
 /// Thread-safety: one instance per call. Ownership: points into Y, which must outlive it.
 class TrimCharSet {
  public:
-  /// REQUIRES: 'y' is NUL-terminated.
+  /// QR_REQUIRES: 'y' is NUL-terminated.
   explicit TrimCharSet(const unsigned char* y);
 
   bool empty() const { return count_ == 0; }
-  /// The number of bytes SQLite strips from the front of x[0, n), 0 if none. REQUIRES: n > 0.
+  /// The number of bytes SQLite strips from the front of x[0, n), 0 if none. QR_REQUIRES: n > 0.
   size_t PrefixMatch(const unsigned char* x, size_t n);
   /// The length of x[0, n) once SQLite's right trim has stripped characters from its end.
   size_t TrimRight(const unsigned char* x, size_t n);

@@ -24,7 +24,7 @@ constexpr unsigned char kUtf8Trans1[] = {
 };
 
 /// Reads one character from [*z, end) exactly as sqlite3Utf8Read() does from a
-/// NUL-terminated string ('end' is the first NUL or the end). REQUIRES: *z < end.
+/// NUL-terminated string ('end' is the first NUL or the end). QR_REQUIRES: *z < end.
 inline uint32_t ReadUtf8(const unsigned char** z, const unsigned char* end) {
   uint32_t c = *(*z)++;
   if (c >= 0xc0) {

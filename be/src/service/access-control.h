@@ -4,7 +4,7 @@
 #include <string_view>
 #include <unordered_set>
 
-#include "util/webserver.h"
+#include "http/webserver.h"
 
 namespace qr {
 

@@ -158,10 +158,10 @@ class ClientRequestState {
   using Waiters = std::vector<std::pair<uint64_t, std::function<void()>>>;
 
   /// Computes the next page from the executor's buffer, or returns false if nothing new.
-  bool NextPageLocked(QueryPage* out) REQUIRES(lock_);
-  void SetTerminalLocked(State s, std::optional<QueryError> error) REQUIRES(lock_);
-  void FillHeaderLocked(QueryPage* out) REQUIRES(lock_);
-  Waiters TakeWaitersLocked() REQUIRES(lock_);
+  bool NextPageLocked(QueryPage* out) QR_REQUIRES(lock_);
+  void SetTerminalLocked(State s, std::optional<QueryError> error) QR_REQUIRES(lock_);
+  void FillHeaderLocked(QueryPage* out) QR_REQUIRES(lock_);
+  Waiters TakeWaitersLocked() QR_REQUIRES(lock_);
 
   const UniqueId id_;
   const std::string slug_;
@@ -174,25 +174,25 @@ class ClientRequestState {
 
   /// Protects everything below.
   mutable Mutex lock_;
-  State state_ GUARDED_BY(lock_) = State::kQueued;
-  std::optional<QueryError> error_ GUARDED_BY(lock_);
-  QueryStateHandle exec_ GUARDED_BY(lock_);
-  std::optional<std::chrono::steady_clock::time_point> start_time_ GUARDED_BY(lock_);
-  std::optional<std::chrono::steady_clock::time_point> end_time_ GUARDED_BY(lock_);
-  std::optional<std::chrono::system_clock::time_point> end_wall_ GUARDED_BY(lock_);
-  std::shared_ptr<const std::vector<Column>> columns_ GUARDED_BY(lock_);
+  State state_ QR_GUARDED_BY(lock_) = State::kQueued;
+  std::optional<QueryError> error_ QR_GUARDED_BY(lock_);
+  QueryStateHandle exec_ QR_GUARDED_BY(lock_);
+  std::optional<std::chrono::steady_clock::time_point> start_time_ QR_GUARDED_BY(lock_);
+  std::optional<std::chrono::steady_clock::time_point> end_time_ QR_GUARDED_BY(lock_);
+  std::optional<std::chrono::system_clock::time_point> end_wall_ QR_GUARDED_BY(lock_);
+  std::shared_ptr<const std::vector<Column>> columns_ QR_GUARDED_BY(lock_);
   /// The token the client should GET next, and the answer to the previous one (for retries).
-  int64_t next_token_ GUARDED_BY(lock_) = 0;
-  std::optional<QueryPage> last_page_ GUARDED_BY(lock_);
+  int64_t next_token_ QR_GUARDED_BY(lock_) = 0;
+  std::optional<QueryPage> last_page_ QR_GUARDED_BY(lock_);
   /// Times 'last_page_' was answered again.
-  int last_page_retries_ GUARDED_BY(lock_) = 0;
-  bool final_delivered_ GUARDED_BY(lock_) = false;
-  int64_t rows_delivered_ GUARDED_BY(lock_) = 0;
-  int64_t bytes_delivered_ GUARDED_BY(lock_) = 0;
-  int64_t rows_produced_final_ GUARDED_BY(lock_) = 0;
-  int64_t cpu_time_ns_final_ GUARDED_BY(lock_) = 0;
-  Waiters waiters_ GUARDED_BY(lock_);
-  uint64_t next_waiter_id_ GUARDED_BY(lock_) = 1;
+  int last_page_retries_ QR_GUARDED_BY(lock_) = 0;
+  bool final_delivered_ QR_GUARDED_BY(lock_) = false;
+  int64_t rows_delivered_ QR_GUARDED_BY(lock_) = 0;
+  int64_t bytes_delivered_ QR_GUARDED_BY(lock_) = 0;
+  int64_t rows_produced_final_ QR_GUARDED_BY(lock_) = 0;
+  int64_t cpu_time_ns_final_ QR_GUARDED_BY(lock_) = 0;
+  Waiters waiters_ QR_GUARDED_BY(lock_);
+  uint64_t next_waiter_id_ QR_GUARDED_BY(lock_) = 1;
 };
 
 /// The coordinator's process-wide registry of in-flight client requests.

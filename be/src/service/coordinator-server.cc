@@ -8,7 +8,7 @@
 
 #include "runtime/sample-db.h"
 #include "service/debug-pages.h"
-#include "util/tls-context.h"
+#include "http/tls-context.h"
 
 namespace qr {
 

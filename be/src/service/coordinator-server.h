@@ -10,9 +10,9 @@
 #include "service/access-control.h"
 #include "service/query-coordinator.h"
 #include "service/statement-service.h"
-#include "util/http-auth.h"
+#include "http/http-auth.h"
 #include "util/status.h"
-#include "util/webserver.h"
+#include "http/webserver.h"
 
 namespace qr {
 
@@ -66,7 +66,7 @@ class CoordinatorServer {
 
   /// Prepares the database, starts the engine and the HTTP server. Errors name what failed.
   Status Start();
-  /// Re-reads the password file (SIGHUP). On error the old users stay. REQUIRES: started
+  /// Re-reads the password file (SIGHUP). On error the old users stay. QR_REQUIRES: started
   /// with authentication.
   Status ReloadPasswordFile();
   /// Graceful: stop admitting, give running queries 'grace_ms', cancel the rest, stop serving.

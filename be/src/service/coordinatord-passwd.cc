@@ -15,7 +15,7 @@
 
 #include <gflags/gflags.h>
 
-#include "util/password-file.h"
+#include "http/password-file.h"
 
 DEFINE_int32(iterations, qr::kDefaultPasswordIterations,
              "PBKDF2 iterations (each login of a new connection costs this many HMAC-SHA256).");

@@ -18,8 +18,8 @@
 #include <glog/logging.h>
 
 #include "service/coordinator-server.h"
-#include "util/client-address.h"
-#include "util/file-limit.h"
+#include "http/client-address.h"
+#include "http/file-limit.h"
 #include "util/sharded-query-map-util.h"
 
 DEFINE_string(http_bind_address, "127.0.0.1", "Address the HTTP server binds to.");

@@ -276,7 +276,7 @@ void HandleQueryStatement(const Ctx& ctx, HttpRequest& req, ResponseCallback res
 /// headers, and a cross-origin fetch() with one needs a CORS preflight this server never
 /// grants). Browsers send cached Basic credentials along with a cross-site form post, so
 /// without this a hostile page could cancel an admin's way through the queries whose ids it
-/// knows. (A foreign Origin or Referer is refused before any handler: util/http-origin.h.)
+/// knows. (A foreign Origin or Referer is refused before any handler: http/http-origin.h.)
 bool IsCrossSite(const HttpRequest& req, HttpResponse* denied) {
   if (AccessControl::HasUserHeader(req)) return false;
   *denied = JsonError(403, "POST /cancel_query needs the X-Trino-User (or X-Presto-User) "

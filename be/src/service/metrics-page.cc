@@ -14,7 +14,7 @@
 #include "service/coordinator-server.h"
 #include "service/debug-pages.h"
 #include "service/query-coordinator.h"
-#include "util/webserver.h"
+#include "http/webserver.h"
 
 namespace qr {
 namespace DebugPages {

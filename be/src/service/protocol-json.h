@@ -3,7 +3,7 @@
 #include <string>
 
 #include "service/client-request-state.h"
-#include "util/webserver.h"
+#include "http/webserver.h"
 
 /// Rendering of the Trino protocol's JSON documents (PROTOCOL.md). Hand-written writers: the
 /// QueryResults document is produced for every poll of every query, so it must not build a DOM.

@@ -137,15 +137,15 @@ class QueryCoordinator {
   /// Why 'req' (just registered) may not be admitted, or nullopt; counts it in flight if it
   /// may. Decides to run it now ('*start') or queue it.
   std::optional<QueryError> AdmitLocked(const std::shared_ptr<ClientRequestState>& req,
-                                        bool* start) REQUIRES(admission_lock_);
+                                        bool* start) QR_REQUIRES(admission_lock_);
   /// The next queued request to run: the oldest query of the queued user served least
   /// recently (skipping users at their running cap); takes a running slot for it. nullptr if
   /// none may run.
-  std::shared_ptr<ClientRequestState> DequeueLocked() REQUIRES(admission_lock_);
+  std::shared_ptr<ClientRequestState> DequeueLocked() QR_REQUIRES(admission_lock_);
   /// Dequeues (DequeueLocked()) while running slots are free.
-  std::vector<std::shared_ptr<ClientRequestState>> TakeRunnableLocked() REQUIRES(admission_lock_);
+  std::vector<std::shared_ptr<ClientRequestState>> TakeRunnableLocked() QR_REQUIRES(admission_lock_);
   void RemoveFromQueueLocked(const std::shared_ptr<ClientRequestState>& req)
-      REQUIRES(admission_lock_);
+      QR_REQUIRES(admission_lock_);
   /// Fails the in-flight requests whose clients are not fetching; returns how many.
   int CancelIdleAtShutdown();
   int max_running_per_user() const;
@@ -164,7 +164,7 @@ class QueryCoordinator {
   mutable Mutex admission_lock_;
   /// Notified when a running slot frees up or a request leaves the registry (Shutdown()).
   CondVar slots_changed_;
-  int running_ GUARDED_BY(admission_lock_) = 0;
+  int running_ QR_GUARDED_BY(admission_lock_) = 0;
   /// Per user: queries in flight (registered and counted), running, and queued in arrival order.
   struct UserState {
     int in_flight = 0;
@@ -173,19 +173,19 @@ class QueryCoordinator {
     uint64_t last_admitted = 0;
     std::deque<std::shared_ptr<ClientRequestState>> queue;
   };
-  std::unordered_map<std::string, UserState> users_ GUARDED_BY(admission_lock_);
+  std::unordered_map<std::string, UserState> users_ QR_GUARDED_BY(admission_lock_);
   /// Users with queued queries (each once).
-  std::deque<std::string> queued_users_ GUARDED_BY(admission_lock_);
+  std::deque<std::string> queued_users_ QR_GUARDED_BY(admission_lock_);
   /// Running slots handed out so far: the clock of UserState::last_admitted.
-  uint64_t admissions_ GUARDED_BY(admission_lock_) = 0;
-  int64_t queued_ GUARDED_BY(admission_lock_) = 0;
-  int64_t in_flight_ GUARDED_BY(admission_lock_) = 0;
+  uint64_t admissions_ QR_GUARDED_BY(admission_lock_) = 0;
+  int64_t queued_ QR_GUARDED_BY(admission_lock_) = 0;
+  int64_t in_flight_ QR_GUARDED_BY(admission_lock_) = 0;
 
   /// Protects the completed-query log.
   mutable Mutex log_lock_;
-  std::deque<std::shared_ptr<ClientRequestState>> log_ GUARDED_BY(log_lock_);
+  std::deque<std::shared_ptr<ClientRequestState>> log_ QR_GUARDED_BY(log_lock_);
   std::unordered_map<UniqueId, std::shared_ptr<ClientRequestState>, UniqueIdHash> log_index_
-      GUARDED_BY(log_lock_);
+      QR_GUARDED_BY(log_lock_);
 
   std::atomic<int64_t> submitted_{0}, finished_{0}, failed_{0}, canceled_{0};
   std::atomic<int64_t> rejected_in_flight_{0}, rejected_in_flight_per_user_{0},
@@ -196,7 +196,7 @@ class QueryCoordinator {
   /// Protects 'stop_' and wakes the expiration thread.
   Mutex stop_lock_;
   CondVar stop_cv_;
-  bool stop_ GUARDED_BY(stop_lock_) = false;
+  bool stop_ QR_GUARDED_BY(stop_lock_) = false;
   std::thread expiration_thread_;
 };
 

@@ -11,8 +11,8 @@
 
 #include "runtime/json-encoding.h"
 #include "service/protocol-json.h"
-#include "util/http-message.h"
-#include "util/password-file.h"
+#include "http/http-message.h"
+#include "http/password-file.h"
 
 DECLARE_int32(query_stmt_size);
 
@@ -123,7 +123,7 @@ class PendingFetch : public std::enable_shared_from_this<PendingFetch> {
   }
 
   /// Answers if it can (true), else leaves a waiter registered.
-  bool TryLocked(bool may_wait) REQUIRES(lock_) {
+  bool TryLocked(bool may_wait) QR_REQUIRES(lock_) {
     QueryPage page;
     uint64_t waiter_id = 0;
     std::weak_ptr<PendingFetch> weak = weak_from_this();
@@ -162,9 +162,9 @@ class PendingFetch : public std::enable_shared_from_this<PendingFetch> {
   const ResultsUris uris_;
   const ResponseCallback respond_;
   Mutex lock_;
-  boost::asio::steady_timer timer_ GUARDED_BY(lock_);
-  bool done_ GUARDED_BY(lock_) = false;
-  uint64_t waiter_id_ GUARDED_BY(lock_) = 0;
+  boost::asio::steady_timer timer_ QR_GUARDED_BY(lock_);
+  bool done_ QR_GUARDED_BY(lock_) = false;
+  uint64_t waiter_id_ QR_GUARDED_BY(lock_) = 0;
 };
 
 }  // namespace

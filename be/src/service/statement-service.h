@@ -6,7 +6,7 @@
 
 #include "service/access-control.h"
 #include "service/query-coordinator.h"
-#include "util/webserver.h"
+#include "http/webserver.h"
 
 namespace qr {
 

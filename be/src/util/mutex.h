@@ -10,13 +10,13 @@ namespace qr {
 
 /// A std::mutex the thread-safety analysis can see (libstdc++'s is not annotated).
 /// Thread-safety: thread-safe, like std::mutex.
-class CAPABILITY("mutex") Mutex {
+class QR_CAPABILITY("mutex") Mutex {
  public:
-  void lock() ACQUIRE() { mu_.lock(); }
-  void unlock() RELEASE() { mu_.unlock(); }
-  bool try_lock() TRY_ACQUIRE(true) { return mu_.try_lock(); }
+  void lock() QR_ACQUIRE() { mu_.lock(); }
+  void unlock() QR_RELEASE() { mu_.unlock(); }
+  bool try_lock() QR_TRY_ACQUIRE(true) { return mu_.try_lock(); }
   /// Tells the analysis the caller holds the lock (no runtime check).
-  void AssertHeld() const ASSERT_CAPABILITY(this) {}
+  void AssertHeld() const QR_ASSERT_CAPABILITY(this) {}
 
   std::mutex& native() { return mu_; }
 
@@ -25,10 +25,10 @@ class CAPABILITY("mutex") Mutex {
 };
 
 /// RAII holder of a Mutex.
-class SCOPED_CAPABILITY MutexLock {
+class QR_SCOPED_CAPABILITY MutexLock {
  public:
-  explicit MutexLock(Mutex* mu) ACQUIRE(mu) : mu_(mu) { mu_->lock(); }
-  ~MutexLock() RELEASE() { mu_->unlock(); }
+  explicit MutexLock(Mutex* mu) QR_ACQUIRE(mu) : mu_(mu) { mu_->lock(); }
+  ~MutexLock() QR_RELEASE() { mu_->unlock(); }
   MutexLock(const MutexLock&) = delete;
   MutexLock& operator=(const MutexLock&) = delete;
 
@@ -39,15 +39,15 @@ class SCOPED_CAPABILITY MutexLock {
 /// A condition variable that waits on a Mutex the caller holds.
 class CondVar {
  public:
-  /// REQUIRES: 'mu' is held.
-  void Wait(Mutex* mu) REQUIRES(mu) {
+  /// QR_REQUIRES: 'mu' is held.
+  void Wait(Mutex* mu) QR_REQUIRES(mu) {
     std::unique_lock<std::mutex> lk(mu->native(), std::adopt_lock);
     cv_.wait(lk);
     lk.release();
   }
-  /// Returns false on timeout. REQUIRES: 'mu' is held.
+  /// Returns false on timeout. QR_REQUIRES: 'mu' is held.
   template <typename Clock, typename Duration>
-  bool WaitUntil(Mutex* mu, std::chrono::time_point<Clock, Duration> deadline) REQUIRES(mu) {
+  bool WaitUntil(Mutex* mu, std::chrono::time_point<Clock, Duration> deadline) QR_REQUIRES(mu) {
     std::unique_lock<std::mutex> lk(mu->native(), std::adopt_lock);
     bool signaled = cv_.wait_until(lk, deadline) == std::cv_status::no_timeout;
     lk.release();

@@ -45,14 +45,14 @@ namespace qr {
 /// exclusively (it would wait for itself).
 /// Thread-safety: thread-safe. Satisfies Lockable (lock/unlock/try_lock); the shared side is
 /// lock_shared()/unlock_shared(slot) (the slot number lock_shared() returned).
-class CAPABILITY("mutex") ShardLock {
+class QR_CAPABILITY("mutex") ShardLock {
  public:
   ShardLock();
   ShardLock(const ShardLock&) = delete;
   ShardLock& operator=(const ShardLock&) = delete;
 
   // The analysis checks the callers; inside, the writers' SpinLock is held across calls.
-  void lock() ACQUIRE() NO_THREAD_SAFETY_ANALYSIS {
+  void lock() QR_ACQUIRE() QR_NO_THREAD_SAFETY_ANALYSIS {
     writer_lock_.lock();
     // seq_cst: ordered before the reads of the slots below (the writer half of Dekker).
     writer_.store(kWriterActive, std::memory_order_seq_cst);
@@ -62,7 +62,7 @@ class CAPABILITY("mutex") ShardLock {
   }
 
   /// Takes the lock exclusively only if no writer holds it and no reader is inside.
-  bool try_lock() TRY_ACQUIRE(true) NO_THREAD_SAFETY_ANALYSIS {
+  bool try_lock() QR_TRY_ACQUIRE(true) QR_NO_THREAD_SAFETY_ANALYSIS {
     if (!writer_lock_.try_lock()) return false;
     writer_.store(kWriterActive, std::memory_order_seq_cst);
     for (uint32_t i = 0; i <= slot_mask_; ++i) {
@@ -75,14 +75,14 @@ class CAPABILITY("mutex") ShardLock {
     return true;
   }
 
-  void unlock() RELEASE() NO_THREAD_SAFETY_ANALYSIS {
+  void unlock() QR_RELEASE() QR_NO_THREAD_SAFETY_ANALYSIS {
     // Release: the writer's changes are visible to a reader that sees the flag down.
     writer_.store(kNoWriter, std::memory_order_release);
     writer_lock_.unlock();
   }
 
   /// Takes the lock shared; returns the slot to hand to unlock_shared().
-  [[gnu::always_inline]] uint32_t lock_shared() ACQUIRE_SHARED() {
+  [[gnu::always_inline]] uint32_t lock_shared() QR_ACQUIRE_SHARED() {
     const uint32_t slot = CurrentSlot();
     // seq_cst: ordered before the read of the flag (the reader half of Dekker).
     slots_[slot].entered.fetch_add(1, std::memory_order_seq_cst);
@@ -92,7 +92,7 @@ class CAPABILITY("mutex") ShardLock {
     return slot;
   }
 
-  [[gnu::always_inline]] void unlock_shared(uint32_t slot) RELEASE_SHARED() {
+  [[gnu::always_inline]] void unlock_shared(uint32_t slot) QR_RELEASE_SHARED() {
     // seq_cst: a writer that read a stale count and goes to sleep must see this increment in
     // its futex check, or this thread must see its "sleeping" flag and wake it.
     slots_[slot].exited.fetch_add(1, std::memory_order_seq_cst);
@@ -165,7 +165,7 @@ class CAPABILITY("mutex") ShardLock {
   static constexpr uint32_t kUnassigned = ~0u;
   static inline thread_local uint32_t tls_slot_ = kUnassigned;
   // Steps out of the shared hold and back in: invisible to the analysis by design.
-  void LockSharedSlow(uint32_t slot) NO_THREAD_SAFETY_ANALYSIS;
+  void LockSharedSlow(uint32_t slot) QR_NO_THREAD_SAFETY_ANALYSIS;
   void WaitForReaders(uint32_t slot);
   void WakeWriterIfDrained(uint32_t slot);
 
@@ -185,11 +185,11 @@ class CAPABILITY("mutex") ShardLock {
 };
 
 /// RAII shared hold of a ShardLock, visible to the thread-safety analysis.
-class SCOPED_CAPABILITY ReaderLockGuard {
+class QR_SCOPED_CAPABILITY ReaderLockGuard {
  public:
-  [[gnu::always_inline]] explicit ReaderLockGuard(ShardLock* lock) ACQUIRE_SHARED(lock)
+  [[gnu::always_inline]] explicit ReaderLockGuard(ShardLock* lock) QR_ACQUIRE_SHARED(lock)
       : lock_(lock), slot_(lock->lock_shared()) {}
-  [[gnu::always_inline]] ~ReaderLockGuard() RELEASE() { lock_->unlock_shared(slot_); }
+  [[gnu::always_inline]] ~ReaderLockGuard() QR_RELEASE() { lock_->unlock_shared(slot_); }
   ReaderLockGuard(const ReaderLockGuard&) = delete;
   ReaderLockGuard& operator=(const ReaderLockGuard&) = delete;
 
@@ -199,10 +199,10 @@ class SCOPED_CAPABILITY ReaderLockGuard {
 };
 
 /// RAII exclusive hold of a ShardLock, visible to the thread-safety analysis.
-class SCOPED_CAPABILITY WriterLockGuard {
+class QR_SCOPED_CAPABILITY WriterLockGuard {
  public:
-  explicit WriterLockGuard(ShardLock* lock) ACQUIRE(lock) : lock_(lock) { lock_->lock(); }
-  ~WriterLockGuard() RELEASE() { lock_->unlock(); }
+  explicit WriterLockGuard(ShardLock* lock) QR_ACQUIRE(lock) : lock_(lock) { lock_->lock(); }
+  ~WriterLockGuard() QR_RELEASE() { lock_->unlock(); }
   WriterLockGuard(const WriterLockGuard&) = delete;
   WriterLockGuard& operator=(const WriterLockGuard&) = delete;
 

@@ -73,7 +73,7 @@ class ShardedQueryMap {
  public:
   using Map = InnerMap;
 
-  /// REQUIRES: ValidateNumShards(num_shards) is OK (checked: a bad value is a fatal error;
+  /// QR_REQUIRES: ValidateNumShards(num_shards) is OK (checked: a bad value is a fatal error;
   /// the --registry_num_shards flag is validated at flag-parsing time).
   explicit ShardedQueryMap(int num_shards = FLAGS_registry_num_shards)
       : num_shards_(num_shards),
@@ -102,19 +102,19 @@ class ShardedQueryMap {
   class ScopedShardedMapRef {
    public:
     /// Holds the shard exclusively (the caller may change the map or its values).
-    ScopedShardedMapRef(const UniqueId& id, ShardedQueryMap* map) NO_THREAD_SAFETY_ANALYSIS
+    ScopedShardedMapRef(const UniqueId& id, ShardedQueryMap* map) QR_NO_THREAD_SAFETY_ANALYSIS
         : map_(map), shard_(&map->shards_[map->ShardIndex(id)]) {
       map_->CheckNotIterating("ScopedShardedMapRef");
       shard_->lock.lock();
     }
-    ~ScopedShardedMapRef() NO_THREAD_SAFETY_ANALYSIS {
+    ~ScopedShardedMapRef() QR_NO_THREAD_SAFETY_ANALYSIS {
       shard_->PublishSize();
       shard_->lock.unlock();
     }
     ScopedShardedMapRef(const ScopedShardedMapRef&) = delete;
     ScopedShardedMapRef& operator=(const ScopedShardedMapRef&) = delete;
 
-    Map* get() NO_THREAD_SAFETY_ANALYSIS { return &shard_->map; }
+    Map* get() QR_NO_THREAD_SAFETY_ANALYSIS { return &shard_->map; }
     Map* operator->() { return get(); }
     Map& operator*() { return *get(); }
 
@@ -235,11 +235,11 @@ class ShardedQueryMap {
   struct alignas(128) Shard {
     /// Protects 'map' (and 'size''s writes).
     mutable ShardLock lock;
-    Map map GUARDED_BY(lock);
+    Map map QR_GUARDED_BY(lock);
     /// map.size() as of the last change, readable without the lock.
     std::atomic<uint64_t> size{0};
 
-    void PublishSize() REQUIRES(lock) { size.store(map.size(), std::memory_order_relaxed); }
+    void PublishSize() QR_REQUIRES(lock) { size.store(map.size(), std::memory_order_relaxed); }
   };
 
   class IterationMarker {

@@ -29,13 +29,13 @@ namespace qr {
 ///
 /// Satisfies Lockable (lock/unlock/try_lock), so std::lock_guard and boost::lock_guard work.
 /// Thread-safety: thread-safe. Not recursive: locking it twice from one thread deadlocks.
-class CAPABILITY("spinlock") SpinLock {
+class QR_CAPABILITY("spinlock") SpinLock {
  public:
   SpinLock() = default;
   SpinLock(const SpinLock&) = delete;
   SpinLock& operator=(const SpinLock&) = delete;
 
-  void lock() ACQUIRE() {
+  void lock() QR_ACQUIRE() {
     uint32_t expected = kFree;
     // Acquire: the critical section must not be reordered before the lock is taken.
     if (!state_.compare_exchange_strong(expected, kHeld, std::memory_order_acquire,
@@ -45,7 +45,7 @@ class CAPABILITY("spinlock") SpinLock {
     CountAcquisition();
   }
 
-  bool try_lock() TRY_ACQUIRE(true) {
+  bool try_lock() QR_TRY_ACQUIRE(true) {
     uint32_t expected = kFree;
     if (state_.load(std::memory_order_relaxed) != kFree ||
         !state_.compare_exchange_strong(expected, kHeld, std::memory_order_acquire,
@@ -56,7 +56,7 @@ class CAPABILITY("spinlock") SpinLock {
     return true;
   }
 
-  void unlock() RELEASE() {
+  void unlock() QR_RELEASE() {
     // Release: the critical section's writes are visible to the next holder. The exchange is
     // one locked instruction; a sleeper's "set 2, then futex_wait(2)" cannot miss it, because
     // FUTEX_WAIT re-checks the word under the futex bucket lock.
@@ -76,7 +76,7 @@ class CAPABILITY("spinlock") SpinLock {
   }
 
   /// Debug-build check that the lock is held (by some thread).
-  void DCheckLocked() const ASSERT_CAPABILITY(this) {
+  void DCheckLocked() const QR_ASSERT_CAPABILITY(this) {
     DCHECK_NE(state_.load(std::memory_order_relaxed), kFree) << "SpinLock is not held";
   }
 
