@@ -63,7 +63,7 @@ TEST(SpillBudgetTest, ReservesWithinTheLimitAndTracksThePeak) {
   EXPECT_TRUE(budget.TryReserve(60));
   EXPECT_TRUE(budget.TryReserve(40));
   EXPECT_FALSE(budget.TryReserve(1));
-  EXPECT_EQ(budget.total_refusals(), 1);
+  EXPECT_EQ(budget.refusals(), 1);
   budget.Release(50);
   EXPECT_EQ(budget.used_bytes(), 50);
   EXPECT_TRUE(budget.TryReserve(50));
@@ -92,7 +92,7 @@ TEST(SpillBudgetTest, ConcurrentReservationsNeverPassTheLimit) {
   for (auto& th : threads) th.join();
   int64_t total_granted = 0;
   for (int64_t g : granted) total_granted += g;
-  EXPECT_EQ(total_granted + budget.total_refusals(), kThreads * kIterations);
+  EXPECT_EQ(total_granted + budget.refusals(), kThreads * kIterations);
   EXPECT_EQ(budget.used_bytes(), 0);
   EXPECT_LE(budget.peak_bytes(), 90);  // At most three 30-byte reservations fit in 100.
   EXPECT_GE(budget.peak_bytes(), 30);
@@ -226,7 +226,7 @@ TEST_F(SpillVfsTest, SortWithinQuotasSucceedsAndReleasesEverything) {
   EXPECT_EQ(budget.used_bytes(), 0);
   EXPECT_EQ(scope.used_bytes(), 0);
   EXPECT_FALSE(scope.refusal().has_value());
-  EXPECT_EQ(budget.total_refusals() + budget.query_refusals(), 0);
+  EXPECT_EQ(budget.refusals() + budget.query_refusals(), 0);
 }
 
 TEST_F(SpillVfsTest, PerQueryLimitFailsTheSortWithSqliteFull) {
@@ -241,7 +241,7 @@ TEST_F(SpillVfsTest, PerQueryLimitFailsTheSortWithSqliteFull) {
   EXPECT_GT(scope.refusal()->requested_bytes, 0);
   EXPECT_LE(scope.peak_bytes(), 256 * kKiB);
   EXPECT_EQ(budget.query_refusals(), 1);
-  EXPECT_EQ(budget.total_refusals(), 0);
+  EXPECT_EQ(budget.refusals(), 0);
   EXPECT_EQ(budget.used_bytes(), 0);
   EXPECT_EQ(scope.used_bytes(), 0);
 }
@@ -254,7 +254,7 @@ TEST_F(SpillVfsTest, TotalLimitFailsTheSortWithSqliteFull) {
   ASSERT_TRUE(scope.refusal().has_value());
   EXPECT_EQ(scope.refusal()->limit, SpillLimit::kTotal);
   EXPECT_EQ(scope.refusal()->limit_bytes, 256 * kKiB);
-  EXPECT_GE(budget.total_refusals(), 1);
+  EXPECT_GE(budget.refusals(), 1);
   EXPECT_LE(budget.peak_bytes(), 256 * kKiB);
   EXPECT_EQ(budget.used_bytes(), 0);
   EXPECT_EQ(scope.used_bytes(), 0);

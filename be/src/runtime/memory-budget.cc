@@ -5,31 +5,6 @@
 
 namespace qr {
 
-bool MemoryBudget::TryReserve(int64_t bytes) {
-  // Relaxed: the counter orders nothing else; only its own value matters.
-  int64_t used = used_.load(std::memory_order_relaxed);
-  do {
-    if (used + bytes > limit_) {
-      refusals_.fetch_add(1, std::memory_order_relaxed);
-      return false;
-    }
-  } while (!used_.compare_exchange_weak(used, used + bytes, std::memory_order_relaxed));
-  int64_t peak = peak_.load(std::memory_order_relaxed);
-  while (used + bytes > peak &&
-         !peak_.compare_exchange_weak(peak, used + bytes, std::memory_order_relaxed)) {
-  }
-  return true;
-}
-
-void MemoryBudget::Reserve(int64_t bytes) {
-  const int64_t used = used_.fetch_add(bytes, std::memory_order_relaxed) + bytes;
-  int64_t peak = peak_.load(std::memory_order_relaxed);
-  while (used > peak && !peak_.compare_exchange_weak(peak, used, std::memory_order_relaxed)) {
-  }
-}
-
-void MemoryBudget::Release(int64_t bytes) { used_.fetch_sub(bytes, std::memory_order_relaxed); }
-
 namespace {
 
 /// Deletes a page and gives its bytes back to the budget.

@@ -25,54 +25,9 @@ const char kSpillAccountingVfsName[] = "qr-spill-accounting";
 
 namespace {
 
-/// Raises 'peak' to at least 'value'.
-void RaisePeak(std::atomic<int64_t>* peak, int64_t value) {
-  int64_t seen = peak->load(std::memory_order_relaxed);
-  while (value > seen &&
-         !peak->compare_exchange_weak(seen, value, std::memory_order_relaxed)) {
-  }
-}
-
-/// Adds 'bytes' to 'used' unless the sum would pass 'limit'; '*before' gets the value seen.
-bool ReserveWithin(std::atomic<int64_t>* used, int64_t limit, int64_t bytes, int64_t* before) {
-  int64_t seen = used->load(std::memory_order_relaxed);
-  do {
-    if (seen + bytes > limit) {
-      *before = seen;
-      return false;
-    }
-  } while (!used->compare_exchange_weak(seen, seen + bytes, std::memory_order_relaxed));
-  *before = seen;
-  return true;
-}
-
 thread_local QuerySpillScope* t_current_scope = nullptr;
 
 }  // namespace
-
-// ---------------------------------------------------------------------------------------------
-// SpillBudget
-
-SpillBudget::SpillBudget(int64_t total_limit_bytes) : limit_bytes_(total_limit_bytes) {
-  DCHECK_GT(total_limit_bytes, 0);
-}
-
-bool SpillBudget::TryReserve(int64_t bytes) {
-  DCHECK_GE(bytes, 0);
-  int64_t before;
-  if (!ReserveWithin(&used_bytes_, limit_bytes_, bytes, &before)) {
-    total_refusals_.fetch_add(1, std::memory_order_relaxed);
-    return false;
-  }
-  RaisePeak(&peak_bytes_, before + bytes);
-  return true;
-}
-
-void SpillBudget::Release(int64_t bytes) {
-  DCHECK_GE(bytes, 0);
-  const int64_t before = used_bytes_.fetch_sub(bytes, std::memory_order_relaxed);
-  DCHECK_GE(before, bytes) << "released more spill bytes than were reserved";
-}
 
 std::string SpillRefusalToString(const SpillRefusal& refusal) {
   const std::string need = std::to_string(refusal.requested_bytes) + " more bytes";

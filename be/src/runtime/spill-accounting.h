@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 
+#include "runtime/byte-budget.h"
 #include "util/mutex.h"
 #include "util/status.h"
 #include "util/thread-annotations.h"
@@ -33,37 +34,18 @@ namespace qr {
 /// Thread-safety: all methods are thread-safe and lock-free.
 /// Ownership: must outlive every QuerySpillScope and temporary file that charges it; the
 /// installed budget must live until the process exits.
-class SpillBudget {
+class SpillBudget : public ByteBudget {
  public:
   /// QR_REQUIRES: 'total_limit_bytes' > 0.
-  explicit SpillBudget(int64_t total_limit_bytes);
-  SpillBudget(const SpillBudget&) = delete;
-  SpillBudget& operator=(const SpillBudget&) = delete;
+  explicit SpillBudget(int64_t total_limit_bytes) : ByteBudget(total_limit_bytes) {}
 
-  /// Adds 'bytes' (>= 0) to the used bytes if that stays within the limit and returns true;
-  /// otherwise changes nothing, counts a refusal and returns false.
-  bool TryReserve(int64_t bytes);
-  /// Returns 'bytes' that TryReserve() granted.
-  void Release(int64_t bytes);
-
-  int64_t limit_bytes() const { return limit_bytes_; }
-  int64_t used_bytes() const { return used_bytes_.load(std::memory_order_relaxed); }
-  /// The highest used_bytes() ever reached.
-  int64_t peak_bytes() const { return peak_bytes_.load(std::memory_order_relaxed); }
-  /// Reservations this budget's (total) limit refused.
-  int64_t total_refusals() const { return total_refusals_.load(std::memory_order_relaxed); }
-  /// Reservations a query's own limit refused (counted here for /metrics).
+  /// Reservations a query's own limit refused (counted here for /metrics; refusals() counts
+  /// those of this budget's total limit).
   int64_t query_refusals() const { return query_refusals_.load(std::memory_order_relaxed); }
   /// Counts a refusal by a query's own limit; called by the query's account.
   void CountQueryRefusal() { query_refusals_.fetch_add(1, std::memory_order_relaxed); }
 
  private:
-  const int64_t limit_bytes_;
-  // Relaxed everywhere: these counters publish no other data, and the compare-and-swap on
-  // 'used_bytes_' alone is what keeps the sum within the limit.
-  std::atomic<int64_t> used_bytes_{0};
-  std::atomic<int64_t> peak_bytes_{0};
-  std::atomic<int64_t> total_refusals_{0};
   std::atomic<int64_t> query_refusals_{0};
 };
 

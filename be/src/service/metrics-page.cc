@@ -241,7 +241,7 @@ void AppendResourceMetrics(const CoordinatorServer& server, std::string* out) {
          out);
   Family("qr_spill_refusals_total", "counter",
          "Temporary-file writes refused, by the limit that refused them.", out);
-  Sample("qr_spill_refusals_total", "{limit=\"max_spill_mb\"}", spill.total_refusals(), out);
+  Sample("qr_spill_refusals_total", "{limit=\"max_spill_mb\"}", spill.refusals(), out);
   Sample("qr_spill_refusals_total", "{limit=\"query_max_spill_mb\"}", spill.query_refusals(),
          out);
   const SqliteEngine& engine = *server.engine();
