@@ -129,6 +129,7 @@ void ResultBuffer::FlushSpool() {
   std::shared_ptr<SpoolFile> file;
   std::vector<std::shared_ptr<const std::string>> batch;
   int64_t offset = 0;
+  int64_t batch_end = 0;
   uint64_t first_seq = 0;
   {
     MutexLock l(&lock_);
@@ -144,6 +145,7 @@ void ResultBuffer::FlushSpool() {
       spool_size_ += spooled_[i].length;
       batch.push_back(spooled_[i].in_memory);
     }
+    batch_end = spool_size_;
   }
   Status s = file->WriteAt(offset, batch);
   MutexLock l(&lock_);
@@ -153,12 +155,15 @@ void ResultBuffer::FlushSpool() {
     spool_failed_ = true;
     return;
   }
+  written_end_ = batch_end;  // only the producer writes, front to back
   // Pages a consumer took meanwhile are gone from the front; the rest leave memory now.
   for (SpooledPage& e : spooled_) {
     if (e.seq < first_seq || e.seq >= first_seq + batch.size() || !e.in_memory) continue;
     unwritten_bytes_ -= e.length;
     e.in_memory.reset();
   }
+  // Pages read from memory during the write are in the file now, and already consumed.
+  MaybePunchLocked(file);
 }
 
 void ResultBuffer::Finish(std::optional<QueryError> error) {
@@ -190,12 +195,23 @@ ResultBuffer::Next ResultBuffer::TryGet(ResultPage* page, std::optional<QueryErr
     if (e.in_memory) {  // not written yet (or being written): no need for the file
       unwritten_bytes_ -= e.length;
       *page = ResultPage{std::move(e.in_memory), e.num_rows, e.num_bytes};
+      if (e.offset < 0) {
+        // It will never be written (the next flush writes what is still in 'spooled_'):
+        // its quota goes back now.
+        spool_reserved_ -= e.length;
+        spill_account_->Release(e.length);
+      } else {
+        MaybePunchLocked(spool_);  // its write has run or runs now; punch what was read
+      }
       return Next::kPage;
     }
     std::shared_ptr<SpoolFile> file = spool_;
+    ++reads_in_flight_;
     lock_.unlock();  // the read is I/O; the written range of the file never changes
     Next next = ReadSpooled(file, e, page, error);
     lock_.lock();
+    --reads_in_flight_;
+    if (next == Next::kPage) MaybePunchLocked(file);
     return next;
   }
   if (finished_) {
@@ -254,6 +270,44 @@ ResultBuffer::~ResultBuffer() {
 void ResultBuffer::ReleaseSpoolLocked() {
   if (spill_account_ != nullptr && spool_reserved_ > 0) spill_account_->Release(spool_reserved_);
   spool_reserved_ = 0;
+}
+
+void ResultBuffer::MaybePunchLocked(const std::shared_ptr<SpoolFile>& file) {
+  if (reads_in_flight_ > 0 || punching_ || punch_unsupported_ || closed_ || file == nullptr) {
+    return;
+  }
+  // Everything below the oldest page still to be read, and below the end of the finished
+  // writes (a page taken from memory while its write runs has an offset past written_end_).
+  int64_t end = written_end_;
+  if (!spooled_.empty() && spooled_.front().offset >= 0) {
+    end = std::min(end, spooled_.front().offset);
+  }
+  end &= ~int64_t{4095};  // whole file-system blocks; the partial one goes with the file
+  const int64_t length = end - punched_;
+  if (length <= 0 || (length < kPunchBytes && !producer_waiting_)) return;
+  const int64_t from = punched_;
+  punching_ = true;
+  lock_.unlock();
+  Status s = file->PunchHole(from, length);
+  lock_.lock();
+  punching_ = false;
+  if (!s.ok()) {
+    punch_unsupported_ = true;
+    LOG_FIRST_N(WARNING, 1) << s.message() << "; read results keep their spill quota until "
+                            << "their query ends";
+    return;
+  }
+  punched_ = end;
+  if (closed_ || spool_reserved_ == 0) return;  // Close() gave the whole quota back already
+  const int64_t give_back = std::min(length, spool_reserved_);
+  spool_reserved_ -= give_back;
+  spill_account_->Release(give_back);
+  if (producer_waiting_) not_full_.NotifyOne();
+}
+
+int64_t ResultBuffer::spool_file_bytes() const {
+  MutexLock l(&lock_);
+  return spool_size_;
 }
 
 int64_t ResultBuffer::spooled_bytes() const {

@@ -43,7 +43,10 @@ struct ResultPage {
 /// than that is still accepted when the buffer is empty). Beyond them, with spooling enabled,
 /// pages go to an anonymous spool file (SpoolFile) charged to the query's spill account, so
 /// that the producer (an executor thread) runs to the end whether or not the client reads;
-/// they are written in batches of about 1 MiB and read back, in order, by TryGet(). Without
+/// they are written in batches of about 1 MiB and read back, in order, by TryGet(), which
+/// punches what has been read out of the file (in steps of kPunchBytes, or at once while the
+/// producer waits for quota) and gives its quota back, so a client that reads keeps the
+/// producer going however large the result, with at most the quota on disk. Without
 /// spooling, or once the spill quota refuses a page, Put() blocks until the client reads
 /// (backpressure: an unread huge result never sits in memory). The consumer never waits for
 /// the producer: TryGet() answers at once (reading a spooled page from the file if needed),
@@ -61,6 +64,9 @@ class ResultBuffer {
 
   /// Spooled pages are written once this many bytes wait in memory (and at Finish()).
   static constexpr int64_t kSpoolBatchBytes = 1 << 20;
+  /// Read spool bytes are punched out of the file (and their quota given back) once this many
+  /// are waiting, or at once (whole 4 KiB blocks) while the producer waits for quota.
+  static constexpr int64_t kPunchBytes = 1 << 20;
 
   /// Replaces the change listener. Call before the producer starts.
   void SetOnChange(std::function<void()> on_change);
@@ -92,8 +98,11 @@ class ResultBuffer {
   int64_t buffered_rows() const;
   /// Bytes held in memory: pages not spooled, and spooled pages not yet written.
   int64_t buffered_bytes() const;
-  /// Bytes of pages written to the spool file, consumed or not (what its quota holds).
+  /// Bytes of spooled pages whose quota is held: written or waiting to be, and not yet
+  /// punched out of the file after being read.
   int64_t spooled_bytes() const;
+  /// Bytes ever placed in the spool file (what was written, punched or not).
+  int64_t spool_file_bytes() const;
   /// Times the producer had to wait because the spill quota refused a page.
   int64_t spool_quota_waits() const;
   /// While the producer waits for the client to fetch, why: which quota refused to spool
@@ -126,6 +135,10 @@ class ResultBuffer {
   Next ReadSpooled(const std::shared_ptr<SpoolFile>& file, const SpooledPage& e,
                    ResultPage* page, std::optional<QueryError>* error);
   void ReleaseSpoolLocked() QR_REQUIRES(lock_);
+  /// After a read from the spool: punches the read prefix of the file beyond 'punched_' and
+  /// gives its quota back, when no other read is in flight and enough is waiting. Releases
+  /// 'lock_' around the fallocate.
+  void MaybePunchLocked(const std::shared_ptr<SpoolFile>& file) QR_REQUIRES(lock_);
 
   const int64_t max_rows_;
   const int64_t max_bytes_;
@@ -157,6 +170,15 @@ class ResultBuffer {
   int64_t spool_size_ QR_GUARDED_BY(lock_) = 0;      // bytes assigned in the file
   int64_t spool_reserved_ QR_GUARDED_BY(lock_) = 0;  // bytes held of 'spill_account_'
   int64_t unwritten_bytes_ QR_GUARDED_BY(lock_) = 0;
+  /// The file is complete up to here (writes finished); a write may be in flight beyond it.
+  int64_t written_end_ QR_GUARDED_BY(lock_) = 0;
+  /// The file's blocks below this offset are punched (their quota given back).
+  int64_t punched_ QR_GUARDED_BY(lock_) = 0;
+  /// Spool reads running outside the lock; nothing is punched while one runs.
+  int reads_in_flight_ QR_GUARDED_BY(lock_) = 0;
+  bool punching_ QR_GUARDED_BY(lock_) = false;
+  /// Set when the file system cannot punch holes: read bytes keep their quota until the end.
+  bool punch_unsupported_ QR_GUARDED_BY(lock_) = false;
   int64_t spool_quota_waits_ QR_GUARDED_BY(lock_) = 0;
   /// Why the producer cannot place its page (set with 'producer_waiting_'); static text.
   const char* blocked_reason_ QR_GUARDED_BY(lock_) = "";

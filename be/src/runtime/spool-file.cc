@@ -87,4 +87,14 @@ Status SpoolFile::ReadAt(int64_t offset, int64_t length, std::string* out) const
   return Status::OK();
 }
 
+Status SpoolFile::PunchHole(int64_t offset, int64_t length) {
+  if (::fallocate(fd_, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, offset, length) != 0) {
+    return Internal(std::string("punching a hole in a result spool file: ") +
+                    std::strerror(errno));
+  }
+  stats().punch_calls.fetch_add(1, std::memory_order_relaxed);
+  stats().bytes_punched.fetch_add(length, std::memory_order_relaxed);
+  return Status::OK();
+}
+
 }  // namespace qr

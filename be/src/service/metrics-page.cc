@@ -265,6 +265,10 @@ void AppendResourceMetrics(const CoordinatorServer& server, std::string* out) {
          spool.read_calls.load(std::memory_order_relaxed), out);
   Scalar("qr_spool_read_bytes_total", "counter", "Bytes read back from result spool files.",
          spool.bytes_read.load(std::memory_order_relaxed), out);
+  Scalar("qr_spool_punched_bytes_total", "counter",
+         "Bytes of result spool files punched out (fallocate) after being read, their spill "
+         "quota given back.",
+         spool.bytes_punched.load(std::memory_order_relaxed), out);
   Scalar("qr_spool_quota_waits_total", "counter",
          "Times an executor waited for a client because a spill quota refused a spooled page.",
          spool.quota_waits.load(std::memory_order_relaxed), out);
