@@ -10,6 +10,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev libsqlite3-dev nlohmann-json3-dev libabsl-dev
   libssl-dev
   libtbb-dev libcuckoo-dev
+  prometheus
 )
 for arg in "$@"; do
   case "$arg" in

@@ -155,26 +155,61 @@ TEST_F(MetricsPageTest, EveryLineIsExpositionFormatWithTheDocumentedFamilies) {
   for (const char* counter :
        {"qr_queries_submitted_total", "qr_queries_finished_total", "qr_queries_failed_total",
         "qr_queries_canceled_total", "qr_http_responses_total",
-        "qr_registry_shard_lock_acquisitions_total",
-        "qr_registry_shard_contended_acquisitions_total"}) {
+        "qr_registry_lock_acquisitions_total", "qr_registry_lock_contended_acquisitions_total",
+        "qr_registry_lock_sleeps_total", "process_cpu_seconds_total"}) {
     EXPECT_EQ(e.types[counter], "counter") << counter;
   }
   for (const char* gauge :
-       {"qr_queries_running", "qr_queries_queued", "qr_registry_shard_entries"}) {
+       {"qr_queries_running", "qr_queries_queued", "qr_registry_entries",
+        "qr_registry_largest_shard_entries", "qr_registry_shards_by_entries",
+        "process_resident_memory_bytes", "process_open_fds", "process_max_fds",
+        "process_start_time_seconds", "qr_build_info"}) {
     EXPECT_EQ(e.types[gauge], "gauge") << gauge;
   }
   EXPECT_EQ(e.types["qr_query_latency_seconds"], "histogram");
   EXPECT_EQ(e.Get("qr_query_latency_seconds_bucket{le=\"0.001\"}"), 0);
   EXPECT_EQ(e.Get("qr_query_latency_seconds_bucket{le=\"300\"}"), 0);
   EXPECT_EQ(e.Get("qr_query_latency_seconds_bucket{le=\"+Inf\"}"), 0);
-  // One sample per shard of each registry.
+  // Per registry, not per shard, by default (--metrics_per_shard).
+  EXPECT_EQ(e.Count("qr_registry_shard_"), 0);
+  EXPECT_EQ(e.Get("qr_registry_entries{registry=\"coordinator\"}"), 0);
+  EXPECT_EQ(e.Get("qr_registry_shards{registry=\"executor\"}"),
+            server_->exec_mgr()->registry().num_shards());
+  EXPECT_EQ(e.Get("qr_registry_shards_by_entries{registry=\"coordinator\",at_most=\"0\"}"),
+            server_->coordinator()->registry().num_shards());
+  EXPECT_LT(e.samples.size(), 300u);
+  EXPECT_GT(e.Get("process_resident_memory_bytes"), 1 << 20);
+  EXPECT_GT(e.Get("process_open_fds"), 3);
+  EXPECT_GT(e.Get("process_start_time_seconds"), 1.7e9);
+  EXPECT_GE(e.Get("process_threads"), 2);
+}
+
+TEST_F(MetricsPageTest, PerShardSeriesOnlyWhenAskedFor) {
+  server_->Shutdown(0);
+  CoordinatorServer::Options o = DefaultOptions();
+  o.metrics_per_shard = true;
+  server_ = StartServer(o);
+  ASSERT_NE(server_, nullptr);
+  port_ = server_->port();
+  StatementClient endless(port_);
+  endless.Submit(kEndlessQuery);
+  ASSERT_TRUE(WaitUntil([&] { return server_->coordinator()->GetMetrics().running == 1; }));
+  Exposition e = Scrape();
+  // One sample per shard of each registry, adding up to the per-registry aggregates.
   const int coordinator_shards = server_->coordinator()->registry().num_shards();
   const int executor_shards = server_->exec_mgr()->registry().num_shards();
   EXPECT_EQ(e.Count("qr_registry_shard_entries{registry=\"coordinator\""), coordinator_shards);
   EXPECT_EQ(e.Count("qr_registry_shard_entries{registry=\"executor\""), executor_shards);
   EXPECT_EQ(e.Count("qr_registry_shard_contended_acquisitions_total{registry=\"executor\""),
             executor_shards);
-  EXPECT_EQ(e.Get("qr_registry_shard_entries{registry=\"coordinator\",shard=\"0\"}"), 0);
+  EXPECT_EQ(e.Sum("qr_registry_shard_entries{registry=\"coordinator\""), 1);
+  EXPECT_EQ(e.Get("qr_registry_entries{registry=\"coordinator\"}"), 1);
+  EXPECT_EQ(e.Get("qr_registry_largest_shard_entries{registry=\"coordinator\"}"), 1);
+  EXPECT_EQ(e.Get("qr_registry_shards_by_entries{registry=\"coordinator\",at_most=\"0\"}"),
+            coordinator_shards - 1);
+  EXPECT_EQ(e.Get("qr_registry_shards_by_entries{registry=\"coordinator\",at_most=\"1\"}"),
+            coordinator_shards);
+  ASSERT_EQ(endless.Cancel().status, 204);
 }
 
 TEST_F(MetricsPageTest, CountersMoveAsQueriesRun) {
@@ -186,8 +221,8 @@ TEST_F(MetricsPageTest, CountersMoveAsQueriesRun) {
   ASSERT_TRUE(WaitUntil([&] { return server_->coordinator()->GetMetrics().running == 1; }));
   Exposition running = Scrape();
   EXPECT_EQ(running.Get("qr_queries_running"), 1);
-  EXPECT_EQ(running.Sum("qr_registry_shard_entries{registry=\"coordinator\""), 1);
-  EXPECT_EQ(running.Sum("qr_registry_shard_entries{registry=\"executor\""), 1);
+  EXPECT_EQ(running.Get("qr_registry_entries{registry=\"coordinator\"}"), 1);
+  EXPECT_EQ(running.Get("qr_registry_entries{registry=\"executor\"}"), 1);
   ASSERT_EQ(endless.Cancel().status, 204);
   // The execution slot is released once the executor has noticed the cancel.
   ASSERT_TRUE(WaitUntil([&] {
@@ -207,13 +242,9 @@ TEST_F(MetricsPageTest, CountersMoveAsQueriesRun) {
   EXPECT_GT(after.Get("qr_query_latency_seconds_sum"), 0);
   EXPECT_GT(delta("qr_http_responses_total{code=\"200\"}"), 3);
   EXPECT_GE(after.Get("qr_http_responses_total{code=\"204\"}"), 1);
-  EXPECT_GT(after.Sum("qr_registry_shard_lock_acquisitions_total{registry=\"coordinator\"") -
-                before.Sum("qr_registry_shard_lock_acquisitions_total{registry=\"coordinator\""),
-            3);
-  EXPECT_GT(after.Sum("qr_registry_shard_lock_acquisitions_total{registry=\"executor\"") -
-                before.Sum("qr_registry_shard_lock_acquisitions_total{registry=\"executor\""),
-            0);
-  EXPECT_EQ(after.Sum("qr_registry_shard_entries{registry=\"coordinator\""), 0);
+  EXPECT_GT(delta("qr_registry_lock_acquisitions_total{registry=\"coordinator\"}"), 3);
+  EXPECT_GT(delta("qr_registry_lock_acquisitions_total{registry=\"executor\"}"), 0);
+  EXPECT_EQ(after.Get("qr_registry_entries{registry=\"coordinator\"}"), 0);
 }
 
 TEST_F(MetricsPageTest, RefusedConnectionsAreCountedByLimit) {

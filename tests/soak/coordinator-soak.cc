@@ -162,8 +162,8 @@ Drain WaitDrained(SoakState* s, Clock::time_point deadline) {
   const Clock::time_point start = Clock::now();
   for (int64_t fetches = 1;; ++fetches) {
     if (FetchMetrics(s, &m)) {
-      d.coordinator_entries = MetricSum(m, "qr_registry_shard_entries", "registry=\"coordinator\"");
-      d.executor_entries = MetricSum(m, "qr_registry_shard_entries", "registry=\"executor\"");
+      d.coordinator_entries = MetricSum(m, "qr_registry_entries", "registry=\"coordinator\"");
+      d.executor_entries = MetricSum(m, "qr_registry_entries", "registry=\"executor\"");
       d.in_flight = MetricSum(m, "qr_queries_in_flight");
       d.live = MetricSum(m, "qr_executor_queries_live");
       d.running = MetricSum(m, "qr_queries_running");

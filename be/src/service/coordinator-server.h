@@ -59,6 +59,9 @@ class CoordinatorServer {
     /// Both set: serve HTTPS only.
     std::string tls_cert_file;
     std::string tls_key_file;
+    /// /metrics also lists every registry shard (2 registries x shards x 5 series); by
+    /// default only per-registry aggregates.
+    bool metrics_per_shard = false;
   };
 
   explicit CoordinatorServer(Options options);

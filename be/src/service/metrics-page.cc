@@ -4,6 +4,7 @@
 
 #include <sqlite3.h>
 
+#include <algorithm>
 #include <cinttypes>
 #include <cstdio>
 #include <string>
@@ -13,6 +14,7 @@
 #include "runtime/spool-file.h"
 #include "service/coordinator-server.h"
 #include "service/debug-pages.h"
+#include "service/metrics-format.h"
 #include "service/query-coordinator.h"
 #include "http/webserver.h"
 
@@ -20,39 +22,9 @@ namespace qr {
 namespace DebugPages {
 namespace {
 
-/// Appends the comment lines of one metric family.
-void Family(const char* name, const char* type, const char* help, std::string* out) {
-  *out += "# HELP ";
-  *out += name;
-  *out += ' ';
-  *out += help;
-  *out += "\n# TYPE ";
-  *out += name;
-  *out += ' ';
-  *out += type;
-  *out += '\n';
-}
-
-/// Appends one sample line; 'labels' is "" or "{k=\"v\",...}".
-void Sample(const char* name, const std::string& labels, const std::string& value,
-            std::string* out) {
-  *out += name;
-  *out += labels;
-  *out += ' ';
-  *out += value;
-  *out += '\n';
-}
-
-void Sample(const char* name, const std::string& labels, int64_t value, std::string* out) {
-  Sample(name, labels, std::to_string(value), out);
-}
-
-/// A family with a single unlabeled sample.
-void Scalar(const char* name, const char* type, const char* help, int64_t value,
-            std::string* out) {
-  Family(name, type, help, out);
-  Sample(name, "", value, out);
-}
+using metrics::Family;
+using metrics::Sample;
+using metrics::Scalar;
 
 /// Milliseconds as decimal seconds without trailing zeros: 5 -> "0.005", 30000 -> "30".
 std::string MsAsSeconds(int64_t ms) {
@@ -169,12 +141,24 @@ void AppendHttpMetrics(const Webserver& web, std::string* out) {
 struct RegistryStats {
   const char* registry;
   std::vector<ShardStats> shards;
+  ShardStats total;
+  uint64_t largest_shard = 0;
 };
 
 template <typename Map>
 RegistryStats ReadStats(const char* registry, const Map& map) {
-  RegistryStats r{registry, {}};
-  for (int i = 0; i < map.num_shards(); ++i) r.shards.push_back(map.GetShardStats(i));
+  RegistryStats r{registry, {}, {}, 0};
+  r.shards.reserve(map.num_shards());
+  for (int i = 0; i < map.num_shards(); ++i) {
+    const ShardStats s = map.GetShardStats(i);
+    r.total.entries += s.entries;
+    r.total.acquisitions += s.acquisitions;
+    r.total.shared_acquisitions += s.shared_acquisitions;
+    r.total.contended_acquisitions += s.contended_acquisitions;
+    r.total.sleeps += s.sleeps;
+    r.largest_shard = std::max(r.largest_shard, s.entries);
+    r.shards.push_back(s);
+  }
   return r;
 }
 
@@ -192,25 +176,82 @@ void ShardFamily(const char* name, const char* type, const char* help,
   }
 }
 
+/// One family with a sample per registry: 'field' summed over its shards.
+void RegistryFamily(const char* name, const char* type, const char* help,
+                    const std::vector<RegistryStats>& registries, uint64_t ShardStats::*field,
+                    std::string* out) {
+  Family(name, type, help, out);
+  for (const RegistryStats& r : registries) {
+    Sample(name, std::string("{registry=\"") + r.registry + "\"}",
+           static_cast<int64_t>(r.total.*field), out);
+  }
+}
+
+/// How evenly the ids spread: per registry, the number of shards holding at most 'at_most'
+/// entries (cumulative; qr_registry_shards is the total).
+void AppendShardSizeDistribution(const std::vector<RegistryStats>& registries,
+                                 std::string* out) {
+  static constexpr uint64_t kBounds[] = {0, 1, 2, 4, 8, 16, 32, 64, 128, 256, 1024};
+  Family("qr_registry_shards_by_entries", "gauge",
+         "Shards of a registry holding at most 'at_most' entries (cumulative).", out);
+  for (const RegistryStats& r : registries) {
+    const std::string prefix = std::string("{registry=\"") + r.registry + "\",at_most=\"";
+    for (uint64_t bound : kBounds) {
+      int64_t n = 0;
+      for (const ShardStats& s : r.shards) n += s.entries <= bound;
+      Sample("qr_registry_shards_by_entries", prefix + std::to_string(bound) + "\"}", n, out);
+    }
+  }
+}
+
 void AppendRegistryMetrics(const QueryCoordinator& coordinator, const QueryExecMgr& exec,
-                           std::string* out) {
+                           bool per_shard, std::string* out) {
   std::vector<RegistryStats> registries = {ReadStats("coordinator", coordinator.registry()),
                                            ReadStats("executor", exec.registry())};
-  ShardFamily("qr_registry_shard_entries", "gauge", "Entries in a registry shard.", registries,
-              &ShardStats::entries, out);
-  ShardFamily("qr_registry_shard_lock_acquisitions_total", "counter",
-              "Acquisitions of a registry shard's lock.", registries, &ShardStats::acquisitions,
-              out);
-  ShardFamily("qr_registry_shard_lock_shared_acquisitions_total", "counter",
-              "Shared acquisitions (lookups) of a registry shard's lock, included in "
-              "qr_registry_shard_lock_acquisitions_total.",
-              registries, &ShardStats::shared_acquisitions, out);
-  ShardFamily("qr_registry_shard_contended_acquisitions_total", "counter",
-              "Acquisitions of a registry shard's lock that found it held.", registries,
-              &ShardStats::contended_acquisitions, out);
-  ShardFamily("qr_registry_shard_lock_sleeps_total", "counter",
-              "Times a thread slept in the kernel waiting for a registry shard's lock.",
-              registries, &ShardStats::sleeps, out);
+  RegistryFamily("qr_registry_entries", "gauge", "Entries in a registry.", registries,
+                 &ShardStats::entries, out);
+  Family("qr_registry_largest_shard_entries", "gauge", "Entries in a registry's fullest shard.",
+         out);
+  for (const RegistryStats& r : registries) {
+    Sample("qr_registry_largest_shard_entries", std::string("{registry=\"") + r.registry + "\"}",
+           static_cast<int64_t>(r.largest_shard), out);
+  }
+  Family("qr_registry_shards", "gauge", "Shards of a registry (--registry_num_shards).", out);
+  for (const RegistryStats& r : registries) {
+    Sample("qr_registry_shards", std::string("{registry=\"") + r.registry + "\"}",
+           static_cast<int64_t>(r.shards.size()), out);
+  }
+  AppendShardSizeDistribution(registries, out);
+  RegistryFamily("qr_registry_lock_acquisitions_total", "counter",
+                 "Acquisitions of a registry's shard locks.", registries,
+                 &ShardStats::acquisitions, out);
+  RegistryFamily("qr_registry_lock_shared_acquisitions_total", "counter",
+                 "Shared acquisitions (lookups) of a registry's shard locks, included in "
+                 "qr_registry_lock_acquisitions_total.",
+                 registries, &ShardStats::shared_acquisitions, out);
+  RegistryFamily("qr_registry_lock_contended_acquisitions_total", "counter",
+                 "Acquisitions of a registry's shard locks that found the lock held.",
+                 registries, &ShardStats::contended_acquisitions, out);
+  RegistryFamily("qr_registry_lock_sleeps_total", "counter",
+                 "Times a thread slept in the kernel waiting for a registry's shard lock.",
+                 registries, &ShardStats::sleeps, out);
+  if (per_shard) {
+    ShardFamily("qr_registry_shard_entries", "gauge", "Entries in a registry shard.",
+                registries, &ShardStats::entries, out);
+    ShardFamily("qr_registry_shard_lock_acquisitions_total", "counter",
+                "Acquisitions of a registry shard's lock.", registries,
+                &ShardStats::acquisitions, out);
+    ShardFamily("qr_registry_shard_lock_shared_acquisitions_total", "counter",
+                "Shared acquisitions (lookups) of a registry shard's lock, included in "
+                "qr_registry_shard_lock_acquisitions_total.",
+                registries, &ShardStats::shared_acquisitions, out);
+    ShardFamily("qr_registry_shard_contended_acquisitions_total", "counter",
+                "Acquisitions of a registry shard's lock that found it held.", registries,
+                &ShardStats::contended_acquisitions, out);
+    ShardFamily("qr_registry_shard_lock_sleeps_total", "counter",
+                "Times a thread slept in the kernel waiting for a registry shard's lock.",
+                registries, &ShardStats::sleeps, out);
+  }
   Scalar("qr_executor_queries_live", "gauge", "Executor-side query states alive.",
          exec.num_live(), out);
   Scalar("qr_executor_queries_created_total", "counter", "Executor-side query states created.",
@@ -306,7 +347,9 @@ std::string RenderMetrics(CoordinatorServer* server) {
   AppendResourceMetrics(*server, &out);
   AppendLatencyHistogram(coordinator, &out);
   AppendHttpMetrics(*server->webserver(), &out);
-  AppendRegistryMetrics(coordinator, *server->exec_mgr(), &out);
+  AppendRegistryMetrics(coordinator, *server->exec_mgr(), server->options().metrics_per_shard,
+                        &out);
+  metrics::AppendProcessMetrics(QR_VERSION_STRING, &out);
   if (server->authenticator() != nullptr) AppendAuthMetrics(*server->authenticator(), &out);
   return out;
 }

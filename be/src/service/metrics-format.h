@@ -1,0 +1,51 @@
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+/// Writing the Prometheus text exposition format (version 0.0.4): every family as '# HELP',
+/// '# TYPE', then all of its samples, as the format requires.
+
+namespace qr::metrics {
+
+/// Appends the comment lines of one metric family.
+inline void Family(const char* name, const char* type, const char* help, std::string* out) {
+  *out += "# HELP ";
+  *out += name;
+  *out += ' ';
+  *out += help;
+  *out += "\n# TYPE ";
+  *out += name;
+  *out += ' ';
+  *out += type;
+  *out += '\n';
+}
+
+/// Appends one sample line; 'labels' is "" or "{k=\"v\",...}".
+inline void Sample(const char* name, const std::string& labels, const std::string& value,
+                   std::string* out) {
+  *out += name;
+  *out += labels;
+  *out += ' ';
+  *out += value;
+  *out += '\n';
+}
+
+inline void Sample(const char* name, const std::string& labels, int64_t value,
+                   std::string* out) {
+  Sample(name, labels, std::to_string(value), out);
+}
+
+/// A family with a single unlabeled sample.
+inline void Scalar(const char* name, const char* type, const char* help, int64_t value,
+                   std::string* out) {
+  Family(name, type, help, out);
+  Sample(name, "", value, out);
+}
+
+/// The standard process_* families (CPU, resident and virtual memory, open and maximum file
+/// descriptors, threads, start time: the names Prometheus' client libraries use) and
+/// qr_build_info{version,revision}.
+void AppendProcessMetrics(const char* version, std::string* out);
+
+}  // namespace qr::metrics
