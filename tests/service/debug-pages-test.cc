@@ -404,5 +404,32 @@ TEST_F(DebugPagesTest, ListingsStayConsistentWhileQueriesComeAndGo) {
   EXPECT_EQ(QueriesJson()["summary"]["finished_total"], 2 * kQueriesPerThread);
 }
 
+// An admission slot is not a thread: with one executor thread, a second admitted query waits
+// for it and the page shows it QUEUED (it used to show RUNNING), beside the executor queue
+// length in /metrics.
+TEST_F(DebugPagesTest, AdmittedQueryWaitingForAnExecutorThreadIsQueued) {
+  server_->Shutdown(0);
+  CoordinatorServer::Options options = DefaultOptions();
+  options.num_query_threads = 1;
+  options.coordinator.max_running_queries = 4;
+  server_ = StartServer(std::move(options));
+  ASSERT_NE(server_, nullptr);
+  port_ = server_->port();
+  auto first = StartEndless("alice");
+  StatementOptions o;
+  o.user = "bob";
+  StatementClient second(port_, o);
+  ASSERT_EQ(second.Submit(kEndlessQuery).status, 200);
+  const std::string id = second.result().id;
+  ASSERT_TRUE(WaitUntil([&] { return server_->engine()->num_queued() == 1; }));
+  EXPECT_EQ(server_->coordinator()->GetMetrics().running, 2) << "both hold a running slot";
+  EXPECT_EQ(FindQuery("in_flight", id)["state"], "QUEUED");
+  TestResponse metrics = TestHttpClient(port_).Get("/metrics");
+  EXPECT_NE(metrics.body.find("\nqr_executor_queue_length 1\n"), std::string::npos);
+  EXPECT_NE(metrics.body.find("\nqr_executor_threads_busy 1\n"), std::string::npos);
+  EXPECT_EQ(second.Cancel().status, 204);
+  EXPECT_EQ(first->Cancel().status, 204);
+}
+
 }  // namespace
 }  // namespace qr::testing

@@ -199,6 +199,25 @@ TEST_F(QueryCoordinatorTest, CancelEndsARunningQueryAsUserCanceled) {
   EXPECT_EQ(coord_->Cancel(GenerateQueryId()).code(), StatusCode::kNotFound);
 }
 
+// queuedTimeMillis ends when an executor thread starts the statement, not when a poll first
+// sees it running (a query that started at once used to report 6 s queued after one
+// maxWait=5s poll).
+TEST_F(QueryCoordinatorTest, QueuedTimeEndsWhenTheExecutorStarts) {
+  Start({});
+  auto req = Submit(kForever);
+  // Nobody polls: the protocol state stays QUEUED while the executor runs the statement.
+  ASSERT_TRUE(WaitFor([&] { return req->exec_elapsed_ms() >= 300; }));
+  const int64_t exec_ms = req->exec_elapsed_ms();  // read first: it ends before 'info' is read
+  ClientRequestState::Info info = req->GetInfo();
+  EXPECT_EQ(info.state, ClientRequestState::State::kQueued);
+  EXPECT_LE(info.queued_ms + exec_ms, info.elapsed_ms)
+      << "queued " << info.queued_ms << " ms, executing " << exec_ms << " ms, elapsed "
+      << info.elapsed_ms << " ms";
+  ASSERT_TRUE(coord_->Cancel(req->query_id()).ok());
+  QueryPage last;
+  Drain(req, &last);
+}
+
 // Found while chasing an RSS failure of the soak test: a canceled (or abandoned) query in the
 // completed-query log kept the rows of the last page its client had fetched, for a retry of
 // that token.

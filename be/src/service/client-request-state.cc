@@ -74,7 +74,13 @@ ClientRequestState::Info ClientRequestState::GetInfo() const {
   info.bytes_delivered = bytes_delivered_;
   info.rows_produced = exec_ ? exec_->rows_produced.load() : rows_produced_final_;
   info.cpu_time_ns = exec_ ? exec_->cpu_time_ns.load() : cpu_time_ns_final_;
-  info.queued_ms = MillisBetween(submit_steady_, start_time_.value_or(end_time_.value_or(now)));
+  // Queued until an executor thread starts the statement (not until a poll sees it running);
+  // a query that ends before that was queued all its life.
+  std::optional<std::chrono::steady_clock::time_point> exec_start;
+  if (exec_ && exec_->exec_start().time_since_epoch().count() != 0) {
+    exec_start = exec_->exec_start();
+  }
+  info.queued_ms = MillisBetween(submit_steady_, exec_start.value_or(end_time_.value_or(now)));
   info.elapsed_ms = MillisBetween(submit_steady_, end_time_.value_or(now));
   info.end_wall_time = end_wall_;
   info.error = error_;

@@ -47,7 +47,10 @@ void AppendQueryCounters(const QueryCoordinator& coordinator, std::string* out) 
          m.failed, out);
   Scalar("qr_queries_canceled_total", "counter", "Queries canceled by a client or operator.",
          m.canceled, out);
-  Scalar("qr_queries_running", "gauge", "Queries holding an execution slot.", m.running, out);
+  Scalar("qr_queries_running", "gauge",
+         "Queries holding a running slot (--max_running_queries): executing, or waiting for "
+         "an executor thread (qr_executor_queue_length).",
+         m.running, out);
   Scalar("qr_queries_queued", "gauge", "Queries waiting for an execution slot.", m.queued, out);
   Scalar("qr_queries_in_flight", "gauge", "Queries in the coordinator's registry.",
          m.in_flight, out);
@@ -286,6 +289,12 @@ void AppendResourceMetrics(const CoordinatorServer& server, std::string* out) {
   Sample("qr_spill_refusals_total", "{limit=\"query_max_spill_mb\"}", spill.query_refusals(),
          out);
   const SqliteEngine& engine = *server.engine();
+  Scalar("qr_executor_queue_length", "gauge",
+         "Admitted queries (holding a running slot, in qr_queries_running) waiting for an "
+         "executor thread.",
+         engine.num_queued(), out);
+  Scalar("qr_executor_threads_busy", "gauge", "Executor threads running a statement.",
+         engine.num_running(), out);
   Scalar("qr_queries_demoted_total", "counter",
          "Queries whose executor thread got a lower CPU priority for running longer than "
          "--long_query_after_ms.",

@@ -46,12 +46,12 @@ Json ErrorJson(const std::optional<QueryError>& error) {
   return e;
 }
 
-/// The protocol state, except that a request whose client has not polled since it was
-/// admitted (the protocol moves QUEUED -> RUNNING on a poll) shows as RUNNING while it holds
-/// an execution slot: the page tells what the server is doing.
+/// The protocol state, except that a request whose client has not polled since an executor
+/// thread started it (the protocol moves QUEUED -> RUNNING on a poll) shows as RUNNING: the
+/// page tells what the server is doing. Admitted but waiting for an executor thread is
+/// QUEUED (an admission slot is not a thread).
 const char* DisplayState(const ClientRequestState& req, ClientRequestState::State state) {
-  if (state == ClientRequestState::State::kQueued &&
-      req.holds_admission_slot.load(std::memory_order_relaxed)) {
+  if (state == ClientRequestState::State::kQueued && req.exec_elapsed_ms() >= 0) {
     return ClientRequestState::StateName(ClientRequestState::State::kRunning);
   }
   return ClientRequestState::StateName(state);
