@@ -366,6 +366,36 @@ TEST_F(SqliteEngineTest, OnlyOneStatementPerQuery) {
   EXPECT_NE(Fails("  ; -- nothing", 0).message.find("empty"), std::string::npos);
 }
 
+// Trino statements SQLite's dialect lacks fail with NOT_SUPPORTED naming what to use
+// instead (they used to be "near \"SHOW\": syntax error"); SQLite's own statements and
+// plain syntax errors are unaffected.
+TEST_F(SqliteEngineTest, TrinoOnlyStatementsAreNotSupportedWithAnAlternative) {
+  const std::pair<const char*, const char*> cases[] = {
+      {"SHOW TABLES", "sqlite_schema"},
+      {"  /* c */ show columns from lineitem", "table_info"},
+      {"DESCRIBE lineitem", "PRAGMA table_info"},
+      {"USE sqlite.main", "one schema"},
+      {"SET SESSION query_max_execution_time = '1m'", "SET SESSION"},
+      {"RESET SESSION query_max_execution_time", "RESET SESSION"},
+      {"PREPARE st FROM SELECT ?", "literals"},
+      {"EXECUTE IMMEDIATE 'SELECT ?' USING 1", "EXECUTE IMMEDIATE"},
+      {"DEALLOCATE PREPARE st", "literals"},
+      {"START TRANSACTION", "read-only snapshot"},
+      {"CALL system.runtime.kill_query(query_id => 'x')", "cancel_query"},
+      {"EXPLAIN ANALYZE SELECT 1", "EXPLAIN QUERY PLAN"},
+  };
+  for (const auto& [sql, hint] : cases) {
+    QueryError e = Fails(sql, 13);
+    EXPECT_EQ(e.name, "NOT_SUPPORTED") << sql;
+    EXPECT_NE(e.message.find(hint), std::string::npos) << sql << ": " << e.message;
+    EXPECT_NE(e.message.find("SQLite's SQL dialect"), std::string::npos) << e.message;
+  }
+  EXPECT_EQ(Fails("SHOWW TABLES", 1).name, "SYNTAX_ERROR");
+  EXPECT_EQ(Fails("SELECT FROM", 1).name, "SYNTAX_ERROR");
+  EXPECT_EQ(Rows("SELECT count(*) > 0 FROM pragma_table_info('lineitem')"),
+            Json::parse("[[1]]"));
+}
+
 TEST_F(SqliteEngineTest, CancelStopsARunningStatement) {
   auto q = Submit(&mgr_, engine_.get(), kEndless);
   ASSERT_TRUE(WaitFor([&] { return q->exec_state() == ExecState::kRunning; }));

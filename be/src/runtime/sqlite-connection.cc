@@ -3,6 +3,7 @@
 #include "runtime/memory-budget.h"
 #include "runtime/sqlite-functions.h"
 #include "runtime/sqlite-guarded-functions.h"
+#include "runtime/trino-statements.h"
 
 #include <fcntl.h>
 #include <strings.h>
@@ -13,6 +14,7 @@
 #include <cctype>
 #include <cerrno>
 #include <cstring>
+#include <optional>
 #include <utility>
 
 #ifndef QR_VERSION_STRING
@@ -259,6 +261,13 @@ bool SqliteConnection::Prepare(std::string_view sql, sqlite3_stmt** stmt, QueryE
     const int rc = sqlite3_prepare_v3(db_, start, static_cast<int>(end - start), 0, &s, &tail);
     if (rc != SQLITE_OK) {
       *error = PrepareError(rc, sql, start - begin);
+      // A Trino statement SQLite does not know (or, as EXPLAIN ANALYZE, reads as something
+      // else it refuses): say so, and what to use instead.
+      if (error->name == "SYNTAX_ERROR" || error->name == "PERMISSION_DENIED") {
+        if (std::optional<std::string> m = UnsupportedTrinoStatement(sql.substr(start - begin))) {
+          *error = QueryError::NotSupported(std::move(*m));
+        }
+      }
       return false;
     }
     if (s == nullptr && tail == start) {

@@ -1,0 +1,73 @@
+#include "runtime/trino-statements.h"
+
+#include <cctype>
+#include <vector>
+
+#include "runtime/sqlite-connection.h"
+
+namespace qr {
+namespace {
+
+/// The first 'n' words of 'sql' (identifier characters), upper-cased, skipping blanks and
+/// comments between them.
+std::vector<std::string> LeadingWords(std::string_view sql, size_t n) {
+  std::vector<std::string> words;
+  size_t pos = SkipBlankSql(sql, 0);
+  while (words.size() < n && pos < sql.size()) {
+    std::string word;
+    while (pos < sql.size() &&
+           (std::isalnum(static_cast<unsigned char>(sql[pos])) || sql[pos] == '_')) {
+      word += static_cast<char>(std::toupper(static_cast<unsigned char>(sql[pos])));
+      ++pos;
+    }
+    if (word.empty()) break;
+    words.push_back(std::move(word));
+    pos = SkipBlankSql(sql, pos);
+  }
+  return words;
+}
+
+constexpr char kSqliteDialect[] =
+    " Statements run in SQLite's SQL dialect (docs/protocol.md, \"SQL dialect\").";
+
+}  // namespace
+
+std::optional<std::string> UnsupportedTrinoStatement(std::string_view sql) {
+  const std::vector<std::string> w = LeadingWords(sql, 2);
+  if (w.empty()) return std::nullopt;
+  const std::string& first = w[0];
+  const std::string second = w.size() > 1 ? w[1] : "";
+  std::string msg;
+  if (first == "SHOW") {
+    msg = "SHOW " + (second.empty() ? std::string("statements") : second) +
+          " is not supported. List tables with SELECT name FROM sqlite_schema WHERE type = "
+          "'table', and a table's columns with PRAGMA table_info(t) or SELECT * FROM "
+          "pragma_table_info('t').";
+  } else if (first == "DESCRIBE" || first == "DESC") {
+    msg = first + " is not supported. Use PRAGMA table_info(t) or SELECT * FROM "
+                  "pragma_table_info('t').";
+  } else if (first == "USE") {
+    msg = "USE is not supported: there is one catalog and one schema (main); name tables "
+          "directly.";
+  } else if ((first == "SET" || first == "RESET") && second == "SESSION") {
+    msg = first + " SESSION is not supported: session properties are not settable with SQL.";
+  } else if (first == "PREPARE" || first == "DEALLOCATE" || first == "EXECUTE") {
+    msg = "Prepared statements (" + first + (second == "IMMEDIATE" ? " IMMEDIATE" : "") +
+          ") are not supported: send the statement with its values written in it as "
+          "literals (clients that bind parameters, such as the Python client's "
+          "cursor.execute(sql, params), send EXECUTE IMMEDIATE or PREPARE).";
+  } else if (first == "START" && second == "TRANSACTION") {
+    msg = "START TRANSACTION is not supported: every statement runs alone in its own read-only "
+          "snapshot of the database.";
+  } else if (first == "CALL") {
+    msg = "CALL is not supported: cancel a query with DELETE on its nextUri or POST "
+          "/cancel_query?query_id=ID.";
+  } else if (first == "EXPLAIN" && second == "ANALYZE") {
+    msg = "EXPLAIN ANALYZE is not supported. Use EXPLAIN QUERY PLAN for SQLite's plan.";
+  } else {
+    return std::nullopt;
+  }
+  return msg + kSqliteDialect;
+}
+
+}  // namespace qr

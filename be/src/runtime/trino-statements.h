@@ -1,0 +1,20 @@
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+/// Trino statements that SQLite's dialect does not have (SHOW, DESCRIBE, USE, SET SESSION,
+/// PREPARE, EXECUTE, START TRANSACTION, CALL, ...): recognized by their leading keywords so
+/// that a client gets NOT_SUPPORTED naming the feature and what to do instead, rather than a
+/// SQLite "syntax error near SHOW". Consulted only for statements SQLite failed to prepare:
+/// anything SQLite accepts runs as SQLite runs it.
+/// Thread-safety: stateless.
+
+namespace qr {
+
+/// The NOT_SUPPORTED message for 'sql' if it starts (after blanks and comments) with a Trino
+/// statement we do not run; nullopt otherwise.
+std::optional<std::string> UnsupportedTrinoStatement(std::string_view sql);
+
+}  // namespace qr
