@@ -167,10 +167,20 @@ async function cancelQuery(id) {
   await refresh();
 }
 
+// The source, with the client's info and tags under it (the same in both tables).
+function sourceCell(q) {
+  const td = el('td', 'source', q.source);
+  if (q.client_tags && q.client_tags.length > 0) {
+    td.append(el('div', 'client-tags', q.client_tags.join(', ')));
+  }
+  if (q.client_info) td.title = `client info: ${q.client_info}`;
+  return td;
+}
+
 function inFlightRow(q) {
   const tr = el('tr');
   tr.dataset.queryId = q.query_id;
-  tr.append(idCell(q), el('td', 'user', q.user), el('td', 'source', q.source), stateBadge(q.state),
+  tr.append(idCell(q), el('td', 'user', q.user), sourceCell(q), stateBadge(q.state),
             timeCell(q.start_time), el('td', 'num', formatDuration(q.duration_ms)),
             el('td', 'num', formatCount(q.rows_fetched)),
             el('td', 'num', formatCount(q.rows_produced)), statementCell(q), cancelButton(q));
@@ -189,7 +199,7 @@ function errorCell(q) {
 function completedRow(q) {
   const tr = el('tr');
   tr.dataset.queryId = q.query_id;
-  tr.append(idCell(q), el('td', 'user', q.user), el('td', 'source', q.source), stateBadge(q.state),
+  tr.append(idCell(q), el('td', 'user', q.user), sourceCell(q), stateBadge(q.state),
             timeCell(q.start_time), timeCell(q.end_time),
             el('td', 'num', formatDuration(q.duration_ms)),
             el('td', 'num', formatCount(q.rows_fetched)), errorCell(q), statementCell(q));

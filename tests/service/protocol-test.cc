@@ -150,6 +150,7 @@ TEST_F(ProtocolTest, TrinoAndPrestoHeaderFamiliesBothWork) {
                       {prefix + "Schema", "sch"},
                       {prefix + "Session", "a=1,b=x%20y"},
                       {prefix + "Client-Info", "info"},
+                      {prefix + "Client-Tags", " etl , nightly,,"},
                       {prefix + "Time-Zone", "UTC"},
                       {prefix + "Query-Data-Encoding", "json+zstd"},
                       {"X-Unknown-Header", "ignored"}};
@@ -160,6 +161,17 @@ TEST_F(ProtocolTest, TrinoAndPrestoHeaderFamiliesBothWork) {
     json j = info.Json();
     EXPECT_EQ(j["session"]["user"], "user-" + prefix);
     EXPECT_EQ(j["session"]["source"], "src-" + prefix);
+    EXPECT_EQ(j["session"]["clientInfo"], "info");
+    EXPECT_EQ(j["session"]["clientTags"], json::array({"etl", "nightly"}));
+    json page = http.Get("/queries?json").Json();
+    bool listed = false;
+    for (const json& q : page["completed"]) {
+      if (q["query_id"] != r.id) continue;
+      listed = true;
+      EXPECT_EQ(q["client_info"], "info");
+      EXPECT_EQ(q["client_tags"], json::array({"etl", "nightly"}));
+    }
+    EXPECT_TRUE(listed) << prefix;
     // Spooling is never offered back.
     EXPECT_EQ(info.body.find("Data-Encoding"), std::string::npos);
   }

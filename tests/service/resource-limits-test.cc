@@ -288,6 +288,18 @@ TEST_F(ResourceLimitsTest, MoreThanMaxSessionPropertiesIsRefusedWith400) {
     EXPECT_EQ(r.status, 400);
     EXPECT_NE(r.body.find("--max_session_properties"), std::string::npos) << r.body;
   }
+  {
+    // Client tags are bounded by the same flag.
+    std::string tags;
+    for (int i = 0; i < 101; ++i) tags += "t" + std::to_string(i) + ",";
+    StatementOptions so;
+    so.post_headers = {{"X-Trino-Client-Tags", tags}};
+    StatementClient c(port_, so);
+    TestResponse r = c.Submit("SELECT 1");
+    EXPECT_EQ(r.status, 400);
+    EXPECT_NE(r.body.find("Client-Tags"), std::string::npos) << r.body;
+    EXPECT_NE(r.body.find("--max_session_properties"), std::string::npos) << r.body;
+  }
   EXPECT_EQ(server_->coordinator()->GetMetrics().submitted, 0) << "refused before submission";
   StatementOptions so;
   so.post_headers = {{"X-Trino-Session", SessionProperties(0, 100)}};

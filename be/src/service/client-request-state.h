@@ -33,6 +33,8 @@ struct SessionInfo {
   std::string catalog;
   std::string schema;
   std::string client_info;
+  /// X-*-Client-Tags, split at commas, trimmed, empty ones dropped.
+  std::vector<std::string> client_tags;
   /// X-*-Session properties as sent, "k=v" pairs.
   std::vector<std::pair<std::string, std::string>> properties;
 };

@@ -180,7 +180,16 @@ void AppendQueryInfoJson(const ClientRequestState& req, const ResultsUris& uris,
   AppendJsonString(req.session().catalog, out);
   out->append(",\"schema\":");
   AppendJsonString(req.session().schema, out);
-  out->append("},\"self\":\"");
+  // Client info and tags are the client's text: cut in listings like the statement.
+  out->append(",\"clientInfo\":");
+  AppendJsonString(DebugPages::TruncateChars(req.session().client_info, stmt_size), out);
+  out->append(",\"clientTags\":[");
+  const std::vector<std::string>& tags = req.session().client_tags;
+  for (size_t i = 0; i < tags.size(); ++i) {
+    if (i > 0) out->push_back(',');
+    AppendJsonString(DebugPages::TruncateChars(tags[i], stmt_size), out);
+  }
+  out->append("]},\"self\":\"");
   out->append(uris.base);
   out->append("/v1/query/");
   out->append(id, 33);

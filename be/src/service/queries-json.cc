@@ -67,6 +67,13 @@ Json QueryJson(const ClientRequestState& req, size_t stmt_size) {
   q["query_id"] = PrintId(req.query_id());
   q["user"] = req.user();
   q["source"] = req.session().source;
+  // The client's text: cut like the statement (the full text is one request away).
+  q["client_info"] = std::string(TruncateChars(req.session().client_info, stmt_size));
+  Json tags = Json::array();
+  for (const std::string& tag : req.session().client_tags) {
+    tags.push_back(std::string(TruncateChars(tag, stmt_size)));
+  }
+  q["client_tags"] = std::move(tags);
   q["state"] = DisplayState(req, info.state);
   q["statement"] = std::string(shown);
   q["statement_length"] = CountChars(stmt);

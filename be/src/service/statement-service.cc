@@ -31,6 +31,21 @@ std::string ProtocolHeader(const HttpRequest& req, const std::string& suffix) {
   return std::string(v);
 }
 
+/// X-Trino-Client-Tags: comma-separated tags, trimmed; empty ones dropped.
+std::vector<std::string> SplitClientTags(std::string_view v) {
+  std::vector<std::string> tags;
+  while (!v.empty()) {
+    const size_t comma = v.find(',');
+    std::string_view tag = v.substr(0, comma);
+    while (!tag.empty() && (tag.front() == ' ' || tag.front() == '\t')) tag.remove_prefix(1);
+    while (!tag.empty() && (tag.back() == ' ' || tag.back() == '\t')) tag.remove_suffix(1);
+    if (!tag.empty()) tags.emplace_back(tag);
+    if (comma == std::string_view::npos) break;
+    v.remove_prefix(comma + 1);
+  }
+  return tags;
+}
+
 }  // namespace
 
 bool ParseSessionHeaders(const HttpRequest& req, SessionInfo* session, size_t max_properties) {
@@ -280,6 +295,14 @@ void StatementService::HandleSubmit(HttpRequest& req, ResponseCallback respond) 
   session.catalog = ProtocolHeader(req, "Catalog");
   session.schema = ProtocolHeader(req, "Schema");
   session.client_info = ProtocolHeader(req, "Client-Info");
+  session.client_tags = SplitClientTags(ProtocolHeader(req, "Client-Tags"));
+  if (session.client_tags.size() > static_cast<size_t>(options_.max_session_properties)) {
+    respond(HttpResponse::Text(
+        400, "Too many client tags in X-Trino-Client-Tags: at most " +
+                 std::to_string(options_.max_session_properties) +
+                 " are accepted per query (--max_session_properties)\n"));
+    return;
+  }
   if (!ParseSessionHeaders(req, &session, static_cast<size_t>(options_.max_session_properties))) {
     respond(HttpResponse::Text(
         400, "Too many session properties in X-Trino-Session: at most " +
