@@ -53,7 +53,7 @@ expect_no_daemon_libs() {
 
 step "library-only build and install of $src"
 configure "$work/lib" -S "$src" -DCMAKE_BUILD_TYPE=Release -DCMAKE_INSTALL_PREFIX="$prefix" \
-  -DQR_BUILD_DAEMON=OFF -DQR_BUILD_TESTS=OFF -DQR_BUILD_BENCHMARKS=OFF
+  -DQR_BUILD_DAEMON=OFF
 expect_no_daemon_deps "$work/lib"
 build "$work/lib"
 "$cmake" --install "$work/lib" >"$work/install.log" || fail "cmake --install"
