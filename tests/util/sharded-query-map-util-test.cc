@@ -5,12 +5,13 @@
 #include <cmath>
 #include <map>
 #include <memory>
+#include <optional>
 #include <random>
 #include <set>
+#include <string>
 #include <thread>
 #include <vector>
 
-#include <gflags/gflags.h>
 #include <gtest/gtest.h>
 
 namespace qr {
@@ -59,14 +60,94 @@ TEST(ShardedQueryMapTest, ValidateNumShards) {
   }
 }
 
-TEST(ShardedQueryMapTest, FlagRejectsBadShardCounts) {
-  // gflags runs the validator: an empty result means the value was refused.
-  EXPECT_EQ(gflags::SetCommandLineOption("registry_num_shards", "3"), "");
-  EXPECT_EQ(gflags::SetCommandLineOption("registry_num_shards", "0"), "");
-  EXPECT_NE(gflags::SetCommandLineOption("registry_num_shards", "16"), "");
-  EXPECT_EQ(FLAGS_registry_num_shards, 16);
+TEST(ShardedQueryMapTest, DefaultShardCountIsTheLibraryConstant) {
   IntMap map;
-  EXPECT_EQ(map.num_shards(), 16);
+  EXPECT_EQ(map.num_shards(), kDefaultNumShards);
+  EXPECT_TRUE(ValidateNumShards(kDefaultNumShards).ok());
+}
+
+TEST(ShardedQueryMapDeathTest, BadShardCountAbortsWithTheReason) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_DEATH(IntMap map(3), "must be a power of two");
+}
+
+TEST(ShardedQueryMapTest, IntegerKeys) {
+  ShardedQueryMap<std::string, uint64_t> map(16);
+  for (uint64_t k = 0; k < 1000; ++k) ASSERT_TRUE(map.Add(k, std::to_string(k)).ok());
+  EXPECT_EQ(map.Count(), 1000u);
+  EXPECT_EQ(map.Get(42), "42");
+  EXPECT_EQ(map.Get(1000), std::nullopt);
+  Status dup = map.Add(7, "x");
+  EXPECT_EQ(dup.code(), StatusCode::kAlreadyExists);
+  EXPECT_EQ(dup.message(), "key 7 is already registered");
+  std::string removed;
+  ASSERT_TRUE(map.Delete(7, &removed).ok());
+  EXPECT_EQ(removed, "7");
+  EXPECT_EQ(map.Delete(7).message(), "key 7 is not registered");
+  // Sequential integers spread over the shards like sequential query ids do.
+  std::vector<int> counts(16, 0);
+  for (uint64_t k = 0; k < 16000; ++k) ++counts[map.ShardIndex(k)];
+  for (int c : counts) EXPECT_NEAR(c, 1000, 100);
+  size_t visited = 0;
+  map.DoFuncForAllEntries([&](const uint64_t& k, std::string& v) {
+    EXPECT_EQ(v, std::to_string(k));
+    ++visited;
+  });
+  EXPECT_EQ(visited, 999u);
+}
+
+TEST(ShardedQueryMapTest, SignedAnd128BitKeys) {
+  ShardedQueryMap<int, int32_t> small(4);
+  ASSERT_TRUE(small.Add(-1, 1).ok());
+  EXPECT_EQ(small.Get(-1), 1);
+  EXPECT_EQ(small.Add(-1, 2).message(), "key -1 is already registered");
+
+  ShardedQueryMap<int, absl::uint128> wide(64);
+  const absl::uint128 k = absl::MakeUint128(0x0123456789abcdefULL, 0xfedcba9876543210ULL);
+  ASSERT_TRUE(wide.Add(k, 5).ok());
+  EXPECT_EQ(wide.Get(k), 5);
+  EXPECT_EQ(wide.Get(k + 1), std::nullopt);
+  EXPECT_EQ(wide.Add(k, 6).message(),
+            "key 0123456789abcdef:fedcba9876543210 is already registered");
+  auto snapshot = wide.Snapshot();
+  ASSERT_EQ(snapshot.size(), 1u);
+  EXPECT_EQ(snapshot[0].first, k);
+}
+
+/// A key type of a consumer's own, with its traits: sessions keyed by (worker, serial), sharded
+/// by worker so that one worker's sessions share a shard.
+struct SessionKey {
+  uint32_t worker = 0;
+  uint64_t serial = 0;
+  bool operator==(const SessionKey&) const = default;
+  template <typename H>
+  friend H AbslHashValue(H h, const SessionKey& k) {
+    return H::combine(std::move(h), k.worker, k.serial);
+  }
+};
+
+}  // namespace
+template <>
+struct ShardKeyTraits<SessionKey> {
+  static uint64_t ShardBits(const SessionKey& k) { return k.worker; }
+  using Hash = absl::Hash<SessionKey>;
+  static std::string ToString(const SessionKey& k) {
+    return "session " + std::to_string(k.worker) + "/" + std::to_string(k.serial);
+  }
+};
+namespace {
+
+TEST(ShardedQueryMapTest, CustomKeyTypeWithItsTraits) {
+  ShardedQueryMap<int, SessionKey> map(64);
+  for (uint64_t serial = 0; serial < 100; ++serial) {
+    ASSERT_TRUE(map.Add(SessionKey{3, serial}, static_cast<int>(serial)).ok());
+  }
+  EXPECT_EQ(map.Get(SessionKey{3, 17}), 17);
+  EXPECT_EQ(map.Get(SessionKey{4, 17}), std::nullopt);
+  EXPECT_EQ(map.Delete(SessionKey{4, 1}).message(), "session 4/1 is not registered");
+  // Every session of worker 3 is in one shard.
+  const int shard = map.ShardIndex(SessionKey{3, 0});
+  EXPECT_EQ(map.GetShardStats(shard).entries, 100u);
 }
 
 TEST(ShardedQueryMapTest, AddGetDelete) {

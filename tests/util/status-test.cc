@@ -11,7 +11,7 @@ Status FailIfNegative(int v) {
 }
 
 Status Chain(int v) {
-  RETURN_IF_ERROR(FailIfNegative(v));
+  QR_RETURN_IF_ERROR(FailIfNegative(v));
   return NotFound("reached the end");
 }
 

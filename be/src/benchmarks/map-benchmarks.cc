@@ -22,6 +22,7 @@
 #include "benchmarks/bench-harness.h"
 #include "benchmarks/legacy-spinlock.h"
 #include "benchmarks/registry-variants.h"
+#include "runtime/registry-flags.h"
 
 namespace qr::bench {
 namespace {

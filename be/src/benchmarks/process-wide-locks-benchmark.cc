@@ -37,6 +37,7 @@
 #include "benchmarks/registry-variants.h"
 #include "runtime/query-exec-mgr.h"
 #include "runtime/query-state.h"
+#include "runtime/registry-flags.h"
 #include "service/client-request-state.h"
 #include "util/spinlock.h"
 #include "util/unique-id.h"
@@ -161,7 +162,7 @@ class ShardedQueryRegistry {
 };
 
 using RequestPtr = std::shared_ptr<ClientRequestState>;
-static_assert(std::is_same_v<ShardedQueryMap<RequestPtr, FlatMap<RequestPtr>>,
+static_assert(std::is_same_v<ShardedQueryMap<RequestPtr, UniqueId, FlatMap<RequestPtr>>,
                              ClientRequestStateMap>,
               "the coordinator variant must be the real ClientRequestStateMap");
 

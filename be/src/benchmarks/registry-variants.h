@@ -245,7 +245,7 @@ class SpinShardedMap {
   }
 
  private:
-  ShardedQueryMap<T, Inner> map_;
+  ShardedQueryMap<T, UniqueId, Inner> map_;
 };
 
 /// The inner map with no lock at all: the floor an uncontended Get is compared against.

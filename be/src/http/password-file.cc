@@ -54,7 +54,7 @@ Status ParseEntry(std::string_view line, PasswordEntry* out) {
                            "user:pbkdf2-sha256:ITERATIONS:SALT_BASE64:HASH_BASE64 "
                            "(make lines with coordinatord-passwd)");
   }
-  RETURN_IF_ERROR(ValidateUserName(f[0]));
+  QR_RETURN_IF_ERROR(ValidateUserName(f[0]));
   if (f[1] != kScheme) {
     return InvalidArgument("unknown hash scheme " + QuoteForError(f[1], 32) +
                            ": only pbkdf2-sha256 is supported");
@@ -208,7 +208,7 @@ int PasswordFile::TypicalIterations() const {
 
 Status MakePasswordEntryLine(std::string_view user, std::string_view password, int iterations,
                              std::string* line) {
-  RETURN_IF_ERROR(ValidateUserName(user));
+  QR_RETURN_IF_ERROR(ValidateUserName(user));
   if (password.empty() || password.size() > kMaxPasswordBytes) {
     return InvalidArgument("the password must be 1 to " + std::to_string(kMaxPasswordBytes) +
                            " bytes long");

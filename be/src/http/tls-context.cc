@@ -42,8 +42,8 @@ Status KeyMismatch(const std::string& cert_file, const std::string& key_file) {
 
 Status CreateTlsServerContext(const std::string& cert_file, const std::string& key_file,
                               std::shared_ptr<ssl::context>* out) {
-  RETURN_IF_ERROR(CheckReadable("certificate", cert_file));
-  RETURN_IF_ERROR(CheckReadable("private key", key_file));
+  QR_RETURN_IF_ERROR(CheckReadable("certificate", cert_file));
+  QR_RETURN_IF_ERROR(CheckReadable("private key", key_file));
   auto ctx = std::make_shared<ssl::context>(ssl::context::tls_server);
   boost::system::error_code ec;
   ctx->set_options(ssl::context::default_workarounds | ssl::context::no_sslv2 |

@@ -229,9 +229,9 @@ Status Webserver::Start() {
   if (s.state != Impl::State::kNew) {
     return AlreadyExists("the webserver was already started (it cannot be restarted)");
   }
-  RETURN_IF_ERROR(ValidateOptions(s.options));
+  QR_RETURN_IF_ERROR(ValidateOptions(s.options));
   tcp::endpoint endpoint;
-  RETURN_IF_ERROR(ResolveBindAddress(s.options, &endpoint));
+  QR_RETURN_IF_ERROR(ResolveBindAddress(s.options, &endpoint));
   beast::error_code ec;
   const char* step = "open";
   s.acceptor.open(endpoint.protocol(), ec);

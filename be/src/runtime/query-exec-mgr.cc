@@ -40,7 +40,7 @@ QueryExecMgr::~QueryExecMgr() {
 Status QueryExecMgr::CreateQueryState(const UniqueId& id, QueryContext ctx, QueryState** out) {
   // Allocate outside the shard lock; the lock only guards the insertion.
   auto qs = std::make_unique<QueryState>(id, std::move(ctx));
-  RETURN_IF_ERROR(registry_.Add(id, qs.get()));
+  QR_RETURN_IF_ERROR(registry_.Add(id, qs.get()));
   created_.fetch_add(1, std::memory_order_relaxed);
   *out = qs.release();
   return Status::OK();
@@ -49,7 +49,7 @@ Status QueryExecMgr::CreateQueryState(const UniqueId& id, QueryContext ctx, Quer
 Status QueryExecMgr::CreateQueryState(const UniqueId& id, QueryContext ctx,
                                       QueryStateHandle* out) {
   QueryState* qs = nullptr;
-  RETURN_IF_ERROR(CreateQueryState(id, std::move(ctx), &qs));
+  QR_RETURN_IF_ERROR(CreateQueryState(id, std::move(ctx), &qs));
   *out = QueryStateHandle(this, qs);
   return Status::OK();
 }

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "runtime/query-state.h"
+#include "runtime/registry-flags.h"
 #include "util/mutex.h"
 #include "util/sharded-query-map-util.h"
 #include "util/status.h"

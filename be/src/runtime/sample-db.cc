@@ -248,15 +248,15 @@ class Generator {
 Status Generator::WriteFixedTables() {
   Rng rng(kSeed ^ 1);
   StmtPtr region, nation;
-  RETURN_IF_ERROR(Prepare("INSERT INTO region VALUES (?, ?, ?)", &region));
-  RETURN_IF_ERROR(Prepare("INSERT INTO nation VALUES (?, ?, ?, ?)", &nation));
+  QR_RETURN_IF_ERROR(Prepare("INSERT INTO region VALUES (?, ?, ?)", &region));
+  QR_RETURN_IF_ERROR(Prepare("INSERT INTO nation VALUES (?, ?, ?, ?)", &nation));
   for (int i = 0; i < static_cast<int>(kRegions.size()); ++i) {
     const std::string comment = Comment(&rng, 152);
-    RETURN_IF_ERROR(Insert(region.get(), i, std::string_view(kRegions[i]), comment));
+    QR_RETURN_IF_ERROR(Insert(region.get(), i, std::string_view(kRegions[i]), comment));
   }
   for (int i = 0; i < static_cast<int>(kNations.size()); ++i) {
     const std::string comment = Comment(&rng, 152);
-    RETURN_IF_ERROR(Insert(nation.get(), i, std::string_view(kNations[i].name),
+    QR_RETURN_IF_ERROR(Insert(nation.get(), i, std::string_view(kNations[i].name),
                            kNations[i].region, comment));
   }
   return Status::OK();
@@ -268,7 +268,7 @@ Status Generator::WriteFixedTables() {
 Status Generator::WriteCustomers(int64_t n) {
   Rng rng(kSeed ^ 2);
   StmtPtr s;
-  RETURN_IF_ERROR(Prepare("INSERT INTO customer VALUES (?, ?, ?, ?, ?, ?, ?, ?)", &s));
+  QR_RETURN_IF_ERROR(Prepare("INSERT INTO customer VALUES (?, ?, ?, ?, ?, ?, ?, ?)", &s));
   for (int64_t key = 1; key <= n; ++key) {
     const int64_t nation = rng.Uniform(0, kNations.size() - 1);
     const std::string address = RandomText(&rng, 10, 40);
@@ -280,7 +280,7 @@ Status Generator::WriteCustomers(int64_t n) {
     const double acctbal = static_cast<double>(rng.Uniform(-99999, 999999)) / 100.0;
     const std::string_view segment = rng.Pick(kSegments);
     const std::string comment = Comment(&rng, 117);
-    RETURN_IF_ERROR(Insert(s.get(), key, Numbered("Customer", key), address, nation,
+    QR_RETURN_IF_ERROR(Insert(s.get(), key, Numbered("Customer", key), address, nation,
                            std::string_view(phone), acctbal, segment, comment));
   }
   return Status::OK();
@@ -326,8 +326,8 @@ Status Generator::WriteOrders(int64_t n, int64_t customers, int64_t* lineitems) 
   const int64_t clerks = Scaled(1000, scale_);
   const int64_t start = DaysFromCivil(1992, 1, 1), end = DaysFromCivil(1998, 12, 31) - 151;
   StmtPtr order_stmt, line_stmt;
-  RETURN_IF_ERROR(Prepare("INSERT INTO orders VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", &order_stmt));
-  RETURN_IF_ERROR(Prepare(
+  QR_RETURN_IF_ERROR(Prepare("INSERT INTO orders VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", &order_stmt));
+  QR_RETURN_IF_ERROR(Prepare(
       "INSERT INTO lineitem VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", &line_stmt));
   std::array<Line, 7> lines;
   for (int64_t key = 1; key <= n; ++key) {
@@ -344,11 +344,11 @@ Status Generator::WriteOrders(int64_t n, int64_t customers, int64_t* lineitems) 
     const std::string_view priority = rng.Pick(kPriorities);
     const int64_t clerk = rng.Uniform(1, clerks);
     const std::string comment = Comment(&rng, 79);
-    RETURN_IF_ERROR(Insert(order_stmt.get(), key, custkey, std::string_view(status),
+    QR_RETURN_IF_ERROR(Insert(order_stmt.get(), key, custkey, std::string_view(status),
                            static_cast<double>(total_cents) / 100.0, FormatDate(date), priority,
                            Numbered("Clerk", clerk), 0, comment));
     for (int i = 0; i < num_lines; ++i) {
-      RETURN_IF_ERROR(InsertLine(line_stmt.get(), &rng, key, i + 1, lines[i]));
+      QR_RETURN_IF_ERROR(InsertLine(line_stmt.get(), &rng, key, i + 1, lines[i]));
     }
     *lineitems += num_lines;
   }
@@ -357,11 +357,13 @@ Status Generator::WriteOrders(int64_t n, int64_t customers, int64_t* lineitems) 
 
 Status Generator::WriteMetadata(const Counts& counts) {
   StmtPtr s;
-  RETURN_IF_ERROR(Prepare("INSERT INTO qr_sample_metadata VALUES (?, ?)", &s));
-  RETURN_IF_ERROR(Insert(s.get(), std::string_view("generator"), std::string_view(kGeneratorVersion)));
-  RETURN_IF_ERROR(Insert(s.get(), std::string_view("scale_factor"), ScaleString(scale_)));
+  QR_RETURN_IF_ERROR(Prepare("INSERT INTO qr_sample_metadata VALUES (?, ?)", &s));
+  QR_RETURN_IF_ERROR(
+      Insert(s.get(), std::string_view("generator"), std::string_view(kGeneratorVersion)));
+  QR_RETURN_IF_ERROR(Insert(s.get(), std::string_view("scale_factor"), ScaleString(scale_)));
   for (size_t i = 0; i < kTables.size(); ++i) {
-    RETURN_IF_ERROR(Insert(s.get(), std::string("rows_") + kTables[i], std::to_string(counts[i])));
+    QR_RETURN_IF_ERROR(
+        Insert(s.get(), std::string("rows_") + kTables[i], std::to_string(counts[i])));
   }
   return Status::OK();
 }
@@ -369,18 +371,18 @@ Status Generator::WriteMetadata(const Counts& counts) {
 Status Generator::Run(Counts* counts) {
   // The file is private until renamed into place and is fsync()ed explicitly at the end, so no
   // journal and no intermediate syncs are needed.
-  RETURN_IF_ERROR(Exec("PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF;"
+  QR_RETURN_IF_ERROR(Exec("PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF;"
                        "PRAGMA locking_mode=EXCLUSIVE; PRAGMA cache_size=-32768; BEGIN;"));
-  RETURN_IF_ERROR(Exec(kSchema));
-  RETURN_IF_ERROR(WriteFixedTables());
+  QR_RETURN_IF_ERROR(Exec(kSchema));
+  QR_RETURN_IF_ERROR(WriteFixedTables());
   const int64_t customers = Scaled(150000, scale_), orders = Scaled(1500000, scale_);
   int64_t lineitems = 0;
-  RETURN_IF_ERROR(WriteCustomers(customers));
-  RETURN_IF_ERROR(WriteOrders(orders, customers, &lineitems));
+  QR_RETURN_IF_ERROR(WriteCustomers(customers));
+  QR_RETURN_IF_ERROR(WriteOrders(orders, customers, &lineitems));
   *counts = {static_cast<int64_t>(kRegions.size()), static_cast<int64_t>(kNations.size()),
              customers, orders, lineitems};
-  RETURN_IF_ERROR(WriteMetadata(*counts));
-  RETURN_IF_ERROR(Exec("CREATE INDEX lineitem_orderkey ON lineitem (l_orderkey); COMMIT;"));
+  QR_RETURN_IF_ERROR(WriteMetadata(*counts));
+  QR_RETURN_IF_ERROR(Exec("CREATE INDEX lineitem_orderkey ON lineitem (l_orderkey); COMMIT;"));
   return Status::OK();
 }
 
@@ -414,9 +416,9 @@ Status Generate(const std::string& dir, const std::string& path, double scale) {
     DbPtr db(raw);
     if (rc != SQLITE_OK) return SqliteError(raw, tmp, "opening");
     Counts counts;
-    RETURN_IF_ERROR(Generator(db.get(), tmp, scale).Run(&counts));
+    QR_RETURN_IF_ERROR(Generator(db.get(), tmp, scale).Run(&counts));
     if (sqlite3_close(db.release()) != SQLITE_OK) return Internal("cannot close '" + tmp + "'");
-    RETURN_IF_ERROR(FsyncPath(tmp, O_RDONLY));
+    QR_RETURN_IF_ERROR(FsyncPath(tmp, O_RDONLY));
     if (::rename(tmp.c_str(), path.c_str()) != 0) return ErrnoError("cannot rename into", path);
     LOG(INFO) << "Generated the TPC-H sample database '" << path << "' (scale factor " << scale
               << ", " << counts[4] << " lineitem rows)";
@@ -530,7 +532,7 @@ Status EnsureSampleDatabase(const std::string& data_dir, double scale_factor, st
     }
     LOG(WARNING) << "Regenerating the sample database: " << valid.message();
   }
-  RETURN_IF_ERROR(Generate(data_dir, final_path, scale_factor));
+  QR_RETURN_IF_ERROR(Generate(data_dir, final_path, scale_factor));
   *path = final_path;
   return Status::OK();
 }

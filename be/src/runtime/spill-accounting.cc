@@ -16,6 +16,8 @@
 #include <string_view>
 #include <type_traits>
 
+#include <glog/logging.h>
+
 #include "util/mutex.h"
 #include "util/thread-annotations.h"
 
@@ -404,7 +406,7 @@ Status PrepareTempDir(const std::string& dir, std::string* absolute) {
 Status InstallSpillAccountingVfs(SpillBudget* budget, const std::string& temp_dir) {
   DCHECK(budget != nullptr);
   std::string dir;
-  RETURN_IF_ERROR(PrepareTempDir(temp_dir, &dir));
+  QR_RETURN_IF_ERROR(PrepareTempDir(temp_dir, &dir));
   if (g_inner_vfs != nullptr) return AlreadyExists("the spill accounting VFS is installed");
   if (sqlite3_initialize() != SQLITE_OK) return Internal("sqlite3_initialize failed");
   sqlite3_vfs* inner = sqlite3_vfs_find(nullptr);

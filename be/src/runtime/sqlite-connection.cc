@@ -152,7 +152,7 @@ size_t SkipBlankSql(std::string_view sql, size_t pos) {
 bool IsBlankSql(std::string_view sql) { return SkipBlankSql(sql, 0) == sql.size(); }
 
 Status SqliteConnection::Open(const std::string& path, std::unique_ptr<SqliteConnection>* out) {
-  RETURN_IF_ERROR(CheckReadableFile(path));
+  QR_RETURN_IF_ERROR(CheckReadableFile(path));
   sqlite3* db = nullptr;
   const int rc =
       sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, nullptr);
@@ -161,7 +161,7 @@ Status SqliteConnection::Open(const std::string& path, std::unique_ptr<SqliteCon
     return InvalidArgument("cannot open the database '" + path +
                            "': " + (db != nullptr ? sqlite3_errmsg(db) : sqlite3_errstr(rc)));
   }
-  RETURN_IF_ERROR(conn->Configure(path));
+  QR_RETURN_IF_ERROR(conn->Configure(path));
   *out = std::move(conn);
   return Status::OK();
 }
@@ -191,8 +191,8 @@ Status SqliteConnection::Configure(const std::string& path) {
     return InvalidArgument("'" + path + "' is not a usable SQLite database: " +
                            sqlite3_errmsg(db_));
   }
-  RETURN_IF_ERROR(RegisterLinearTimeFunctions(db_));
-  RETURN_IF_ERROR(GuardedBuiltins::Register(db_, &guarded_));
+  QR_RETURN_IF_ERROR(RegisterLinearTimeFunctions(db_));
+  QR_RETURN_IF_ERROR(GuardedBuiltins::Register(db_, &guarded_));
   if (sqlite3_create_function_v2(db_, "version", 0,
                                  SQLITE_UTF8 | SQLITE_DETERMINISTIC | SQLITE_INNOCUOUS, nullptr,
                                  &VersionFunction, nullptr, nullptr, nullptr) != SQLITE_OK ||

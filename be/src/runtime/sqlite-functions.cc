@@ -390,7 +390,7 @@ constexpr Override kOverrides[] = {
 }  // namespace
 
 Status RegisterLinearTimeFunctions(sqlite3* db) {
-  RETURN_IF_ERROR(RegisterLinearTimeLikeGlob(db));
+  QR_RETURN_IF_ERROR(RegisterLinearTimeLikeGlob(db));
   if (sqlite3_create_function_v2(db, "zeroblob", 1, SQLITE_UTF8 | SQLITE_INNOCUOUS, nullptr,
                                  &ZeroblobFunction, nullptr, nullptr, nullptr) != SQLITE_OK) {
     return Internal(std::string("cannot register zeroblob(): ") + sqlite3_errmsg(db));

@@ -6,6 +6,7 @@
 
 #include <glog/logging.h>
 
+#include "runtime/registry-flags.h"
 #include "runtime/sample-db.h"
 #include "service/debug-pages.h"
 #include "http/tls-context.h"
@@ -27,7 +28,7 @@ Status CoordinatorServer::ConfigureSecurity(Webserver::Options* http) {
     if (o.tls_cert_file.empty() || o.tls_key_file.empty()) {
       return InvalidArgument("TLS needs both --tls_cert_file and --tls_key_file");
     }
-    RETURN_IF_ERROR(CreateTlsServerContext(o.tls_cert_file, o.tls_key_file, &http->tls_context));
+    QR_RETURN_IF_ERROR(CreateTlsServerContext(o.tls_cert_file, o.tls_key_file, &http->tls_context));
   }
   const bool auth = !o.auth_password_file.empty();
   access_control_ = std::make_unique<AccessControl>(auth, o.admin_users);
@@ -39,7 +40,7 @@ Status CoordinatorServer::ConfigureSecurity(Webserver::Options* http) {
         "--allow_insecure_auth to allow it anyway");
   }
   PasswordFile file;
-  RETURN_IF_ERROR(PasswordFile::Load(o.auth_password_file, &file));
+  QR_RETURN_IF_ERROR(PasswordFile::Load(o.auth_password_file, &file));
   LOG(INFO) << "Password authentication on: " << file.size() << " users from "
             << o.auth_password_file << (tls ? "" : " (over plain HTTP: --allow_insecure_auth)");
   authenticator_ = std::make_unique<BasicAuthenticator>(std::move(file), o.auth);
@@ -78,9 +79,9 @@ Status CoordinatorServer::ConfigureResources() {
   if (s.code() == StatusCode::kAlreadyExists) {
     LOG(INFO) << "Temporary files of SQLite already accounted (" << s.message() << ")";
   } else {
-    RETURN_IF_ERROR(s);
+    QR_RETURN_IF_ERROR(s);
     int64_t removed = 0;
-    RETURN_IF_ERROR(RemoveStaleSpillFiles(dir, &removed));
+    QR_RETURN_IF_ERROR(RemoveStaleSpillFiles(dir, &removed));
     LOG(INFO) << "SQLite temporary files go to " << dir << " (" << removed
               << " stale files of an earlier run removed)";
   }
@@ -90,7 +91,7 @@ Status CoordinatorServer::ConfigureResources() {
 Status CoordinatorServer::ReloadPasswordFile() {
   if (authenticator_ == nullptr) return InvalidArgument("authentication is off");
   PasswordFile file;
-  RETURN_IF_ERROR(PasswordFile::Load(options_.auth_password_file, &file));
+  QR_RETURN_IF_ERROR(PasswordFile::Load(options_.auth_password_file, &file));
   LOG(INFO) << "Reloaded " << file.size() << " users from " << options_.auth_password_file;
   authenticator_->Reload(std::move(file));
   return Status::OK();
@@ -98,10 +99,10 @@ Status CoordinatorServer::ReloadPasswordFile() {
 
 Status CoordinatorServer::Start() {
   Webserver::Options http = options_.http;
-  RETURN_IF_ERROR(ConfigureSecurity(&http));
-  RETURN_IF_ERROR(ConfigureResources());
+  QR_RETURN_IF_ERROR(ConfigureSecurity(&http));
+  QR_RETURN_IF_ERROR(ConfigureResources());
   if (options_.database.empty()) {
-    RETURN_IF_ERROR(EnsureSampleDatabase(options_.data_dir, options_.sample_scale_factor,
+    QR_RETURN_IF_ERROR(EnsureSampleDatabase(options_.data_dir, options_.sample_scale_factor,
                                          &database_path_));
   } else {
     database_path_ = options_.database;
@@ -116,7 +117,7 @@ Status CoordinatorServer::Start() {
   engine_options.query_spill_limit_bytes = options_.query_max_spill_bytes;
   engine_options.spool_dir = spill_dir_;
   engine_options.long_query = options_.long_query;
-  RETURN_IF_ERROR(SqliteEngine::Create(engine_options, &engine_));
+  QR_RETURN_IF_ERROR(SqliteEngine::Create(engine_options, &engine_));
   QueryCoordinator::Options coordinator_options = options_.coordinator;
   coordinator_options.exec_defaults.memory_budget = result_memory_.get();
   coordinator_options.exec_defaults.max_memory_bytes = options_.query_max_memory_bytes;
@@ -133,7 +134,7 @@ Status CoordinatorServer::Start() {
                                          access_control_.get());
   statement_service_->RegisterHandlers();
   RegisterDebugPages(DebugPages::Options(), this);
-  RETURN_IF_ERROR(webserver_->Start());
+  QR_RETURN_IF_ERROR(webserver_->Start());
   LOG(INFO) << "coordinatord serving " << database_path_ << " on " << scheme() << "://"
             << options_.http.bind_address << ":" << webserver_->port() << " with "
             << options_.num_query_threads << " query threads";

@@ -6,6 +6,7 @@
 
 #include <glog/logging.h>
 
+#include "runtime/registry-flags.h"
 #include "service/access-control.h"
 #include "util/status.h"
 

@@ -4,7 +4,7 @@
 #include <condition_variable>
 #include <mutex>
 
-#include "util/thread-annotations.h"
+#include "thread-annotations.h"
 
 namespace qr {
 

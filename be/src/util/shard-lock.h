@@ -10,8 +10,8 @@
 #define QR_SHARD_LOCK_RSEQ 1
 #endif
 
-#include "util/spinlock.h"
-#include "util/thread-annotations.h"
+#include "spinlock.h"
+#include "thread-annotations.h"
 
 namespace qr {
 

@@ -1,10 +1,6 @@
 #include "util/sharded-query-map-util.h"
 
-#include <gflags/gflags.h>
-
-DEFINE_int32(registry_num_shards, 256,
-             "Shards of each process-wide query registry: a power of two in [1, 4096]. "
-             "1 means a single global lock.");
+#include <string>
 
 namespace qr {
 
@@ -18,22 +14,13 @@ Status ValidateNumShards(int64_t num_shards) {
   return Status::OK();
 }
 
-namespace {
-bool ValidateNumShardsFlag(const char* flagname, int32_t value) {
-  Status s = ValidateNumShards(value);
-  if (!s.ok()) fprintf(stderr, "--%s: %s\n", flagname, s.message().c_str());
-  return s.ok();
-}
-}  // namespace
-DEFINE_validator(registry_num_shards, &ValidateNumShardsFlag);
-
 namespace internal {
 void DieOnReentry(const char* method) {
-  LOG(FATAL) << "ShardedQueryMap::" << method
-             << " called from inside a DoFuncForAllEntries callback on the same map: the "
-                "callback runs under a shard lock and must not touch the map (this would "
-                "deadlock). Use Snapshot() or ForEachUnlocked() instead.";
-  __builtin_unreachable();
+  CheckFailed(__FILE__, __LINE__, "not inside DoFuncForAllEntries",
+              std::string("ShardedQueryMap::") + method +
+                  " called from inside a DoFuncForAllEntries callback on the same map: the "
+                  "callback runs under a shard lock and must not touch the map (this would "
+                  "deadlock). Use Snapshot() or ForEachUnlocked() instead.");
 }
 }  // namespace internal
 

@@ -1,10 +1,11 @@
 #pragma once
 
-// Before Abseil's headers: see the note in util/thread-annotations.h.
-#include "util/thread-annotations.h"
+// Public header of the query_registry library (installed as <query_registry/...>): it includes
+// only the standard library, Abseil and its sibling headers, by sibling-relative quotes.
 
 #include <atomic>
 #include <bit>
+#include <concepts>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -13,14 +14,14 @@
 #include <vector>
 
 #include <absl/container/flat_hash_map.h>
-#include <gflags/gflags_declare.h>
-#include <glog/logging.h>
+#include <absl/hash/hash.h>
+#include <absl/numeric/int128.h>
 
-#include "util/shard-lock.h"
-#include "util/status.h"
-#include "util/unique-id.h"
-
-DECLARE_int32(registry_num_shards);
+#include "check.h"
+#include "shard-lock.h"
+#include "status.h"
+#include "thread-annotations.h"
+#include "unique-id.h"
 
 namespace qr {
 
@@ -28,6 +29,50 @@ namespace qr {
 /// what is accepted.
 Status ValidateNumShards(int64_t num_shards);
 inline constexpr int kMaxRegistryShards = 4096;
+/// The shard count of a ShardedQueryMap constructed without one (docs/benchmarks.md chose it).
+inline constexpr int kDefaultNumShards = 256;
+
+/// What ShardedQueryMap needs to know about its key type; specialize it for your own key.
+/// A specialization provides:
+///   static uint64_t ShardBits(const Key&): 64 bits the shard is chosen from (the map mixes
+///       them by Fibonacci hashing, so sequential values are fine). Keys that must share a
+///       shard return the same bits. Cheap: it runs on every operation.
+///   using Hash: the inner hash map's hash functor, good in all 64 bits.
+///   static std::string ToString(const Key&): the key in error messages.
+/// The key itself must be copyable and equality comparable.
+template <typename Key>
+struct ShardKeyTraits;
+
+/// Query ids: the shard comes from 'hi' alone, so every fragment instance of a query (same
+/// 'hi', different 'lo') lives in the query's shard.
+template <>
+struct ShardKeyTraits<UniqueId> {
+  [[gnu::always_inline]] static constexpr uint64_t ShardBits(const UniqueId& id) {
+    return id.hi;
+  }
+  using Hash = UniqueIdHash;
+  static std::string ToString(const UniqueId& id) { return "query id " + PrintId(id); }
+};
+
+/// Integer ids (sequential or random; signed ones by their two's complement bits).
+template <std::integral Key>
+struct ShardKeyTraits<Key> {
+  static constexpr uint64_t ShardBits(Key key) { return static_cast<uint64_t>(key); }
+  using Hash = absl::Hash<Key>;
+  static std::string ToString(Key key) { return "key " + std::to_string(key); }
+};
+
+/// 128-bit integer ids: both halves choose the shard.
+template <>
+struct ShardKeyTraits<absl::uint128> {
+  static constexpr uint64_t ShardBits(absl::uint128 key) {
+    return absl::Uint128High64(key) ^ absl::Uint128Low64(key);
+  }
+  using Hash = absl::Hash<absl::uint128>;
+  static std::string ToString(absl::uint128 key) {
+    return "key " + PrintId(UniqueId{absl::Uint128High64(key), absl::Uint128Low64(key)});
+  }
+};
 
 /// Statistics of one shard of a ShardedQueryMap. Read without the shard lock: each number is
 /// exact when read but the set is not a consistent snapshot.
@@ -47,12 +92,13 @@ inline thread_local const void* tls_iterating_map = nullptr;
 [[noreturn]] void DieOnReentry(const char* method);
 }  // namespace internal
 
-/// A process-wide registry of values keyed by query id, split into N shards, each an inner hash
-/// map guarded by its own ShardLock, so that lookups of different queries rarely contend, and
-/// lookups (Get, Snapshot: shared) on different cores do not even write a common cache line.
+/// A process-wide registry of values keyed by query id (or by any 'Key' that has a
+/// ShardKeyTraits), split into N shards, each an inner hash map guarded by its own ShardLock,
+/// so that lookups of different queries rarely contend, and lookups (Get, Snapshot: shared) on
+/// different cores do not even write a common cache line.
 /// Writers (Add, Delete, ScopedShardedMapRef, DoFuncForAllEntries) hold a shard exclusively. The
-/// shard is chosen from the id's 'hi' half (mixed, so sequential ids spread too); all fragment
-/// instances of a query (same 'hi') live in the query's shard.
+/// shard is chosen from ShardKeyTraits<Key>::ShardBits (for a UniqueId its 'hi' half), mixed, so
+/// sequential ids spread too; all fragment instances of a query (same 'hi') live in its shard.
 ///
 /// Thread-safety: all methods are thread-safe. Callbacks of DoFuncForAllEntries() run with a
 /// shard lock held: they must be short and must not touch this map (debug builds abort if they
@@ -65,22 +111,26 @@ inline thread_local const void* tls_iterating_map = nullptr;
 /// which docs/benchmarks.md measures at 1.2-4x the throughput of std::unordered_map. Entries
 /// move when the table grows: nothing may keep a pointer or reference to an entry (or
 /// iterator) past the shard lock (copy the value out instead, as Get() and Snapshot() do).
-template <typename T, typename InnerMap = absl::flat_hash_map<UniqueId, T, UniqueIdHash>>
+template <typename T, typename Key = UniqueId,
+          typename InnerMap = absl::flat_hash_map<Key, T, typename ShardKeyTraits<Key>::Hash>>
 class ShardedQueryMap {
  private:
   struct Shard;
+  using Traits = ShardKeyTraits<Key>;
 
  public:
   using Map = InnerMap;
+  using key_type = Key;
+  using mapped_type = T;
 
-  /// QR_REQUIRES: ValidateNumShards(num_shards) is OK (checked: a bad value is a fatal error;
-  /// the --registry_num_shards flag is validated at flag-parsing time).
-  explicit ShardedQueryMap(int num_shards = FLAGS_registry_num_shards)
+  /// QR_REQUIRES: ValidateNumShards(num_shards) is OK (checked: a bad value aborts with the
+  /// reason; the daemon validates its --registry_num_shards flag when parsing flags).
+  explicit ShardedQueryMap(int num_shards = kDefaultNumShards)
       : num_shards_(num_shards),
         mask_(static_cast<uint64_t>(num_shards) - 1),
         shard_bits_(std::countr_zero(static_cast<uint64_t>(num_shards))) {
     Status s = ValidateNumShards(num_shards);
-    CHECK(s.ok()) << s.message();
+    QR_CHECK(s.ok(), s.message());
     shards_ = std::make_unique<Shard[]>(num_shards);
   }
   ShardedQueryMap(const ShardedQueryMap&) = delete;
@@ -88,12 +138,13 @@ class ShardedQueryMap {
 
   int num_shards() const { return num_shards_; }
 
-  /// The shard that owns 'id': the top log2(num_shards) bits of hi * 2^64/phi (Fibonacci
-  /// hashing). Three instructions instead of a full mix; sequential ids spread as evenly as
-  /// random ones (the multiplier's top bits depend on every bit of 'hi'). The inner map's hash
-  /// mixes all of 'hi' and 'lo' again, so the shard's fixed top bits do not bias it.
-  [[gnu::always_inline]] int ShardIndex(const UniqueId& id) const {
-    return static_cast<int>(std::rotl(id.hi * kFibonacci, shard_bits_) & mask_);
+  /// The shard that owns 'id': the top log2(num_shards) bits of bits * 2^64/phi (Fibonacci
+  /// hashing), 'bits' being ShardKeyTraits<Key>::ShardBits(id) ('hi' for a UniqueId). Three
+  /// instructions instead of a full mix; sequential ids spread as evenly as random ones (the
+  /// multiplier's top bits depend on every input bit). The inner map's hash mixes the whole
+  /// key again, so the shard's fixed top bits do not bias it.
+  [[gnu::always_inline]] int ShardIndex(const Key& id) const {
+    return static_cast<int>(std::rotl(Traits::ShardBits(id) * kFibonacci, shard_bits_) & mask_);
   }
   static constexpr uint64_t kFibonacci = 0x9e3779b97f4a7c15ULL;
 
@@ -102,7 +153,7 @@ class ShardedQueryMap {
   class ScopedShardedMapRef {
    public:
     /// Holds the shard exclusively (the caller may change the map or its values).
-    ScopedShardedMapRef(const UniqueId& id, ShardedQueryMap* map) QR_NO_THREAD_SAFETY_ANALYSIS
+    ScopedShardedMapRef(const Key& id, ShardedQueryMap* map) QR_NO_THREAD_SAFETY_ANALYSIS
         : map_(map), shard_(&map->shards_[map->ShardIndex(id)]) {
       map_->CheckNotIterating("ScopedShardedMapRef");
       shard_->lock.lock();
@@ -124,7 +175,7 @@ class ShardedQueryMap {
   };
 
   /// Inserts ('id', 'value'). AlreadyExists if 'id' is present (the map is unchanged).
-  Status Add(const UniqueId& id, T value) {
+  Status Add(const Key& id, T value) {
     CheckNotIterating("Add");
     Shard& s = ShardFor(id);
     {
@@ -134,13 +185,13 @@ class ShardedQueryMap {
         return Status::OK();
       }
     }
-    return AlreadyExists("query id " + PrintId(id) + " is already registered");
+    return AlreadyExists(Traits::ToString(id) + " is already registered");
   }
 
   /// A copy of the value registered for 'id', or nullopt. Holds the shard shared: concurrent
   /// Gets of one shard run in parallel (T's copy must be safe from several threads at once, as
   /// a pointer's or a shared_ptr's is).
-  [[gnu::always_inline]] std::optional<T> Get(const UniqueId& id) const {
+  [[gnu::always_inline]] std::optional<T> Get(const Key& id) const {
     CheckNotIterating("Get");
     Shard& s = ShardFor(id);
     ReaderLockGuard l(&s.lock);
@@ -155,7 +206,7 @@ class ShardedQueryMap {
   /// beside the shard's other readers, so it may only read the value or change what it points
   /// to atomically; it must be short and must not call into this map.
   template <typename Fn>
-  [[gnu::always_inline]] decltype(auto) VisitShared(const UniqueId& id, Fn&& fn) const {
+  [[gnu::always_inline]] decltype(auto) VisitShared(const Key& id, Fn&& fn) const {
     CheckNotIterating("VisitShared");
     Shard& s = ShardFor(id);
     ReaderLockGuard l(&s.lock);
@@ -165,7 +216,7 @@ class ShardedQueryMap {
 
   /// Removes 'id', moving its value into 'removed' if not null. NotFound if absent.
   /// The value is destroyed (or handed out) after the shard lock is released.
-  Status Delete(const UniqueId& id, T* removed = nullptr) {
+  Status Delete(const Key& id, T* removed = nullptr) {
     CheckNotIterating("Delete");
     Shard& s = ShardFor(id);
     std::optional<T> victim;
@@ -178,7 +229,7 @@ class ShardedQueryMap {
         s.PublishSize();
       }
     }
-    if (!victim) return NotFound("query id " + PrintId(id) + " is not registered");
+    if (!victim) return NotFound(Traits::ToString(id) + " is not registered");
     if (removed != nullptr) *removed = std::move(*victim);
     return Status::OK();
   }
@@ -190,7 +241,7 @@ class ShardedQueryMap {
     return n;
   }
 
-  /// Calls 'fn(const UniqueId&, T&)' for every entry, holding each shard's lock while visiting
+  /// Calls 'fn(const Key&, T&)' for every entry, holding each shard's lock while visiting
   /// that shard. 'fn' must be short and must not call into this map.
   template <typename Fn>
   void DoFuncForAllEntries(Fn&& fn) {
@@ -205,9 +256,9 @@ class ShardedQueryMap {
 
   /// Copies every (id, value) out, one shard lock at a time. The result is not an atomic
   /// snapshot of the whole map: entries added or removed during the copy may be missed.
-  std::vector<std::pair<UniqueId, T>> Snapshot() const {
+  std::vector<std::pair<Key, T>> Snapshot() const {
     CheckNotIterating("Snapshot");
-    std::vector<std::pair<UniqueId, T>> out;
+    std::vector<std::pair<Key, T>> out;
     out.reserve(Count() + 16);
     for (int i = 0; i < num_shards_; ++i) {
       Shard& s = shards_[i];
@@ -217,7 +268,7 @@ class ShardedQueryMap {
     return out;
   }
 
-  /// Calls 'fn(const UniqueId&, const T&)' for every entry of a Snapshot(), with no lock held:
+  /// Calls 'fn(const Key&, const T&)' for every entry of a Snapshot(), with no lock held:
   /// 'fn' may be slow and may call into the map.
   template <typename Fn>
   void ForEachUnlocked(Fn&& fn) const {
@@ -260,7 +311,7 @@ class ShardedQueryMap {
     [[maybe_unused]] const void* prev_ = nullptr;
   };
 
-  Shard& ShardFor(const UniqueId& id) const { return shards_[ShardIndex(id)]; }
+  Shard& ShardFor(const Key& id) const { return shards_[ShardIndex(id)]; }
 
   void CheckNotIterating(const char* method) const {
 #ifndef NDEBUG

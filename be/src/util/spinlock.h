@@ -3,9 +3,8 @@
 #include <atomic>
 #include <cstdint>
 
-#include <glog/logging.h>
-
-#include "util/thread-annotations.h"
+#include "check.h"
+#include "thread-annotations.h"
 
 namespace qr {
 
@@ -77,7 +76,7 @@ class QR_CAPABILITY("spinlock") SpinLock {
 
   /// Debug-build check that the lock is held (by some thread).
   void DCheckLocked() const QR_ASSERT_CAPABILITY(this) {
-    DCHECK_NE(state_.load(std::memory_order_relaxed), kFree) << "SpinLock is not held";
+    QR_DCHECK(state_.load(std::memory_order_relaxed) != kFree, "SpinLock is not held");
   }
 
   /// Times the lock was acquired (lock() or a successful try_lock()).

@@ -20,7 +20,7 @@ const char* StatusCodeName(StatusCode code) {
 }
 
 Status::Status(StatusCode code, std::string message) {
-  DCHECK(code != StatusCode::kOk) << "use Status::OK()";
+  QR_DCHECK(code != StatusCode::kOk, "use Status::OK()");
   state_ = std::make_unique<State>(State{code, std::move(message)});
 }
 

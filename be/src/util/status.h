@@ -6,7 +6,7 @@
 #include <string_view>
 #include <utility>
 
-#include <glog/logging.h>
+#include "check.h"
 
 namespace qr {
 
@@ -75,22 +75,22 @@ template <typename T>
 class [[nodiscard]] StatusOr {
  public:
   StatusOr(Status status) : status_(std::move(status)) {  // NOLINT: implicit by design
-    DCHECK(!status_.ok()) << "StatusOr constructed from an OK status without a value";
+    QR_DCHECK(!status_.ok(), "StatusOr constructed from an OK status without a value");
   }
   StatusOr(T value) : value_(std::move(value)) {}  // NOLINT: implicit by design
 
   bool ok() const { return status_.ok(); }
   const Status& status() const { return status_; }
   const T& value() const& {
-    DCHECK(ok()) << status_.ToString();
+    QR_DCHECK(ok(), status_.ToString());
     return *value_;
   }
   T& value() & {
-    DCHECK(ok()) << status_.ToString();
+    QR_DCHECK(ok(), status_.ToString());
     return *value_;
   }
   T&& value() && {
-    DCHECK(ok()) << status_.ToString();
+    QR_DCHECK(ok(), status_.ToString());
     return std::move(*value_);
   }
   const T& operator*() const& { return value(); }
@@ -113,8 +113,8 @@ std::string QuoteForError(std::string_view input, size_t max_len = 64);
 #define QR_STATUS_CONCAT(a, b) QR_STATUS_CONCAT_INNER(a, b)
 
 /// Returns the status from the current function if it is not OK.
-#define RETURN_IF_ERROR(expr)                          \
-  do {                                                 \
-    ::qr::Status _qr_status = (expr);                  \
-    if (!_qr_status.ok()) return _qr_status;           \
+#define QR_RETURN_IF_ERROR(expr)             \
+  do {                                       \
+    ::qr::Status _qr_status = (expr);        \
+    if (!_qr_status.ok()) return _qr_status; \
   } while (0)

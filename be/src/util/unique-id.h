@@ -6,7 +6,7 @@
 #include <string>
 #include <string_view>
 
-#include "util/status.h"
+#include "status.h"
 
 namespace qr {
 
