@@ -1,9 +1,14 @@
 #!/usr/bin/env bash
 # coordinatord refuses bad flags at start-up with a message naming the flag (issue 15):
-# negative or zero sizes, thread counts past the limit, an unusable --log_dir.
-#   coordinatord-flags-test.sh PATH-TO-COORDINATORD
+# negative or zero sizes, thread counts past the limit, an unusable --log_dir. --helpshort
+# lists every flag DEFINEd under be/src that the daemon links exactly once, in a group, and
+# --help lists them before the libraries'; --version prints the version and git revision
+# (issue 16).
+#   coordinatord-flags-test.sh PATH-TO-COORDINATORD SOURCE_DIR VERSION GIT_REVISION
 set -uo pipefail
 daemon=$1
+source_dir=$2
+want_version="coordinatord $3 (git $4)"
 work=$(mktemp -d /tmp/qr-flags-test.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 failures=0
@@ -40,5 +45,70 @@ if [ "$(id -u)" -ne 0 ]; then  # root writes through 0555
   expect_refused "cannot write log files in --log_dir=$work/readonly" --log_dir="$work/readonly"
 fi
 
-[ "$failures" -eq 0 ] && echo "all refusals as expected"
+# --version: "coordinatord 0.2.0 (git 1a2b3c4)", as configured.
+version=$("$daemon" --version 2>&1)
+if [ "$version" != "$want_version" ]; then
+  echo "FAIL: --version printed '$version', expected '$want_version'"
+  failures=$((failures + 1))
+elif ! grep -qE '^coordinatord [0-9]+\.[0-9]+\.[0-9]+ \(git ([0-9a-f]{7,}(-dirty)?|unknown)\)$' \
+     <<< "$version"; then
+  echo "FAIL: --version printed '$version': not 'coordinatord X.Y.Z (git HASH[-dirty]|unknown)'"
+  failures=$((failures + 1))
+else
+  echo "ok: --version -> $version"
+fi
+
+failures_before_help=$failures
+# --helpshort: every flag of ours that the daemon has (gflags' --helpxml names them all) is
+# listed exactly once, under a group title, and none is ungrouped.
+"$daemon" --helpshort > "$work/helpshort" 2>&1 || { echo "FAIL: --helpshort failed"; failures=$((failures + 1)); }
+"$daemon" --help > "$work/help" 2>&1 || { echo "FAIL: --help failed"; failures=$((failures + 1)); }
+"$daemon" --helpxml > "$work/helpxml" 2>/dev/null
+# Flag names of DEFINE_<type>(name, ...) anywhere under be/src (a DEFINE may span lines).
+defined=$(find "$source_dir/be/src" -name '*.cc' -exec cat {} + | tr '\n' ' ' |
+  grep -oE 'DEFINE_(bool|int32|uint32|int64|uint64|double|string)\([[:space:]]*[A-Za-z0-9_]+' |
+  sed -E 's/.*\([[:space:]]*//' | sort -u)
+checked=0
+for name in $defined; do
+  grep -qF "<name>$name</name>" "$work/helpxml" || continue  # another binary's flag
+  checked=$((checked + 1))
+  count=$(grep -cE "^  --$name=" "$work/helpshort")
+  if [ "$count" -ne 1 ]; then
+    echo "FAIL: --helpshort lists --$name $count times (expected once, in a group)"
+    failures=$((failures + 1))
+  fi
+  # --help: the same, before the libraries' flags.
+  if [ "$(grep -cE "^  --$name=" "$work/help")" -ne 1 ]; then
+    echo "FAIL: --help does not list --$name once"
+    failures=$((failures + 1))
+  fi
+done
+if grep -q '^Ungrouped' "$work/helpshort"; then
+  echo "FAIL: --helpshort has ungrouped flags (add them to FlagGroups()):"
+  sed -n '/^Ungrouped/,/^$/p' "$work/helpshort"
+  failures=$((failures + 1))
+fi
+# A flag line belongs to the group titled above it: no flag before the first title.
+first_flag=$(grep -nE '^  --' "$work/helpshort" | head -1 | cut -d: -f1)
+first_title=$(grep -nE '^[A-Z].*:$' "$work/helpshort" | head -1 | cut -d: -f1)
+if [ "$checked" -lt 40 ] || [ -z "$first_title" ] || [ "$first_flag" -lt "$first_title" ]; then
+  echo "FAIL: --helpshort is not grouped, or too few flags of ours found ($checked)"
+  failures=$((failures + 1))
+fi
+for unit in '--http_idle_timeout_s=60 (seconds)' '--max_spill_mb=8192 (MiB)' \
+            '--max_statement_bytes=1048576 (bytes)' '--long_query_after_ms=200 (milliseconds)'; do
+  grep -qF -- "  $unit" "$work/helpshort" || { echo "FAIL: --helpshort lacks '$unit'"; failures=$((failures + 1)); }
+done
+# --help: ours first; glog's flags only after, by name.
+ours_line=$(grep -nE '^  --http_port=' "$work/help" | cut -d: -f1)
+glog_line=$(grep -nE -- '--log_prefix' "$work/help" | head -1 | cut -d: -f1)
+if [ -z "$ours_line" ] || [ -z "$glog_line" ] || [ "$glog_line" -lt "$ours_line" ]; then
+  echo "FAIL: --help does not list our flags before glog's (--http_port at '$ours_line', --log_prefix at '$glog_line')"
+  failures=$((failures + 1))
+fi
+if [ "$failures" -eq "$failures_before_help" ]; then
+  echo "ok: --helpshort groups the $checked flags of ours defined under be/src; --help lists them first"
+fi
+
+[ "$failures" -eq 0 ] && echo "all checks as expected"
 exit $((failures > 0))

@@ -5,6 +5,8 @@
 #include <stdlib.h>
 
 #include <cctype>
+#include <filesystem>
+#include <fstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -14,6 +16,9 @@
 
 #include "service-test-util.h"
 #include "service/debug-pages.h"
+#include "service/www-assets.h"
+
+DECLARE_string(www_dir);
 
 DEFINE_string(debug_pages_test_api_token, "hunter2", "A secret that /varz must not show.");
 
@@ -352,6 +357,39 @@ TEST_F(DebugPagesTest, AssetsServedOnlyFromTheLoadedSet) {
   EXPECT_EQ(TestHttpClient(port_).Get("/www/missing.js").status, 404);
   EXPECT_EQ(TestHttpClient(port_).Get("/www/../CMakeLists.txt").status, 404);
   EXPECT_EQ(TestHttpClient(port_).Get("/www/%2e%2e/CMakeLists.txt").status, 404);
+}
+
+TEST_F(DebugPagesTest, EveryCompiledInAssetServedWithItsContentType) {
+  ASSERT_GE(EmbeddedWwwAssets().size(), 4u);  // queries.html, queries.js, style.css, favicon
+  for (const EmbeddedAsset& asset : EmbeddedWwwAssets()) {
+    SCOPED_TRACE(asset.name);
+    TestResponse r = TestHttpClient(port_).Get("/www/" + std::string(asset.name));
+    EXPECT_EQ(r.status, 200);
+    EXPECT_EQ(r.body, asset.data);
+    // A file of be/www with an extension the server has no type for would be left out.
+    EXPECT_NE(r.Header("Content-Type"), "");
+    EXPECT_EQ(r.Header("X-Content-Type-Options"), "nosniff");
+  }
+  TestResponse page = TestHttpClient(port_).Get("/queries");
+  EXPECT_EQ(page.status, 200);
+  EXPECT_EQ(page.Header("Content-Type"), "text/html; charset=utf-8");
+  EXPECT_NE(page.body.find("<script src=\"/www/queries.js\""), std::string::npos);
+}
+
+TEST_F(DebugPagesTest, WwwDirOverridesTheCompiledInAssets) {
+  const std::string dir = data_dir_ + "/www-override";
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir + "/queries.html") << "<p>edited</p>";
+  gflags::FlagSaver saver;
+  FLAGS_www_dir = dir;
+  std::unique_ptr<CoordinatorServer> server = StartServer(DefaultOptions());
+  ASSERT_NE(server, nullptr);
+  TestResponse page = TestHttpClient(server->port()).Get("/queries");
+  EXPECT_EQ(page.status, 200);
+  EXPECT_EQ(page.body, "<p>edited</p>");
+  // Only what the directory holds: no fallback to the compiled-in copy.
+  EXPECT_EQ(TestHttpClient(server->port()).Get("/www/style.css").status, 404);
+  server->Shutdown(0);
 }
 
 TEST_F(DebugPagesTest, HealthzIndexVarzAndUnknownPaths) {

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include "service-test-util.h"
+#include "service/version.h"
 
 namespace qr::testing {
 namespace {
@@ -106,7 +107,13 @@ TEST_F(ProtocolEndpointsTest, InfoDescribesTheCoordinator) {
   EXPECT_EQ(r.Header("Content-Type").rfind("application/json", 0), 0u);
   json j = r.Json();
   ASSERT_TRUE(j.is_object()) << r.body;
-  EXPECT_TRUE(j["nodeVersion"]["version"].is_string());
+  // The version --version prints: "0.2.0 (git 1a2b3c4)", the revision CMake found.
+  ASSERT_TRUE(j["nodeVersion"]["version"].is_string());
+  const std::string version = j["nodeVersion"]["version"];
+  EXPECT_EQ(version, QR_FULL_VERSION);
+  EXPECT_EQ(version.rfind(QR_TEST_PROJECT_VERSION " (git ", 0), 0u) << version;
+  EXPECT_NE(version.find(std::string("(git ") + QR_TEST_GIT_REVISION + ")"), std::string::npos)
+      << version;
   EXPECT_TRUE(j["environment"].is_string());
   EXPECT_EQ(j["coordinator"], true);
   EXPECT_EQ(j["starting"], false);

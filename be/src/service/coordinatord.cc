@@ -18,6 +18,8 @@
 #include <glog/logging.h>
 
 #include "service/coordinator-server.h"
+#include "service/coordinatord-help.h"
+#include "service/version.h"
 #include "http/client-address.h"
 #include "http/file-limit.h"
 #include "util/sharded-query-map-util.h"
@@ -372,8 +374,12 @@ int Main() {
 
 int main(int argc, char** argv) {
   gflags::SetUsageMessage("coordinatord [flags]: Trino-protocol query coordinator over SQLite");
-  gflags::SetVersionString(QR_VERSION_STRING);
-  gflags::ParseCommandLineFlags(&argc, &argv, true);
+  gflags::SetVersionString(QR_FULL_VERSION);
+  // --help, --helpshort and --version are ours (flags grouped, glog's last); gflags keeps
+  // --helpfull, --helpxml, --helpon and --helpmatch.
+  gflags::ParseCommandLineNonHelpFlags(&argc, &argv, true);
+  if (qr::HandleHelpAndVersionFlags(QR_FULL_VERSION)) return 0;
+  gflags::HandleCommandLineHelpFlags();
   // Blocks of 1 MiB and more (a wide value SQLite expands, a large page) are mapped and
   // unmapped on their own, so the memory budgets are budgets of RSS too. glibc's default
   // raises this threshold after each such free (up to 32 MiB), after which freed blocks stay

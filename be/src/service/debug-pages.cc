@@ -1,6 +1,6 @@
 // The debug pages of coordinatord: small static handlers registered in one place
 // (RegisterDebugPages at the bottom). The data renderers live in queries-json.cc and
-// metrics-page.cc; the page assets in be/www.
+// metrics-page.cc; the page assets in be/www, compiled into the binary (www-assets.h).
 
 #include "service/debug-pages.h"
 
@@ -23,17 +23,17 @@
 #include "service/access-control.h"
 #include "service/coordinator-server.h"
 #include "service/statement-service.h"
+#include "service/www-assets.h"
 #include "util/status.h"
 #include "util/unique-id.h"
-
-#ifndef QR_WWW_DIR
-#define QR_WWW_DIR "be/www"
-#endif
 
 DEFINE_int32(query_stmt_size, 250,
              "Characters of a statement shown in query listings (the full text is one click "
              "away).");
-DEFINE_string(www_dir, QR_WWW_DIR, "Directory of the debug pages' assets (queries.html, ...).");
+DEFINE_string(www_dir, "",
+              "Serve the debug pages' assets (queries.html, ...) from this directory, read at "
+              "start-up, instead of the copy compiled into the binary: for editing be/www "
+              "without rebuilding (empty: the compiled-in copy).");
 
 namespace {
 bool ValidateStmtSize(const char* flag, int32_t v) {
@@ -50,7 +50,7 @@ namespace {
 namespace http = boost::beast::http;
 using Json = nlohmann::ordered_json;
 
-/// A static file of the pages, read once at registration.
+/// A static file of the pages, loaded once: never copied per request.
 struct Asset {
   std::string content_type;
   std::shared_ptr<const std::string> body;
@@ -62,7 +62,7 @@ struct PageContext {
   QueryCoordinator* coordinator;
   const AccessControl* access;
   int stmt_size;
-  std::string www_dir;
+  std::string www_dir;  // empty: the compiled-in assets
   std::unordered_map<std::string, Asset> assets;  // by file name
 };
 using Ctx = std::shared_ptr<const PageContext>;
@@ -102,6 +102,25 @@ std::unordered_map<std::string, Asset> LoadAssets(const std::string& dir) {
   return assets;
 }
 
+/// The compiled-in copy of be/www, made once per process (every server shares the bodies).
+/// A file without a known content type is left out (DebugPagesTest checks there is none).
+const std::unordered_map<std::string, Asset>& EmbeddedAssets() {
+  static const auto* assets = [] {
+    auto* map = new std::unordered_map<std::string, Asset>;
+    for (const EmbeddedAsset& file : EmbeddedWwwAssets()) {
+      const char* type = ContentTypeFor(std::filesystem::path(file.name));
+      if (type == nullptr) {
+        LOG(WARNING) << "Debug pages: no content type for be/www/" << file.name;
+        continue;
+      }
+      (*map)[std::string(file.name)] =
+          Asset{type, std::make_shared<const std::string>(file.data)};
+    }
+    return map;
+  }();
+  return *assets;
+}
+
 /// Headers of every debug response; pages also get a strict CSP so that even a rendering bug
 /// could not run injected script.
 void AddSecurityHeaders(HttpResponse* r, bool page) {
@@ -137,8 +156,9 @@ HttpResponse TextResponse(unsigned status, std::string text) {
 HttpResponse AssetResponse(const PageContext& ctx, const std::string& name) {
   auto it = ctx.assets.find(name);
   if (it == ctx.assets.end()) {
-    return TextResponse(500, "Page asset '" + name + "' is missing from " + ctx.www_dir +
-                                 ": point --www_dir at the be/www directory of the source\n");
+    return TextResponse(500, "Page asset '" + name + "' is missing from --www_dir=" +
+                                 ctx.www_dir + ": point it at the be/www directory of the "
+                                 "source, or leave it empty for the compiled-in copy\n");
   }
   HttpResponse r;
   r.content_type = it->second.content_type;
@@ -325,7 +345,8 @@ void HandleCancel(const Ctx& ctx, HttpRequest& req, ResponseCallback respond) {
   respond(JsonResponse(200, body));
 }
 
-/// GET /www/NAME: a file of --www_dir (only the files loaded at start; no path is resolved).
+/// GET /www/NAME: a compiled-in asset or one of --www_dir loaded at start (no path is
+/// resolved).
 void HandleAsset(const Ctx& ctx, HttpRequest& req, ResponseCallback respond) {
   std::string name = req.path.substr(std::string_view("/www/").size());
   if (!ctx->assets.contains(name)) {
@@ -355,9 +376,10 @@ Ctx MakeContext(const DebugPages::Options& options, CoordinatorServer* server) {
   ctx->access = server->access_control();
   ctx->stmt_size = options.query_stmt_size > 0 ? options.query_stmt_size : FLAGS_query_stmt_size;
   ctx->www_dir = options.www_dir.empty() ? FLAGS_www_dir : options.www_dir;
-  ctx->assets = LoadAssets(ctx->www_dir);
+  ctx->assets = ctx->www_dir.empty() ? EmbeddedAssets() : LoadAssets(ctx->www_dir);
   if (!ctx->assets.contains("queries.html")) {
-    LOG(WARNING) << "Debug pages: no queries.html in --www_dir " << ctx->www_dir
+    LOG(WARNING) << "Debug pages: no queries.html in "
+                 << (ctx->www_dir.empty() ? "the compiled-in assets" : "--www_dir " + ctx->www_dir)
                  << "; /queries will answer 500 (JSON endpoints work)";
   }
   return ctx;

@@ -13,7 +13,7 @@ class QueryCoordinator;
 
 /// The operator's pages of coordinatord: GET / (index), /queries (HTML) and /queries?json,
 /// /query_statement (a statement's full text), POST /cancel_query, /metrics (Prometheus),
-/// /healthz, /varz, and the static assets of be/www under /www/.
+/// /healthz, /varz, and the static assets of be/www (compiled in) under /www/.
 ///
 /// The pages never hold a registry shard lock while they are built: listings come from the
 /// registry's Snapshot() (via QueryCoordinator::InFlight()) and the query log's copy.
@@ -26,7 +26,8 @@ namespace DebugPages {
 struct Options {
   /// Listings truncate statements to this many characters; 0: the --query_stmt_size flag.
   int query_stmt_size = 0;
-  /// Directory of the page assets (queries.html, queries.js, style.css); empty: --www_dir.
+  /// Directory of the page assets (queries.html, queries.js, style.css); empty: --www_dir,
+  /// whose default (empty) is the copy of be/www compiled into the binary.
   std::string www_dir;
 };
 

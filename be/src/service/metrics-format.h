@@ -46,6 +46,6 @@ inline void Scalar(const char* name, const char* type, const char* help, int64_t
 /// The standard process_* families (CPU, resident and virtual memory, open and maximum file
 /// descriptors, threads, start time: the names Prometheus' client libraries use) and
 /// qr_build_info{version,revision}.
-void AppendProcessMetrics(const char* version, std::string* out);
+void AppendProcessMetrics(std::string* out);
 
 }  // namespace qr::metrics

@@ -358,7 +358,7 @@ std::string RenderMetrics(CoordinatorServer* server) {
   AppendHttpMetrics(*server->webserver(), &out);
   AppendRegistryMetrics(coordinator, *server->exec_mgr(), server->options().metrics_per_shard,
                         &out);
-  metrics::AppendProcessMetrics(QR_VERSION_STRING, &out);
+  metrics::AppendProcessMetrics(&out);
   if (server->authenticator() != nullptr) AppendAuthMetrics(*server->authenticator(), &out);
   return out;
 }

@@ -13,15 +13,10 @@
 #include <vector>
 
 #include "service/metrics-format.h"
+#include "service/version.h"
 
 namespace qr::metrics {
 namespace {
-
-#ifdef QR_GIT_REVISION
-constexpr const char* kRevision = QR_GIT_REVISION;
-#else
-constexpr const char* kRevision = "unknown";
-#endif
 
 /// The fields of /proc/self/stat after the command name: [0] is field 3 (state).
 std::vector<std::string> ProcSelfStatFields() {
@@ -73,7 +68,7 @@ std::string Decimal(double v) {
 /// build's version and revision.
 }  // namespace
 
-void AppendProcessMetrics(const char* version, std::string* out) {
+void AppendProcessMetrics(std::string* out) {
   rusage ru{};
   getrusage(RUSAGE_SELF, &ru);
   const double cpu = ru.ru_utime.tv_sec + ru.ru_stime.tv_sec +
@@ -104,7 +99,7 @@ void AppendProcessMetrics(const char* version, std::string* out) {
   Family("qr_build_info", "gauge", "The running build: version and git revision (always 1).",
          out);
   Sample("qr_build_info",
-         std::string("{version=\"") + version + "\",revision=\"" + kRevision + "\"}",
+         std::string("{version=\"") + QR_VERSION + "\",revision=\"" + QR_GIT_REVISION + "\"}",
          1, out);
 }
 

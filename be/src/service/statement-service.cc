@@ -11,6 +11,7 @@
 
 #include "runtime/json-encoding.h"
 #include "service/protocol-json.h"
+#include "service/version.h"
 #include "http/http-message.h"
 #include "http/password-file.h"
 
@@ -378,7 +379,7 @@ void StatementService::HandleInfo(HttpRequest& req, ResponseCallback respond) {
                                                   start_time_).count() / 60.0;
   char uptime[32];
   snprintf(uptime, sizeof(uptime), "%.2fm", uptime_m);
-  std::string body = "{\"nodeVersion\":{\"version\":\"" QR_VERSION_STRING "\"},\"environment\":";
+  std::string body = "{\"nodeVersion\":{\"version\":\"" QR_FULL_VERSION "\"},\"environment\":";
   AppendJsonString(options_.environment, &body);
   body += ",\"coordinator\":true,\"starting\":false,\"uptime\":\"";
   body += uptime;
