@@ -78,7 +78,7 @@ TEST_F(ResultSpoolTest, QuotaReachedProducerWaitsForTheClient) {
     }
     buf.Finish(std::nullopt);
   });
-  ASSERT_TRUE(testing::WaitFor([&] { return buf.spool_quota_waits() > 0; }));
+  ASSERT_TRUE(WaitFor([&] { return buf.spool_quota_waits() > 0; }));
   EXPECT_EQ(put.load(), 14) << "4 in memory and 10 spooled, then the quota stops it";
   EXPECT_LE(account->used_bytes(), account->limit_bytes());
   // The query says why it waits, and which flag to change.
@@ -113,7 +113,7 @@ TEST_F(ResultSpoolTest, FullTotalBudgetIsNamedWhileTheProducerWaits) {
       if (!buf.Put(NumberedPage(i, 16 << 10))) return;
     }
   });
-  ASSERT_TRUE(testing::WaitFor([&] { return buf.spool_quota_waits() > 0; }));
+  ASSERT_TRUE(WaitFor([&] { return buf.spool_quota_waits() > 0; }));
   EXPECT_NE(buf.blocked_reason().find("--max_spill_mb"), std::string::npos)
       << buf.blocked_reason();
   buf.Close();
@@ -130,7 +130,7 @@ TEST_F(ResultSpoolTest, CloseDropsTheSpoolAndUnblocksTheProducer) {
       if (!buf.Put(NumberedPage(i, 16 << 10))) refused.store(true);
     }
   });
-  ASSERT_TRUE(testing::WaitFor([&] { return buf.spool_quota_waits() > 0; }));
+  ASSERT_TRUE(WaitFor([&] { return buf.spool_quota_waits() > 0; }));
   buf.Close();
   producer.join();
   EXPECT_TRUE(refused.load());
@@ -154,7 +154,7 @@ TEST_F(ResultSpoolTest, UnusableDirectoryFallsBackToBackpressure) {
   std::optional<QueryError> err;
   int next = 0;
   // The spool directory is unusable: the producer waits on the memory buffer, and says so.
-  ASSERT_TRUE(testing::WaitFor([&] { return !buf.blocked_reason().empty(); }));
+  ASSERT_TRUE(WaitFor([&] { return !buf.blocked_reason().empty(); }));
   EXPECT_NE(buf.blocked_reason().find("not spooled"), std::string::npos) << buf.blocked_reason();
   while (next < 8) {
     ResultBuffer::Next n = buf.TryGet(&p, &err);

@@ -17,7 +17,7 @@
 #include "http/webserver.h"
 
 namespace qr {
-namespace DebugPages {
+namespace debug_pages {
 namespace {
 
 /// Appends the comment lines of one metric family.
@@ -307,5 +307,5 @@ std::string RenderMetrics(CoordinatorServer* server) {
   return out;
 }
 
-}  // namespace DebugPages
+}  // namespace debug_pages
 }  // namespace qr

@@ -166,7 +166,7 @@ void AppendQueryInfoJson(const ClientRequestState& req, const ResultsUris& uris,
   out->append(state);
   out->append("\",\"query\":");
   const std::string_view stmt = *req.statement();
-  const std::string_view shown = DebugPages::TruncateChars(stmt, stmt_size);
+  const std::string_view shown = debug_pages::TruncateChars(stmt, stmt_size);
   AppendJsonString(shown, out);
   if (stmt_size != SIZE_MAX) {
     out->append(shown.size() < stmt.size() ? ",\"queryTruncated\":true"
