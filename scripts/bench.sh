@@ -98,7 +98,7 @@ if [ "$callgrind" -eq 1 ]; then
   cg_ops=200000
   cg_entries=1000
   entries_json=""
-  for v in BareStdFind BareFlatFind GlobalMutex SpinShards64 SpinShards256 SpinLockShards256 SpinShards256Std \
+  for v in BareStdFind BareFlatFind GlobalMutex ShardedQueryMap64 ShardedQueryMap256 SpinLockShards256 ShardedQueryMap256Std \
            LegacySpinShards64Std TbbConcurrentHashMap LibcuckooMap; do
     cg_out="$out/callgrind.$v.out"
     if valgrind --tool=callgrind --callgrind-out-file="$cg_out" --collect-atstart=no \
@@ -127,7 +127,7 @@ EOF
 render_args=(--json "$out/process-wide-locks.json" --machine "$out/machine.json"
              --command "$invocation  # runs: $command" --doc "$doc" --plot "$plot"
              --plot-link "$plot_link"
-             --candidates "SpinLockShards256,SpinShards64,SpinShards256Std,LegacySpinShards64Std")
+             --candidates "SpinLockShards256,ShardedQueryMap64,ShardedQueryMap256Std,LegacySpinShards64Std")
 if [ -f "$cg_json" ]; then
   render_args+=(--callgrind "$cg_json")
 fi

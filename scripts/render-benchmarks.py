@@ -21,12 +21,11 @@ import os
 import re
 import sys
 
-SECTION = "## Registry micro-benchmarks (process-wide-locks-benchmark)"
-NOTES_BEGIN = "<!-- registry-bench:notes:begin (hand-written; render-benchmarks.py keeps it) -->"
-NOTES_END = "<!-- registry-bench:notes:end -->"
-GEN_BEGIN = ("<!-- registry-bench:generated:begin (written by scripts/render-benchmarks.py "
-             "from the last scripts/bench.sh run: do not edit by hand) -->")
-GEN_END = "<!-- registry-bench:generated:end -->"
+import benchdoc
+from benchdoc import median, table
+
+DOC = benchdoc.DocSection("## Registry micro-benchmarks (process-wide-locks-benchmark)",
+                          "registry-bench", "render-benchmarks.py", "the last scripts/bench.sh run")
 
 MIXES = [
     ("LookupOnly", "lookup-only (100% Get)"),
@@ -117,12 +116,6 @@ def field_of(b, field):
     return b.get(field)
 
 
-def median(values):
-    values = sorted(values)
-    n = len(values)
-    return values[n // 2] if n % 2 else (values[n // 2 - 1] + values[n // 2]) / 2
-
-
 def median_run(runs):
     """One run whose numeric fields are the medians of 'runs'."""
     out = dict(runs[0])
@@ -159,14 +152,8 @@ def times(r):
     return "-" if r is None else f"{r:.2f}x"
 
 
-def table(header, rows):
-    out = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
-    out += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
-    return "\n".join(out)
-
-
 def default_variant(res):
-    return "SpinShards" + str(res.context.get("registry_num_shards", "64"))
+    return "ShardedQueryMap" + str(res.context.get("registry_num_shards", "64"))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -616,23 +603,6 @@ def plot(res, path, plotted):
 # The document
 
 
-def write_doc(path, generated):
-    text = open(path).read() if os.path.exists(path) else "# Benchmarks\n"
-    block = f"{GEN_BEGIN}\n{generated}\n{GEN_END}"
-    if GEN_BEGIN in text and GEN_END in text:
-        start = text.index(GEN_BEGIN)
-        end = text.index(GEN_END) + len(GEN_END)
-        text = text[:start] + block + text[end:]
-    else:
-        if not text.endswith("\n"):
-            text += "\n"
-        text += (f"\n{SECTION}\n\n{NOTES_BEGIN}\n(Notes on these numbers go here.)\n{NOTES_END}\n\n"
-                 f"{block}\n")
-    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
-    with open(path, "w") as f:
-        f.write(text)
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--json", required=True)
@@ -648,7 +618,7 @@ def main():
     ap.add_argument("--candidates", default="",
                     help="variants whose targets are evaluated next to the current default")
     ap.add_argument("--plotted", default="GlobalMutex,SharedMutex,ShardedStdMutex64,SpinLockShards256,"
-                    "SpinShards64,SpinShards256,SpinShards256Std,LegacySpinShards64Std,"
+                    "ShardedQueryMap64,ShardedQueryMap256,ShardedQueryMap256Std,LegacySpinShards64Std,"
                     "TbbConcurrentHashMap,LibcuckooMap",
                     help="variants drawn in the plot (at most 10 stay distinguishable)")
     args = ap.parse_args()
@@ -680,7 +650,7 @@ def main():
             "One thread per query: make a ClientRequestState, Add it, `accesses` x Get (copies "
             "the shared_ptr: two atomic reference-count updates per Get), Delete it."),
     ]
-    write_doc(args.doc, "\n\n".join(p for p in parts if p))
+    DOC.write(args.doc, "\n\n".join(p for p in parts if p))
     print(f"render-benchmarks.py: wrote {args.doc}" +
           (f" and {args.plot}" if res.variants.get("ReadHeavy") and not args.no_plot else ""))
 

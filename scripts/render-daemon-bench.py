@@ -14,15 +14,13 @@ import glob
 import json
 import os
 import re
-import statistics
 import sys
 
-SECTION = "## Daemon under load (coordinator-loadgen)"
-NOTES_BEGIN = "<!-- daemon-bench:notes:begin (hand-written; render-daemon-bench.py keeps it) -->"
-NOTES_END = "<!-- daemon-bench:notes:end -->"
-GEN_BEGIN = ("<!-- daemon-bench:generated:begin (written by scripts/render-daemon-bench.py "
-             "from scripts/bench-daemon.sh; do not edit) -->")
-GEN_END = "<!-- daemon-bench:generated:end -->"
+import benchdoc
+from benchdoc import median as med, table
+
+DOC = benchdoc.DocSection("## Daemon under load (coordinator-loadgen)", "daemon-bench",
+                          "render-daemon-bench.py", "scripts/bench-daemon.sh")
 
 WORKLOADS = [  # (server, workload, description)
     ("nginx", "get", "static status.json, raw GET, 64 conns"),
@@ -91,10 +89,6 @@ class Results:
         return out
 
 
-def med(values):
-    return statistics.median(values) if values else None
-
-
 def fmt(v, digits=0, unit=""):
     if v is None:
         return "n/a"
@@ -105,12 +99,6 @@ def fmt(v, digits=0, unit=""):
 
 def per_repeat(values, digits):
     return " / ".join(fmt(v, digits) for v in values) if len(values) > 1 else ""
-
-
-def table(header, rows):
-    out = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
-    out += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
-    return "\n".join(out)
 
 
 def server_stat(rep, *path):
@@ -386,23 +374,6 @@ def failures_section(res):
     return "\n".join(["### Failures", "", "```", failures, "```"])
 
 
-def write_doc(path, generated):
-    text = open(path).read() if os.path.exists(path) else "# Benchmarks\n"
-    block = f"{GEN_BEGIN}\n{generated}\n{GEN_END}"
-    if GEN_BEGIN in text and GEN_END in text:
-        start = text.index(GEN_BEGIN)
-        end = text.index(GEN_END) + len(GEN_END)
-        text = text[:start] + block + text[end:]
-    else:
-        if not text.endswith("\n"):
-            text += "\n"
-        text += (f"\n{SECTION}\n\n{NOTES_BEGIN}\n(Notes on these numbers go here.)\n{NOTES_END}"
-                 f"\n\n{block}\n")
-    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
-    with open(path, "w") as f:
-        f.write(text)
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--results", required=True)
@@ -411,7 +382,7 @@ def main():
     res = Results(args.results)
     parts = [machine_section(res), failures_section(res), targets_table(res), ratios_table(res),
              results_table(res), threads_section(res), mixed_section(res)]
-    write_doc(args.doc, "\n\n".join(p for p in parts if p))
+    DOC.write(args.doc, "\n\n".join(p for p in parts if p))
     print(f"render-daemon-bench.py: wrote {args.doc}")
 
 

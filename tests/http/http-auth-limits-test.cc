@@ -14,8 +14,8 @@
 #include "http/client-address.h"
 #include "http/http-auth.h"
 #include "util/mutex.h"
-#include "http/password-file.h"
 #include "http/webserver.h"
+#include "http-auth-test-util.h"
 
 namespace qr {
 namespace {
@@ -31,26 +31,6 @@ class FixedTimeZone : public ::testing::Environment {
   void SetUp() override { setenv("TZ", ":/etc/localtime", /*overwrite=*/0); }
 };
 const auto* const kFixedTimeZone = ::testing::AddGlobalTestEnvironment(new FixedTimeZone);
-
-std::string Basic(const std::string& user, const std::string& password) {
-  return "Basic " + Base64Encode(user + ":" + password);
-}
-
-PasswordFile Users() {
-  std::string alice, bob;
-  EXPECT_TRUE(MakePasswordEntryLine("alice", "alice-pw", kMinPasswordIterations, &alice).ok());
-  EXPECT_TRUE(MakePasswordEntryLine("bob", "bob-pw", kMinPasswordIterations, &bob).ok());
-  PasswordFile file;
-  EXPECT_TRUE(PasswordFile::Parse(alice + "\n" + bob + "\n", "test", &file).ok());
-  return file;
-}
-
-BasicAuthenticator::Options Limits(int max_failures) {
-  BasicAuthenticator::Options o;
-  o.max_failures = max_failures;
-  o.failure_window = std::chrono::seconds(3600);
-  return o;
-}
 
 HttpRequest Request(const std::string& authorization, const std::string& remote,
                     const std::vector<std::string>& forwarded_for = {}) {

@@ -12,35 +12,16 @@
 #include <gtest/gtest.h>
 
 #include "testutil/log-capture.h"
+#include "testutil/wait.h"
 #include "util/mutex.h"
-#include "http/password-file.h"
 #include "http/webserver.h"
+#include "http-auth-test-util.h"
 
 namespace qr {
 namespace {
 
 using Result = BasicAuthenticator::Result;
 using qr::testing::LogCapture;
-
-std::string Basic(const std::string& user, const std::string& password) {
-  return "Basic " + Base64Encode(user + ":" + password);
-}
-
-PasswordFile Users() {
-  std::string alice, bob;
-  EXPECT_TRUE(MakePasswordEntryLine("alice", "alice-pw", kMinPasswordIterations, &alice).ok());
-  EXPECT_TRUE(MakePasswordEntryLine("bob", "bob-pw", kMinPasswordIterations, &bob).ok());
-  PasswordFile file;
-  EXPECT_TRUE(PasswordFile::Parse(alice + "\n" + bob + "\n", "test", &file).ok());
-  return file;
-}
-
-BasicAuthenticator::Options Limits(int max_failures) {
-  BasicAuthenticator::Options o;
-  o.max_failures = max_failures;
-  o.failure_window = std::chrono::seconds(3600);
-  return o;
-}
 
 TEST(BasicAuthenticatorTest, AcceptsOnlyTheRightPassword) {
   BasicAuthenticator auth(Users(), Limits(100));
@@ -219,13 +200,12 @@ TEST(BasicAuthenticatorTest, LimitEndsWithItsWindow) {
   std::string user;
   ASSERT_EQ(auth.Authenticate(Basic("bob", "x"), "10.0.0.1:1", &user), Result::kWrongPassword);
   ASSERT_EQ(auth.Authenticate(Basic("bob", "bob-pw"), "10.0.0.1:1", &user), Result::kRateLimited);
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  Result r = Result::kRateLimited;
-  while (r == Result::kRateLimited && std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::yield();
-    r = auth.Authenticate(Basic("bob", "bob-pw"), "10.0.0.1:1", &user);
-  }
-  EXPECT_EQ(r, Result::kOk);
+  auto limited = [&] {
+    return auth.Authenticate(Basic("bob", "bob-pw"), "10.0.0.1:1", &user) == Result::kRateLimited;
+  };
+  EXPECT_TRUE(WaitFor([&] { return !limited(); }, std::chrono::seconds(10),
+                      "the one-second window to end"));
+  EXPECT_EQ(auth.Authenticate(Basic("bob", "bob-pw"), "10.0.0.1:1", &user), Result::kOk);
 }
 
 TEST(BasicAuthenticatorTest, TrackedAddressesAreBounded) {

@@ -1,4 +1,4 @@
-// PasswordFile parsing (every error names the line and what is wrong), base64, and the
+// PasswordFile parsing (every error names the line and what is wrong) and the
 // PBKDF2 entries made by MakePasswordEntryLine().
 
 #include "http/password-file.h"
@@ -25,27 +25,6 @@ std::string ParseError(const std::string& content) {
   Status s = PasswordFile::Parse(content, "users.passwd", &file);
   EXPECT_FALSE(s.ok()) << "accepted: " << content;
   return s.message();
-}
-
-TEST(Base64Test, RoundTripsEveryLength) {
-  std::string data;
-  for (int n = 0; n < 40; ++n) {
-    std::string decoded;
-    ASSERT_TRUE(Base64Decode(Base64Encode(data), &decoded)) << n;
-    EXPECT_EQ(decoded, data);
-    data.push_back(static_cast<char>(n * 37));
-  }
-  EXPECT_EQ(Base64Encode("user:pass"), "dXNlcjpwYXNz");
-}
-
-TEST(Base64Test, DecodeIsStrict) {
-  std::string out;
-  EXPECT_FALSE(Base64Decode("dXNlcjpwYXN", &out));     // not a multiple of 4
-  EXPECT_FALSE(Base64Decode("dXNl cjpw", &out));       // junk
-  EXPECT_FALSE(Base64Decode("dXNlcjpwYXNzZ===", &out));  // too much padding
-  EXPECT_FALSE(Base64Decode("YR==", &out));  // non-zero unused bits: a second encoding of "a"
-  EXPECT_TRUE(Base64Decode("YQ==", &out));
-  EXPECT_EQ(out, "a");
 }
 
 TEST(PasswordFileTest, EntriesVerifyTheirPasswordOnly) {

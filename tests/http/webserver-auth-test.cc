@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include "http/base64.h"
 #include "util/mutex.h"
 #include "http/password-file.h"
 #include "http/webserver.h"
@@ -112,7 +113,7 @@ TEST_F(WebserverAuthTest, CachedClientIsServedWhileVerificationsArePending) {
     slow.back()->Send(WhoAmI(user));
   }
   ASSERT_TRUE(gate_.WaitForWaiting(1));
-  ASSERT_TRUE(WaitUntil([&] { return auth_->pending_verifications() == 4; }));
+  ASSERT_TRUE(WaitFor([&] { return auth_->pending_verifications() == 4; }));
   // With both I/O threads free, the cached client is answered while all four still wait.
   constexpr int kRequests = 50;
   int answered = 0;
@@ -157,7 +158,7 @@ TEST_F(WebserverAuthTest, FullVerificationQueueAnswers503WithRetryAfter) {
   Client a(server_->port()), b(server_->port());
   a.Send(WhoAmI("bob"));
   b.Send(WhoAmI("carol"));
-  ASSERT_TRUE(WaitUntil([&] { return auth_->pending_verifications() == 2; }));
+  ASSERT_TRUE(WaitFor([&] { return auth_->pending_verifications() == 2; }));
   Client c(server_->port());
   Response busy = RoundTrip(c, WhoAmI("dave"));
   EXPECT_EQ(busy.status, 503);
@@ -195,8 +196,8 @@ TEST_F(WebserverAuthTest, ClientGoneDuringVerificationIsHarmless) {
     ASSERT_TRUE(gate_.WaitForWaiting(1));
   }  // Disconnects while its verification is held.
   gate_.Open();
-  ASSERT_TRUE(WaitUntil([&] { return auth_->pending_verifications() == 0; }));
-  EXPECT_TRUE(WaitUntil([&] { return server_->connections_open() == 0; }));
+  ASSERT_TRUE(WaitFor([&] { return auth_->pending_verifications() == 0; }));
+  EXPECT_TRUE(WaitFor([&] { return server_->connections_open() == 0; }));
   // The verification completed (and was cached) for nobody; the server keeps serving.
   EXPECT_EQ(OneShot(WhoAmI("bob")).body, "bob");
   EXPECT_EQ(auth_->verifications(), 1u);
@@ -210,7 +211,7 @@ TEST_F(WebserverAuthTest, StopsWithVerificationsRunningAndQueued) {
   a.Send(WhoAmI("bob"));
   b.Send(WhoAmI("carol"));
   ASSERT_TRUE(gate_.WaitForWaiting(1));
-  ASSERT_TRUE(WaitUntil([&] { return auth_->pending_verifications() == 2; }));
+  ASSERT_TRUE(WaitFor([&] { return auth_->pending_verifications() == 2; }));
   server_->Stop();
   EXPECT_TRUE(a.WaitForClose());
   EXPECT_TRUE(b.WaitForClose());

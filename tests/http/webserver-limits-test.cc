@@ -45,7 +45,7 @@ TEST_F(WebserverTest, ConnectionsBeyondThePerAddressLimitGet503) {
   // The connections admitted still work; closing one frees its slot.
   EXPECT_EQ(RoundTrip(first, Get("/echo")).status, 200);
   first.Close();
-  EXPECT_TRUE(WaitUntil([&] { return server_->connections_open() == 1; }));
+  EXPECT_TRUE(WaitFor([&] { return server_->connections_open() == 1; }));
   EXPECT_EQ(OneShot(Get("/echo")).status, 200);
 }
 

@@ -21,9 +21,11 @@
 #include <thread>
 #include <vector>
 
+#include <absl/strings/ascii.h>
 #include <gtest/gtest.h>
 
 #include "http/http-message.h"
+#include "testutil/wait.h"
 #include "util/mutex.h"
 
 namespace qr::webserver_test {
@@ -102,7 +104,7 @@ class Client {
       pos = eol + 2;
       size_t colon = line.find(':');
       std::string name = line.substr(0, colon);
-      for (char& c : name) c = static_cast<char>(tolower(static_cast<unsigned char>(c)));
+      absl::AsciiStrToLower(&name);
       size_t value_start = line.find_first_not_of(' ', colon + 1);
       out->headers[name] = value_start == std::string::npos ? "" : line.substr(value_start);
     }
@@ -161,17 +163,6 @@ class Client {
 inline std::string Get(std::string_view target, std::string_view extra_headers = "") {
   return "GET " + std::string(target) + " HTTP/1.1\r\nHost: test\r\n" +
          std::string(extra_headers) + "\r\n";
-}
-
-/// Waits (yielding) until 'pred' holds or the deadline passes; returns whether it held.
-template <typename Pred>
-bool WaitUntil(Pred pred) {
-  auto deadline = Clock::now() + kDeadline;
-  while (!pred()) {
-    if (Clock::now() > deadline) return false;
-    std::this_thread::yield();
-  }
-  return true;
 }
 
 /// Requests whose handlers park their ResponseCallback here, for tests to complete later.

@@ -317,7 +317,7 @@ TEST_F(WebserverTest, TruncatedRequestsAreDroppedAndTheServerKeepsServing) {
     c.Close();  // Abrupt.
   }
   EXPECT_EQ(OneShot(Get("/echo")).status, 200);
-  EXPECT_TRUE(WaitUntil([&] { return server_->connections_open() == 0; }));
+  EXPECT_TRUE(WaitFor([&] { return server_->connections_open() == 0; }));
 }
 
 TEST_F(WebserverTest, IdleConnectionIsClosedAfterIdleTimeout) {
@@ -369,7 +369,7 @@ TEST_F(WebserverTest, CallbackAfterClientDisconnectIsHarmless) {
   }
   ResponseCallback cb = parking_.Take();
   std::thread([&] { cb(HttpResponse::Text(200, "nobody listens")); }).join();
-  EXPECT_TRUE(WaitUntil([&] { return server_->connections_open() == 0; }));
+  EXPECT_TRUE(WaitFor([&] { return server_->connections_open() == 0; }));
   EXPECT_EQ(OneShot(Get("/echo")).status, 200);
 }
 
@@ -429,7 +429,7 @@ TEST_F(WebserverTest, SharedBodyIsSentWithCorrectLength) {
   }
   // The server released its references once the writes completed (the handler keeps one,
   // the test another).
-  EXPECT_TRUE(WaitUntil([&] { return shared.use_count() == 2; }));
+  EXPECT_TRUE(WaitFor([&] { return shared.use_count() == 2; }));
 }
 
 TEST_F(WebserverTest, CountersTrackResponsesAndConnections) {
@@ -445,7 +445,7 @@ TEST_F(WebserverTest, CountersTrackResponsesAndConnections) {
   EXPECT_EQ(server_->connections_accepted(), 1u);
   EXPECT_EQ(server_->connections_open(), 1u);
   c.Close();
-  EXPECT_TRUE(WaitUntil([&] { return server_->connections_open() == 0; }));
+  EXPECT_TRUE(WaitFor([&] { return server_->connections_open() == 0; }));
 }
 
 TEST_F(WebserverTest, ConnectionsBeyondMaxAreClosed) {
@@ -458,7 +458,7 @@ TEST_F(WebserverTest, ConnectionsBeyondMaxAreClosed) {
   EXPECT_TRUE(second.WaitForClose());
   EXPECT_EQ(RoundTrip(first, Get("/echo")).status, 200);
   first.Close();
-  EXPECT_TRUE(WaitUntil([&] { return server_->connections_open() == 0; }));
+  EXPECT_TRUE(WaitFor([&] { return server_->connections_open() == 0; }));
   EXPECT_EQ(OneShot(Get("/echo")).status, 200);
 }
 

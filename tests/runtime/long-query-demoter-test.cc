@@ -23,7 +23,6 @@ namespace {
 using qr::testing::Drain;
 using qr::testing::ScopedTempDir;
 using qr::testing::Submit;
-using qr::testing::WaitFor;
 using ExecState = QueryState::ExecState;
 
 constexpr const char* kEndless =

@@ -78,7 +78,7 @@ TEST_F(ResultSpoolTest, QuotaReachedProducerWaitsForTheClient) {
     }
     buf.Finish(std::nullopt);
   });
-  ASSERT_TRUE(testing::WaitFor([&] { return buf.spool_quota_waits() > 0; }));
+  ASSERT_TRUE(WaitFor([&] { return buf.spool_quota_waits() > 0; }));
   EXPECT_EQ(put.load(), 14) << "4 in memory and 10 spooled, then the quota stops it";
   EXPECT_LE(account->used_bytes(), account->limit_bytes());
   // The query says why it waits, and which flag to change.
@@ -141,7 +141,7 @@ TEST_F(ResultSpoolTest, ReadSpoolIsPunchedAndItsQuotaReused) {
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
   while (std::chrono::steady_clock::now() < deadline) {
     ASSERT_TRUE(
-        testing::WaitFor([&] { return produced.load() || !buf.blocked_reason().empty(); }));
+        WaitFor([&] { return produced.load() || !buf.blocked_reason().empty(); }));
     max_used = std::max(max_used, account->used_bytes());
     ResultBuffer::Next n = buf.TryGet(&p, &err);
     if (n == ResultBuffer::Next::kEnd) break;
@@ -221,7 +221,7 @@ TEST_F(ResultSpoolTest, FullTotalBudgetIsNamedWhileTheProducerWaits) {
       if (!buf.Put(NumberedPage(i, 16 << 10))) return;
     }
   });
-  ASSERT_TRUE(testing::WaitFor([&] { return buf.spool_quota_waits() > 0; }));
+  ASSERT_TRUE(WaitFor([&] { return buf.spool_quota_waits() > 0; }));
   EXPECT_NE(buf.blocked_reason().find("--max_spill_mb"), std::string::npos)
       << buf.blocked_reason();
   buf.Close();
@@ -238,7 +238,7 @@ TEST_F(ResultSpoolTest, CloseDropsTheSpoolAndUnblocksTheProducer) {
       if (!buf.Put(NumberedPage(i, 16 << 10))) refused.store(true);
     }
   });
-  ASSERT_TRUE(testing::WaitFor([&] { return buf.spool_quota_waits() > 0; }));
+  ASSERT_TRUE(WaitFor([&] { return buf.spool_quota_waits() > 0; }));
   buf.Close();
   producer.join();
   EXPECT_TRUE(refused.load());
@@ -262,7 +262,7 @@ TEST_F(ResultSpoolTest, UnusableDirectoryFallsBackToBackpressure) {
   std::optional<QueryError> err;
   int next = 0;
   // The spool directory is unusable: the producer waits on the memory buffer, and says so.
-  ASSERT_TRUE(testing::WaitFor([&] { return !buf.blocked_reason().empty(); }));
+  ASSERT_TRUE(WaitFor([&] { return !buf.blocked_reason().empty(); }));
   EXPECT_NE(buf.blocked_reason().find("not spooled"), std::string::npos) << buf.blocked_reason();
   while (next < 8) {
     ResultBuffer::Next n = buf.TryGet(&p, &err);

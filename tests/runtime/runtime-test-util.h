@@ -16,6 +16,7 @@
 
 #include "runtime/query-exec-mgr.h"
 #include "runtime/sqlite-engine.h"
+#include "testutil/wait.h"
 #include "util/mutex.h"
 
 /// Helpers shared by the runtime tests: temporary directories, bounded waits, and a client
@@ -42,17 +43,6 @@ class ScopedTempDir {
  private:
   std::string path_;
 };
-
-/// Polls 'cond', yielding between polls, until it holds (true) or 'timeout' passes (false).
-inline bool WaitFor(const std::function<bool()>& cond,
-                    std::chrono::milliseconds timeout = std::chrono::seconds(60)) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (!cond()) {
-    if (std::chrono::steady_clock::now() >= deadline) return false;
-    std::this_thread::yield();
-  }
-  return true;
-}
 
 /// Counts a ResultBuffer's change notifications so that a reader can wait for the next one.
 /// Thread-safety: thread-safe.

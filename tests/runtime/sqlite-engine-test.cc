@@ -23,7 +23,6 @@ using qr::testing::Drain;
 using qr::testing::QueryOutcome;
 using qr::testing::ScopedTempDir;
 using qr::testing::Submit;
-using qr::testing::WaitFor;
 using ExecState = QueryState::ExecState;
 using Json = nlohmann::json;
 

@@ -89,8 +89,8 @@ TEST_F(CoordinatorConcurrencyTest, SixtyFourClientsRunTheirQueriesToCompletion) 
   EXPECT_EQ(m.in_flight, 0);
   EXPECT_EQ(m.queued, 0);
   // The last page can reach a client before the executor's final callback frees its slot.
-  EXPECT_TRUE(WaitUntil([&] { return server->coordinator()->GetMetrics().running == 0; }));
-  EXPECT_TRUE(WaitUntil([&] { return server->exec_mgr()->num_live() == 0; }));
+  EXPECT_TRUE(WaitFor([&] { return server->coordinator()->GetMetrics().running == 0; }));
+  EXPECT_TRUE(WaitFor([&] { return server->exec_mgr()->num_live() == 0; }));
   RecordProperty("http_requests", requests);
   server->Shutdown(0);
 }
@@ -115,12 +115,12 @@ TEST_F(CoordinatorConcurrencyTest, QueryStaysFindableWhileItCompletes) {
         lookups.fetch_add(1);
       }
     });
-    EXPECT_TRUE(WaitUntil([&] { return lookups.load() > 0; }));
+    EXPECT_TRUE(WaitFor([&] { return lookups.load() > 0; }));
     EXPECT_EQ(c.Cancel().status, 204);
-    EXPECT_TRUE(WaitUntil([&] { return !coordinator->Completed().empty() &&
+    EXPECT_TRUE(WaitFor([&] { return !coordinator->Completed().empty() &&
                                        coordinator->Completed().front()->query_id() == id; }));
     const int seen = lookups.load();
-    EXPECT_TRUE(WaitUntil([&] { return lookups.load() > seen; }));
+    EXPECT_TRUE(WaitFor([&] { return lookups.load() > seen; }));
     stop.store(true);
     looker.join();
     ASSERT_EQ(misses.load(), 0) << "iteration " << i;

@@ -68,7 +68,7 @@ TEST_F(CoordinatorLimitsTest, TimeLimitAlsoEndsAQueryBlockedOnAClientThatStopped
   Start(o);
   StatementClient c(port_);
   c.Submit("SELECT * FROM lineitem");
-  while (!c.done() && c.result().data_pages == 0) c.Advance();
+  c.AdvanceToData();
   ASSERT_FALSE(c.done());
   // The executor fills the memory buffer and the spool quota and blocks on the client; the
   // coordinator's expiration thread fails it. (A slow executor, e.g. under TSan, may instead
@@ -77,7 +77,7 @@ TEST_F(CoordinatorLimitsTest, TimeLimitAlsoEndsAQueryBlockedOnAClientThatStopped
   ASSERT_TRUE(ParseId(c.result().id, &id).ok());
   std::shared_ptr<ClientRequestState> req = server_->coordinator()->Find(id);
   ASSERT_NE(req, nullptr);
-  EXPECT_TRUE(WaitUntil([&] { return req->execution_done(); }, 60s));
+  EXPECT_TRUE(WaitFor([&] { return req->execution_done(); }, 60s));
   c.Advance();  // the buffered pages were dropped: the next answer is the failure
   EXPECT_TRUE(c.done());
   EXPECT_TRUE(c.result().failure.empty()) << c.result().failure;
@@ -90,11 +90,11 @@ TEST_F(CoordinatorLimitsTest, AQueryWaitingOnAFullSpillQuotaSaysWhichInItsInfo) 
   Start(o);
   StatementClient c(port_);
   c.Submit("SELECT * FROM lineitem");
-  while (!c.done() && c.result().data_pages == 0) c.Advance();
+  c.AdvanceToData();
   ASSERT_FALSE(c.done());
   TestHttpClient http(port_);
   std::string reason;
-  EXPECT_TRUE(WaitUntil(
+  EXPECT_TRUE(WaitFor(
       [&] {
         TestResponse info = http.Get("/v1/query/" + c.result().id, c.UserHeaders());
         reason = info.status == 200 ? info.Json().value("blockedReason", "") : "";
@@ -109,7 +109,7 @@ TEST_F(CoordinatorLimitsTest, ResultsSpoolSoTheExecutorFinishesWithoutTheClient)
   Start(DefaultOptions());
   StatementClient c(port_);
   c.Submit("SELECT l_orderkey, l_linenumber, l_comment FROM lineitem");
-  while (!c.done() && c.result().data_pages == 0) c.Advance();
+  c.AdvanceToData();
   ASSERT_FALSE(c.done());
   UniqueId id;
   ASSERT_TRUE(ParseId(c.result().id, &id).ok());
@@ -117,8 +117,8 @@ TEST_F(CoordinatorLimitsTest, ResultsSpoolSoTheExecutorFinishesWithoutTheClient)
   ASSERT_NE(req, nullptr);
   // ~6 MB of rows, far more than the 1 MiB buffer: the executor finishes anyway and frees
   // its running slot while the client has read one page.
-  EXPECT_TRUE(WaitUntil([&] { return req->execution_done(); }, 60s));
-  EXPECT_TRUE(WaitUntil([&] { return server_->coordinator()->GetMetrics().running == 0; }));
+  EXPECT_TRUE(WaitFor([&] { return req->execution_done(); }, 60s));
+  EXPECT_TRUE(WaitFor([&] { return server_->coordinator()->GetMetrics().running == 0; }));
   EXPECT_GT(server_->spill_budget()->used_bytes(), 1 << 20) << "the rest is in the spool";
   while (!c.done() && c.result().failure.empty()) c.Advance();
   const StatementResult& r = c.result();
@@ -131,9 +131,9 @@ TEST_F(CoordinatorLimitsTest, ResultsSpoolSoTheExecutorFinishesWithoutTheClient)
     const auto cur = std::make_pair(r.rows[i][0].get<int64_t>(), r.rows[i][1].get<int64_t>());
     ASSERT_LT(prev, cur) << "row " << i;
   }
-  EXPECT_TRUE(WaitUntil([&] { return server_->spill_budget()->used_bytes() == 0; }))
+  EXPECT_TRUE(WaitFor([&] { return server_->spill_budget()->used_bytes() == 0; }))
       << "the spool's quota is given back once the query is done";
-  EXPECT_TRUE(WaitUntil([&] { return server_->result_memory()->used_bytes() == 0; }));
+  EXPECT_TRUE(WaitFor([&] { return server_->result_memory()->used_bytes() == 0; }));
 }
 
 TEST_F(CoordinatorLimitsTest, AdmissionQueuesThenRejectsWithQueueFull) {
@@ -178,12 +178,12 @@ TEST_F(CoordinatorLimitsTest, QueryWhoseClientStopsPollingIsAbandoned) {
   StatementClient c(port_);
   c.Submit(kEndlessQuery);
   auto start = Clock::now();
-  EXPECT_TRUE(WaitUntil([&] { return QueryState(c.result().id) == "FAILED"; }, 60s));
+  EXPECT_TRUE(WaitFor([&] { return QueryState(c.result().id) == "FAILED"; }, 60s));
   EXPECT_GE(Clock::now() - start, 250ms);
   c.Advance();
   StatementResult& r = c.result();
   ExpectFailedWith(r, "ABANDONED_QUERY", 2, "USER_ERROR");
-  EXPECT_TRUE(WaitUntil([&] { return server_->exec_mgr()->num_live() == 0; }));
+  EXPECT_TRUE(WaitFor([&] { return server_->exec_mgr()->num_live() == 0; }));
 }
 
 TEST_F(CoordinatorLimitsTest, ClientThatKeepsPollingIsNotAbandoned) {
@@ -228,7 +228,7 @@ class CoordinatorShutdownTest : public CoordinatorLimitsTest {
   std::future<int> BeginShutdown(std::chrono::milliseconds grace) {
     auto done = std::async(std::launch::async,
                            [this, grace] { return server_->Shutdown(grace.count()); });
-    EXPECT_TRUE(WaitUntil([&] {
+    EXPECT_TRUE(WaitFor([&] {
       TestHttpClient http(port_, 10s);
       return http.Get("/v1/info/state").Json() == "SHUTTING_DOWN";
     }));
@@ -288,7 +288,7 @@ TEST_F(CoordinatorShutdownTest, NewStatementsFailWhileRunningOnesFinishWithinThe
   // the client, so the query is still running when the shutdown begins.
   StatementClient c(port_);
   c.Submit("SELECT l_orderkey, l_quantity FROM lineitem");
-  while (!c.done() && c.result().data_pages == 0) c.Advance();
+  c.AdvanceToData();
   ASSERT_FALSE(c.done());
 
   auto start = Clock::now();
@@ -315,7 +315,7 @@ TEST_F(CoordinatorShutdownTest, QueryThatFinishedExecutingStillDeliversItsRows) 
   Start(DefaultOptions());
   StatementClient c(port_);
   c.Submit("SELECT * FROM nation");
-  ASSERT_TRUE(WaitUntil([&] {
+  ASSERT_TRUE(WaitFor([&] {
     auto all = server_->coordinator()->InFlight();
     return all.size() == 1 && all[0]->execution_done();
   }));

@@ -77,7 +77,7 @@ class DebugPagesTest : public ServiceTest {
     TestResponse r = client->Submit(sql);
     EXPECT_EQ(r.status, 200) << r.body;
     const std::string id = client->result().id;
-    EXPECT_TRUE(WaitUntil([&] {
+    EXPECT_TRUE(WaitFor([&] {
       json q = FindQuery("in_flight", id);
       return q.is_object() && q["state"] == "RUNNING";
     })) << "query " << id << " never showed as RUNNING";
@@ -151,7 +151,7 @@ TEST_F(DebugPagesTest, CancelThroughTheEndpointStopsTheQueryForItsClient) {
   EXPECT_EQ(client->result().final_state, "FAILED");
   EXPECT_EQ(client->result().error_name(), "USER_CANCELED");
   // The executor side is released too: nothing keeps running.
-  EXPECT_TRUE(WaitUntil([&] { return server_->exec_mgr()->num_live() == 0; }));
+  EXPECT_TRUE(WaitFor([&] { return server_->exec_mgr()->num_live() == 0; }));
   EXPECT_EQ(server_->coordinator()->GetMetrics().running, 0);
 }
 
@@ -198,10 +198,10 @@ TEST_F(DebugPagesTest, LongStatementTruncatedByCharactersWithFullTextOnDemand) {
   json q = FindQuery("in_flight", id);
   ASSERT_TRUE(q.is_object());
   EXPECT_EQ(q["statement_truncated"], true);
-  EXPECT_EQ(q["statement_length"], DebugPages::CountChars(sql));
+  EXPECT_EQ(q["statement_length"], debug_pages::CountChars(sql));
   EXPECT_EQ(q["statement_length"], std::string(kEndlessQuery).size() + 4 + 200 + 3);
   std::string shown = q["statement"];
-  EXPECT_EQ(DebugPages::CountChars(shown), 250u);
+  EXPECT_EQ(debug_pages::CountChars(shown), 250u);
   EXPECT_EQ(sql.compare(0, shown.size(), shown), 0);
 
   TestResponse full = TestHttpClient(port_).Get("/query_statement?query_id=" + id);
@@ -217,13 +217,13 @@ TEST_F(DebugPagesTest, LongStatementTruncatedByCharactersWithFullTextOnDemand) {
 }
 
 TEST(DebugPagesTruncateTest, NeverSplitsACharacterAndCountsStrayBytesAsOne) {
-  EXPECT_EQ(DebugPages::TruncateChars("abc", 2), "ab");
-  EXPECT_EQ(DebugPages::TruncateChars("a\xC3\xA9z", 2), "a\xC3\xA9");
-  EXPECT_EQ(DebugPages::TruncateChars("\xF0\x9F\x8E\x89x", 1), "\xF0\x9F\x8E\x89");
-  EXPECT_EQ(DebugPages::TruncateChars("ab", 5), "ab");
-  EXPECT_EQ(DebugPages::CountChars("a\xC3\xA9\xE6\x97\xA5\xF0\x9F\x8E\x89"), 4u);
-  EXPECT_EQ(DebugPages::CountChars("\x80\x80"), 2u);  // stray continuation bytes
-  EXPECT_EQ(DebugPages::CountChars("\xC3"), 1u);      // truncated sequence
+  EXPECT_EQ(debug_pages::TruncateChars("abc", 2), "ab");
+  EXPECT_EQ(debug_pages::TruncateChars("a\xC3\xA9z", 2), "a\xC3\xA9");
+  EXPECT_EQ(debug_pages::TruncateChars("\xF0\x9F\x8E\x89x", 1), "\xF0\x9F\x8E\x89");
+  EXPECT_EQ(debug_pages::TruncateChars("ab", 5), "ab");
+  EXPECT_EQ(debug_pages::CountChars("a\xC3\xA9\xE6\x97\xA5\xF0\x9F\x8E\x89"), 4u);
+  EXPECT_EQ(debug_pages::CountChars("\x80\x80"), 2u);  // stray continuation bytes
+  EXPECT_EQ(debug_pages::CountChars("\xC3"), 1u);      // truncated sequence
 }
 
 TEST_F(DebugPagesTest, CancelAnswersErrorCodes) {
@@ -459,7 +459,7 @@ TEST_F(DebugPagesTest, AdmittedQueryWaitingForAnExecutorThreadIsQueued) {
   StatementClient second(port_, o);
   ASSERT_EQ(second.Submit(kEndlessQuery).status, 200);
   const std::string id = second.result().id;
-  ASSERT_TRUE(WaitUntil([&] { return server_->engine()->num_queued() == 1; }));
+  ASSERT_TRUE(WaitFor([&] { return server_->engine()->num_queued() == 1; }));
   EXPECT_EQ(server_->coordinator()->GetMetrics().running, 2) << "both hold a running slot";
   EXPECT_EQ(FindQuery("in_flight", id)["state"], "QUEUED");
   TestResponse metrics = TestHttpClient(port_).Get("/metrics");

@@ -193,7 +193,7 @@ TEST_F(MetricsPageTest, PerShardSeriesOnlyWhenAskedFor) {
   port_ = server_->port();
   StatementClient endless(port_);
   endless.Submit(kEndlessQuery);
-  ASSERT_TRUE(WaitUntil([&] { return server_->coordinator()->GetMetrics().running == 1; }));
+  ASSERT_TRUE(WaitFor([&] { return server_->coordinator()->GetMetrics().running == 1; }));
   Exposition e = Scrape();
   // One sample per shard of each registry, adding up to the per-registry aggregates.
   const int coordinator_shards = server_->coordinator()->registry().num_shards();
@@ -218,14 +218,14 @@ TEST_F(MetricsPageTest, CountersMoveAsQueriesRun) {
   ASSERT_EQ(RunStatement(port_, "SELECT * FROM no_such_table").final_state, "FAILED");
   StatementClient endless(port_);
   endless.Submit(kEndlessQuery);
-  ASSERT_TRUE(WaitUntil([&] { return server_->coordinator()->GetMetrics().running == 1; }));
+  ASSERT_TRUE(WaitFor([&] { return server_->coordinator()->GetMetrics().running == 1; }));
   Exposition running = Scrape();
   EXPECT_EQ(running.Get("qr_queries_running"), 1);
   EXPECT_EQ(running.Get("qr_registry_entries{registry=\"coordinator\"}"), 1);
   EXPECT_EQ(running.Get("qr_registry_entries{registry=\"executor\"}"), 1);
   ASSERT_EQ(endless.Cancel().status, 204);
   // The execution slot is released once the executor has noticed the cancel.
-  ASSERT_TRUE(WaitUntil([&] {
+  ASSERT_TRUE(WaitFor([&] {
     return server_->coordinator()->GetMetrics().running == 0 &&
            server_->exec_mgr()->num_live() == 0;
   }));
@@ -266,7 +266,7 @@ TEST_F(MetricsPageTest, RefusedConnectionsAreCountedByLimit) {
   EXPECT_EQ(before.Get("qr_limit{flag=\"max_connections\"}"), 10000);
   EXPECT_EQ(before.Get("qr_limit{flag=\"max_connections_per_address\"}"), 1);
   // A second connection from this address while one is open gets 503.
-  ASSERT_TRUE(WaitUntil([&] { return server_->webserver()->connections_open() == 0; }));
+  ASSERT_TRUE(WaitFor([&] { return server_->webserver()->connections_open() == 0; }));
   TestHttpClient first(port_);
   ASSERT_EQ(first.Get("/v1/info").status, 200);  // Keep-alive: the connection stays open.
   TestResponse refused = TestHttpClient(port_).Get("/v1/info");

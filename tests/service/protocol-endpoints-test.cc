@@ -1,4 +1,4 @@
-// Integration tests of the Trino client protocol (PROTOCOL.md) through HTTP against an
+// Integration tests of the Trino client protocol (docs/protocol.md) through HTTP against an
 // in-process CoordinatorServer: column types and values, and the informational endpoints.
 
 #include <string>

@@ -1,5 +1,5 @@
 // Integration tests of failed statements and of cancel in the Trino client protocol
-// (PROTOCOL.md, "Errors and cancel"), through HTTP against an in-process CoordinatorServer.
+// (docs/protocol.md, "Errors" and "Cancel"), through HTTP against an in-process CoordinatorServer.
 
 #include <future>
 #include <string>
@@ -16,7 +16,7 @@ using nlohmann::json;
 
 class ProtocolErrorsTest : public DefaultServerTest {};
 
-/// Checks the error object of a FAILED answer: every field PROTOCOL.md requires, with the
+/// Checks the error object of a FAILED answer: every field docs/protocol.md requires, with the
 /// expected name and code, and an errorLocation (if any) inside 'sql'.
 void ExpectError(const StatementResult& r, const std::string& sql, const std::string& name,
                  int code, const std::string& type) {
@@ -155,7 +155,7 @@ TEST_F(ProtocolErrorsTest, DeleteOfNextUriCancelsARunningQuery) {
   EXPECT_TRUE(d.body.empty());
   ExpectCanceled(c);
   // The executor really stopped: the server drains to no live query.
-  EXPECT_TRUE(WaitUntil([&] { return server_->exec_mgr()->num_live() == 0; }));
+  EXPECT_TRUE(WaitFor([&] { return server_->exec_mgr()->num_live() == 0; }));
 }
 
 TEST_F(ProtocolErrorsTest, DeleteOfAQueuedQueryCancelsIt) {
@@ -240,7 +240,7 @@ TEST_F(ProtocolErrorsTest, CancelDuringAMultiPageResultStopsIt) {
   ASSERT_FALSE(c.done());
   EXPECT_EQ(c.Cancel().status, 204);
   ExpectCanceled(c);
-  EXPECT_TRUE(WaitUntil([&] { return server_->exec_mgr()->num_live() == 0; }));
+  EXPECT_TRUE(WaitFor([&] { return server_->exec_mgr()->num_live() == 0; }));
 }
 
 }  // namespace

@@ -1,4 +1,4 @@
-// Integration tests of the Trino client protocol (PROTOCOL.md) through HTTP against an
+// Integration tests of the Trino client protocol (docs/protocol.md) through HTTP against an
 // in-process CoordinatorServer: submitting and paging. Types and the informational endpoints:
 // protocol-endpoints-test.cc. Errors and cancel: protocol-errors-test.cc. HTTP robustness:
 // protocol-http-test.cc.
@@ -18,7 +18,7 @@ using nlohmann::json;
 
 class ProtocolTest : public DefaultServerTest {};
 
-/// The fields PROTOCOL.md requires in every stats object.
+/// The fields docs/protocol.md requires in every stats object.
 const std::vector<std::string> kStatsFields = {
     "state",           "queued",          "scheduled",         "nodes",
     "totalSplits",     "queuedSplits",    "runningSplits",     "completedSplits",
@@ -341,12 +341,7 @@ TEST_F(ProtocolTest, GetWaitsUpToMaxWaitForSomethingNew) {
 TEST_F(ProtocolTest, RepeatedGetOfATokenReturnsTheSamePage) {
   StatementClient c(port_);
   c.Submit("SELECT l_orderkey, l_linenumber FROM lineitem");
-  // Advance to a page with rows.
-  TestResponse first;
-  for (int i = 0; i < 100 && !c.done(); ++i) {
-    first = c.Advance();
-    if (first.Json().contains("data")) break;
-  }
+  TestResponse first = c.AdvanceToData();
   ASSERT_TRUE(first.Json().contains("data")) << first.body;
   // Retries of the same token, even several, answer the same rows and the same nextUri.
   for (int retry = 0; retry < 3; ++retry) {

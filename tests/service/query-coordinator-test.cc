@@ -15,7 +15,6 @@ namespace {
 using State = ClientRequestState::State;
 using Outcome = ClientRequestState::FetchOutcome;
 using testing::ScopedTempDir;
-using testing::WaitFor;
 
 constexpr char kForever[] =
     "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM c) SELECT count(*) FROM c";

@@ -43,11 +43,11 @@ TEST_F(ResourceLimitsTest, WideRowFailsItsQueryNotTheServer) {
   EXPECT_NE(message.find("--query_max_memory_mb"), std::string::npos) << message;
   EXPECT_LT(sqlite3_memory_highwater(0) - heap_before, int64_t{16} << 20)
       << "SQLite's heap grew by a blob or more";
-  EXPECT_TRUE(WaitUntil([&] { return server_->result_memory()->used_bytes() == 0; }, kDeadline))
+  EXPECT_TRUE(WaitFor([&] { return server_->result_memory()->used_bytes() == 0; }, kDeadline))
       << server_->result_memory()->used_bytes() << " bytes still reserved";
   ExpectServes();
   ExpectDrained();
-  EXPECT_TRUE(WaitUntil([&] { return server_->result_memory()->used_bytes() == 0; }, kDeadline))
+  EXPECT_TRUE(WaitFor([&] { return server_->result_memory()->used_bytes() == 0; }, kDeadline))
       << server_->result_memory()->used_bytes() << " bytes still reserved after SELECT 1";
 }
 
@@ -66,7 +66,7 @@ TEST_F(ResourceLimitsTest, UnfetchedResultsHitTheGlobalResultBudget) {
     reqs.push_back(RequestOf(held.back()->result().id));
     ASSERT_NE(reqs.back(), nullptr);
     // One at a time, so that it is always a later one that finds the budget taken.
-    ASSERT_TRUE(WaitUntil([&] { return reqs.back()->execution_done(); }, kDeadline));
+    ASSERT_TRUE(WaitFor([&] { return reqs.back()->execution_done(); }, kDeadline));
   }
   const MemoryBudget* budget = server_->result_memory();
   EXPECT_LE(budget->peak_bytes(), int64_t{2} << 20);
@@ -83,7 +83,7 @@ TEST_F(ResourceLimitsTest, UnfetchedResultsHitTheGlobalResultBudget) {
     EXPECT_EQ(c.result().error.value("errorCode", -1), 131073);
   }
   EXPECT_EQ(held[0]->Cancel().status, 204);
-  EXPECT_TRUE(WaitUntil([&] { return budget->used_bytes() == 0; }, kDeadline))
+  EXPECT_TRUE(WaitFor([&] { return budget->used_bytes() == 0; }, kDeadline))
       << budget->used_bytes() << " bytes still reserved";
   ExpectDrained();
   ExpectServes();
@@ -92,7 +92,7 @@ TEST_F(ResourceLimitsTest, UnfetchedResultsHitTheGlobalResultBudget) {
   EXPECT_EQ(again.final_state, "FINISHED") << again.error.dump();
   EXPECT_EQ(again.rows.size(), 1u);
   ExpectDrained();
-  EXPECT_TRUE(WaitUntil([&] { return budget->used_bytes() == 0; }, kDeadline))
+  EXPECT_TRUE(WaitFor([&] { return budget->used_bytes() == 0; }, kDeadline))
       << budget->used_bytes() << " bytes still reserved after the queries were fetched";
 }
 
@@ -108,12 +108,12 @@ TEST_F(ResourceLimitsTest, SortThatSpillsPastTheQueryLimitFailsWithExceededSpill
   {
     StatementClient c(port_);
     c.Submit(kSpillingSort);
-    while (!c.done() && c.result().data_pages == 0) c.Advance();
+    c.AdvanceToData();
     ASSERT_FALSE(c.done()) << c.result().error.dump();
     EXPECT_GT(server_->spill_budget()->peak_bytes(), 0) << "the sort did not spill";
     EXPECT_EQ(c.Cancel().status, 204);
     ExpectDrained();
-    EXPECT_TRUE(WaitUntil([&] { return server_->spill_budget()->used_bytes() == 0; }, kDeadline));
+    EXPECT_TRUE(WaitFor([&] { return server_->spill_budget()->used_bytes() == 0; }, kDeadline));
   }
   server_->Shutdown(0);
   server_.reset();
@@ -127,7 +127,7 @@ TEST_F(ResourceLimitsTest, SortThatSpillsPastTheQueryLimitFailsWithExceededSpill
   EXPECT_GT(server_->spill_budget()->query_refusals(), 0);
   EXPECT_EQ(Metric("qr_spill_refusals_total{limit=\"query_max_spill_mb\"}"),
             server_->spill_budget()->query_refusals());
-  EXPECT_TRUE(WaitUntil([&] { return server_->spill_budget()->used_bytes() == 0; }, kDeadline))
+  EXPECT_TRUE(WaitFor([&] { return server_->spill_budget()->used_bytes() == 0; }, kDeadline))
       << server_->spill_budget()->used_bytes() << " spill bytes still charged";
   ExpectDrained();
   ExpectServes();
@@ -156,9 +156,9 @@ TEST_F(ResourceLimitsTest, InstrOnLongStringsIsLinearAndARecursiveQueryStillCanc
       "SELECT count(*) FROM c WHERE instr(printf('%.*c', 100000, 'a') || x, 'a' || x) > 0");
   auto req = RequestOf(c.result().id);
   ASSERT_NE(req, nullptr);
-  ASSERT_TRUE(WaitUntil([&] { return req->exec_elapsed_ms() >= 0; }, kDeadline));
+  ASSERT_TRUE(WaitFor([&] { return req->exec_elapsed_ms() >= 0; }, kDeadline));
   EXPECT_EQ(c.Cancel().status, 204);
-  EXPECT_TRUE(WaitUntil([&] { return req->execution_done(); }, kDeadline));
+  EXPECT_TRUE(WaitFor([&] { return req->execution_done(); }, kDeadline));
   ClientRequestState::Info info = req->GetInfo();
   ASSERT_TRUE(info.error.has_value());
   EXPECT_EQ(info.error->name, "USER_CANCELED");

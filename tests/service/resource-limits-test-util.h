@@ -44,7 +44,7 @@ class ResourceLimitsTest : public ServiceTest {
 
   /// Waits until 'req' is terminal; false at the deadline.
   static bool WaitTerminal(const std::shared_ptr<ClientRequestState>& req) {
-    return WaitUntil([&] { return ClientRequestState::IsTerminal(req->state()); }, kDeadline);
+    return WaitFor([&] { return ClientRequestState::IsTerminal(req->state()); }, kDeadline);
   }
 
   /// SELECT 1 runs to FINISHED with its one row.
@@ -60,11 +60,11 @@ class ResourceLimitsTest : public ServiceTest {
   /// admission counters or /metrics, no executor-side query state left.
   void ExpectDrained() {
     QueryCoordinator* c = server_->coordinator();
-    EXPECT_TRUE(WaitUntil([&] { return c->registry().Count() == 0; }, kDeadline))
+    EXPECT_TRUE(WaitFor([&] { return c->registry().Count() == 0; }, kDeadline))
         << c->registry().Count() << " requests in the registry";
-    EXPECT_TRUE(WaitUntil([&] { return server_->exec_mgr()->num_live() == 0; }, kDeadline))
+    EXPECT_TRUE(WaitFor([&] { return server_->exec_mgr()->num_live() == 0; }, kDeadline))
         << server_->exec_mgr()->num_live() << " executor query states live";
-    EXPECT_TRUE(WaitUntil([&] { return c->GetMetrics().users_in_flight == 0; }, kDeadline));
+    EXPECT_TRUE(WaitFor([&] { return c->GetMetrics().users_in_flight == 0; }, kDeadline));
     QueryCoordinator::Metrics m = c->GetMetrics();
     EXPECT_EQ(m.in_flight, 0);
     EXPECT_EQ(m.queued, 0);
@@ -134,7 +134,7 @@ inline constexpr int64_t kManualExpirationMs = 3600 * 1000;
 
 /// Waits until 'req' has had no client activity for more than 'timeout_ms'.
 inline bool WaitQuietFor(const std::shared_ptr<ClientRequestState>& req, int64_t timeout_ms) {
-  return WaitUntil(
+  return WaitFor(
       [&] {
         const int64_t now = Clock::now().time_since_epoch().count();
         return now - req->last_activity_ns() > timeout_ms * 1000000;

@@ -47,7 +47,7 @@ TEST_F(ResourceLimitsTest, InFlightCapRefusesWithQueueFullUntilAQueryLeaves) {
 
   // One leaves: the next one is accepted and runs.
   EXPECT_EQ(held[0]->Cancel().status, 204);
-  ASSERT_TRUE(WaitUntil(
+  ASSERT_TRUE(WaitFor(
       [&] { return server_->coordinator()->registry().Count() == 2; }, kDeadline));
   ExpectServes();
   EXPECT_EQ(server_->coordinator()->GetMetrics().rejected_in_flight, 1);
@@ -83,7 +83,7 @@ TEST_F(ResourceLimitsTest, PerUserInFlightCapRefusesOnlyThatUser) {
   EXPECT_EQ(Metric("qr_queries_rejected_total{limit=\"max_in_flight_queries_per_user\"}"), 1);
   EXPECT_EQ(Metric("qr_limit{flag=\"max_in_flight_queries_per_user\"}"), 2);
   // Bob's query is done; only alice has queries in flight once its slot is released.
-  EXPECT_TRUE(WaitUntil(
+  EXPECT_TRUE(WaitFor(
       [&] { return server_->coordinator()->GetMetrics().users_in_flight == 1; }, kDeadline));
 
   // Once alice's queries leave, alice is accepted again.
@@ -115,7 +115,7 @@ TEST_F(ResourceLimitsTest, QueuedQueryOfAnotherUserRunsBeforeTheBackloggedUsersN
   };
   std::vector<std::shared_ptr<ClientRequestState>> a;
   for (int i = 0; i < 5; ++i) a.push_back(submit("alice"));
-  ASSERT_TRUE(WaitUntil([&] { return started(a[0]); }, kDeadline));
+  ASSERT_TRUE(WaitFor([&] { return started(a[0]); }, kDeadline));
   // Bob's query holds the slot until canceled too, so the order of admission shows in the
   // states alone: whichever of bob's and alice's second query starts first keeps the slot.
   auto b = submit("bob");
@@ -124,7 +124,7 @@ TEST_F(ResourceLimitsTest, QueuedQueryOfAnotherUserRunsBeforeTheBackloggedUsersN
   EXPECT_FALSE(started(b));
 
   ASSERT_TRUE(coord->Cancel(a[0]->query_id()).ok());
-  ASSERT_TRUE(WaitUntil([&] { return started(b) || started(a[1]); }, kDeadline));
+  ASSERT_TRUE(WaitFor([&] { return started(b) || started(a[1]); }, kDeadline));
   EXPECT_TRUE(started(b)) << "bob's query must get the first free slot";
   EXPECT_FALSE(started(a[1])) << "alice's backlog went first";
   EXPECT_FALSE(ClientRequestState::IsTerminal(b->state()));
@@ -132,13 +132,13 @@ TEST_F(ResourceLimitsTest, QueuedQueryOfAnotherUserRunsBeforeTheBackloggedUsersN
   // Then alice's backlog runs in her order.
   ASSERT_TRUE(coord->Cancel(b->query_id()).ok());
   ASSERT_TRUE(coord->Cancel(a[1]->query_id()).ok());  // whichever runs now
-  ASSERT_TRUE(WaitUntil([&] { return started(a[2]); }, kDeadline));
+  ASSERT_TRUE(WaitFor([&] { return started(a[2]); }, kDeadline));
   EXPECT_FALSE(started(a[3]));
   EXPECT_FALSE(started(a[4]));
 
   for (auto& r : a) ASSERT_TRUE(coord->Cancel(r->query_id()).ok());
   for (auto& r : a) EXPECT_TRUE(WaitTerminal(r));
-  EXPECT_TRUE(WaitUntil([&] { return coord->GetMetrics().running == 0; }, kDeadline));
+  EXPECT_TRUE(WaitFor([&] { return coord->GetMetrics().running == 0; }, kDeadline));
   ExpectDrained();
   ExpectServes();
 }
@@ -199,7 +199,7 @@ TEST_F(ResourceLimitsTest, RefetchingTheAnsweredTokenDoesNotKeepAQueryAlive) {
   // so no activity.
   const std::string again = TargetOf(c.previous_uri());
   int retries = 0;
-  const bool quiet = WaitUntil(
+  const bool quiet = WaitFor(
       [&] {
         TestResponse r = c.http().Get(again, c.UserHeaders());
         EXPECT_EQ(r.status, 200) << r.body;
@@ -226,11 +226,7 @@ TEST_F(ResourceLimitsTest, RetriesOfAnAnsweredPageAreBounded) {
   Start(o);
   StatementClient c(port_);
   c.Submit("SELECT l_orderkey, l_linenumber FROM lineitem");
-  TestResponse first;
-  for (int i = 0; i < 100 && !c.done(); ++i) {
-    first = c.Advance();
-    if (first.Json().contains("data")) break;
-  }
+  TestResponse first = c.AdvanceToData();
   ASSERT_TRUE(first.Json().contains("data")) << first.body;
   const std::string again = TargetOf(c.previous_uri());
   for (int retry = 0; retry < 3; ++retry) {
@@ -360,7 +356,7 @@ TEST_F(ResourceLimitsTest, ShutdownCancelsQueriesWhoseClientsAreNotFetching) {
   c.Submit("SELECT * FROM nation");
   auto req = RequestOf(c.result().id);
   ASSERT_NE(req, nullptr);
-  ASSERT_TRUE(WaitUntil([&] { return req->execution_done(); }, kDeadline));
+  ASSERT_TRUE(WaitFor([&] { return req->execution_done(); }, kDeadline));
   // Nobody fetches: the grace period (60 s) is not waited for. Had it been, the query (done
   // executing) would not be canceled at its end, and the count would be 0.
   EXPECT_EQ(server_->Shutdown(60000), 1);

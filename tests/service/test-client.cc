@@ -12,18 +12,10 @@
 #include <cstring>
 #include <thread>
 
+#include <absl/strings/match.h>
+
 namespace qr::testing {
 namespace {
-
-bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i) {
-    if (tolower(static_cast<unsigned char>(a[i])) != tolower(static_cast<unsigned char>(b[i]))) {
-      return false;
-    }
-  }
-  return true;
-}
 
 std::string Trim(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
@@ -69,15 +61,17 @@ bool ParseHead(std::string_view block, TestResponse* out, std::string* error) {
 }  // namespace
 
 std::string TestResponse::Header(std::string_view name) const {
+  const absl::string_view wanted(name.data(), name.size());
   for (const auto& [n, v] : headers) {
-    if (EqualsIgnoreCase(n, name)) return v;
+    if (absl::EqualsIgnoreCase(n, wanted)) return v;
   }
   return "";
 }
 
 bool TestResponse::HasHeader(std::string_view name) const {
+  const absl::string_view wanted(name.data(), name.size());
   for (const auto& [n, v] : headers) {
-    if (EqualsIgnoreCase(n, name)) return true;
+    if (absl::EqualsIgnoreCase(n, wanted)) return true;
   }
   return false;
 }
@@ -199,7 +193,7 @@ TestResponse TestHttpClient::ReadResponse(bool head) {
     resp = std::move(parsed);
     break;
   }
-  if (EqualsIgnoreCase(resp.Header("Connection"), "close")) server_closes_ = true;
+  if (absl::EqualsIgnoreCase(resp.Header("Connection"), "close")) server_closes_ = true;
   if (head || resp.status == 204 || resp.status == 304) return resp;
   std::string body, error;
   if (!ReadBody(resp, deadline, &body, &error)) {
@@ -213,7 +207,7 @@ TestResponse TestHttpClient::ReadResponse(bool head) {
 
 bool TestHttpClient::ReadBody(const TestResponse& head, Clock::time_point deadline,
                               std::string* body, std::string* error) {
-  if (EqualsIgnoreCase(head.Header("Transfer-Encoding"), "chunked")) {
+  if (absl::EqualsIgnoreCase(head.Header("Transfer-Encoding"), "chunked")) {
     return ReadChunked(deadline, body, error);
   }
   if (head.HasHeader("Content-Length")) {
@@ -394,30 +388,6 @@ std::string TargetOf(std::string_view uri) {
   return path == std::string_view::npos ? "/" : std::string(uri.substr(path));
 }
 
-std::string Base64Encode(std::string_view in) {
-  static const char kAlphabet[] =
-      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-  std::string out;
-  size_t i = 0;
-  for (; i + 2 < in.size(); i += 3) {
-    uint32_t v = (uint8_t(in[i]) << 16) | (uint8_t(in[i + 1]) << 8) | uint8_t(in[i + 2]);
-    for (int k = 3; k >= 0; --k) out.push_back(kAlphabet[(v >> (6 * k)) & 63]);
-  }
-  if (i + 1 == in.size()) {
-    uint32_t v = uint8_t(in[i]) << 16;
-    out.push_back(kAlphabet[(v >> 18) & 63]);
-    out.push_back(kAlphabet[(v >> 12) & 63]);
-    out += "==";
-  } else if (i + 2 == in.size()) {
-    uint32_t v = (uint8_t(in[i]) << 16) | (uint8_t(in[i + 1]) << 8);
-    out.push_back(kAlphabet[(v >> 18) & 63]);
-    out.push_back(kAlphabet[(v >> 12) & 63]);
-    out.push_back(kAlphabet[(v >> 6) & 63]);
-    out.push_back('=');
-  }
-  return out;
-}
-
 StatementClient::StatementClient(int port, StatementOptions options)
     : options_(std::move(options)), http_(port), deadline_(Clock::now() + options_.timeout) {}
 
@@ -460,6 +430,15 @@ TestResponse StatementClient::Advance() {
   ++result_.http_requests;
   Absorb(resp, /*is_post=*/false);
   return resp;
+}
+
+TestResponse StatementClient::AdvanceToData(int max_pages) {
+  const int data_pages = result_.data_pages;
+  TestResponse last;
+  for (int i = 0; i < max_pages && !done() && result_.data_pages == data_pages; ++i) {
+    last = Advance();
+  }
+  return last;
 }
 
 TestResponse StatementClient::Cancel() {
@@ -547,15 +526,6 @@ StatementResult& StatementClient::RunToCompletion(std::string_view sql) {
 StatementResult RunStatement(int port, std::string_view sql, StatementOptions options) {
   StatementClient client(port, std::move(options));
   return std::move(client.RunToCompletion(sql));
-}
-
-bool WaitUntil(const std::function<bool()>& cond, std::chrono::milliseconds timeout) {
-  const Clock::time_point deadline = Clock::now() + timeout;
-  while (!cond()) {
-    if (Clock::now() >= deadline) return false;
-    std::this_thread::yield();
-  }
-  return true;
 }
 
 }  // namespace qr::testing

@@ -10,6 +10,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "http/base64.h"
+#include "testutil/wait.h"
+
 /// A small blocking HTTP/1.1 client for the service tests, and a Trino-protocol statement
 /// client on top of it. Everything here reads with a deadline (poll()), so a broken server
 /// makes a test fail, never hang; nothing sleeps.
@@ -121,9 +124,6 @@ class TestHttpClient {
 
 /// "http://host:port/p?q" -> "/p?q"; an origin-form target is returned unchanged.
 std::string TargetOf(std::string_view uri);
-/// Standard base64 (with padding), as HTTP Basic authorization and varbinary use.
-std::string Base64Encode(std::string_view in);
-
 /// How a StatementClient talks.
 struct StatementOptions {
   /// The user; empty sends no user header.
@@ -173,7 +173,7 @@ struct StatementResult {
 };
 
 /// One statement through the protocol, step by step: Submit(), then Advance() until done().
-/// Checks the protocol invariants of every answer (PROTOCOL.md) and records the first
+/// Checks the protocol invariants of every answer (docs/protocol.md) and records the first
 /// violation in result().failure: status 200, JSON content type, body starting with '{', the
 /// same id, a stats object with a state, no empty 'data', rows as wide as the columns,
 /// columns on every page once known, QUEUED and no data on the POST answer, a terminal state
@@ -188,6 +188,9 @@ class StatementClient {
   TestResponse Advance();
   /// DELETEs nextUri (QR_REQUIRES: a nextUri was seen). Returns the raw response.
   TestResponse Cancel();
+  /// Advance()s until a page with rows arrives, done(), or 'max_pages' GETs. Returns the last
+  /// response: the first data page when one came (its JSON has "data").
+  TestResponse AdvanceToData(int max_pages = 1000);
   /// Submit() then Advance() until done(), a failure, or a limit.
   StatementResult& RunToCompletion(std::string_view sql);
 
@@ -215,10 +218,5 @@ class StatementClient {
 
 /// Runs 'sql' end to end on its own connection.
 StatementResult RunStatement(int port, std::string_view sql, StatementOptions options = {});
-
-/// Re-checks 'cond' until it holds (true) or 'timeout' passes (false), yielding in between.
-/// For conditions with no event to wait on; prefer a long-poll GET where there is one.
-bool WaitUntil(const std::function<bool()>& cond,
-               std::chrono::milliseconds timeout = std::chrono::seconds(30));
 
 }  // namespace qr::testing

@@ -94,7 +94,7 @@ TEST_F(TlsTest, ClientClosingWithoutCloseNotifyLogsNoWarning) {
     TlsTestClient client(server->port(), cert_.cert_file);
     ASSERT_EQ(client.Send("GET", "/v1/info").status, 200) << client.last_error();
   }
-  ASSERT_TRUE(WaitUntil([&] { return server->webserver()->connections_open() == 0; },
+  ASSERT_TRUE(WaitFor([&] { return server->webserver()->connections_open() == 0; },
                         std::chrono::seconds(60)));
   EXPECT_TRUE(log.Matching("HTTP read from").empty()) << log.Matching("HTTP read from")[0];
 }

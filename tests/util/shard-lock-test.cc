@@ -12,22 +12,10 @@
 
 #include <gtest/gtest.h>
 
+#include "testutil/wait.h"
+
 namespace qr {
 namespace {
-
-using Clock = std::chrono::steady_clock;
-constexpr auto kDeadline = std::chrono::seconds(30);
-
-/// Spins (yielding) until 'done' or the deadline; false at the deadline.
-template <typename Fn>
-bool WaitFor(Fn done) {
-  const auto deadline = Clock::now() + kDeadline;
-  while (!done()) {
-    if (Clock::now() > deadline) return false;
-    std::this_thread::yield();
-  }
-  return true;
-}
 
 TEST(ShardLockTest, WritersExcludeEachOther) {
   ShardLock lock;

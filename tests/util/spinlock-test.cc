@@ -8,14 +8,10 @@
 #include <boost/thread/lock_guard.hpp>
 #include <gtest/gtest.h>
 
+#include "testutil/wait.h"
+
 namespace qr {
 namespace {
-
-// Spins (yielding) until 'pred' holds; the ctest timeout bounds a bug that never lets it.
-template <typename Pred>
-void WaitFor(Pred pred) {
-  while (!pred()) std::this_thread::yield();
-}
 
 // Balanced for the thread-safety analysis: true when the lock was free (and is free again).
 bool TryLockAndRelease(SpinLock& lock) {
@@ -87,8 +83,8 @@ TEST(SpinLockTest, ContendedLockerSleepsAndIsWokenByUnlock) {
     lock.unlock();
   });
   // The waiter must first count a contended acquisition, then give up spinning and sleep.
-  WaitFor([&] { return lock.contended_acquisitions() == 1; });
-  WaitFor([&] { return lock.sleeps() >= 1; });
+  EXPECT_TRUE(WaitFor([&] { return lock.contended_acquisitions() == 1; }));
+  EXPECT_TRUE(WaitFor([&] { return lock.sleeps() >= 1; }));
   EXPECT_FALSE(acquired.load());
   lock.unlock();
   waiter.join();
@@ -107,7 +103,7 @@ TEST(SpinLockTest, WaitUntilFreeWaitsForTheHolderAndIsNotAnAcquisition) {
     lock.WaitUntilFree();
     returned.store(true);
   });
-  WaitFor([&] { return lock.sleeps() >= 1; });
+  EXPECT_TRUE(WaitFor([&] { return lock.sleeps() >= 1; }));
   EXPECT_FALSE(returned.load()) << "returned while the lock was held";
   lock.unlock();
   waiter.join();
@@ -142,7 +138,7 @@ TEST(SpinLockTest, WokenHolderPassesTheWakeOnAndFastPathNeverWakes) {
     });
   }
   // Both waiters give up spinning and sleep: two contended acquisitions, at least two sleeps.
-  WaitFor([&] { return lock.contended_acquisitions() == 2 && lock.sleeps() >= 2; });
+  EXPECT_TRUE(WaitFor([&] { return lock.contended_acquisitions() == 2 && lock.sleeps() >= 2; }));
   EXPECT_EQ(acquired.load(), 0);
   // The holder saw the sleepers' mark: its unlock wakes one; that waiter took the lock still
   // marked (others may sleep), so its unlock wakes the next: no wake-up is lost.

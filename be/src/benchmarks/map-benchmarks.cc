@@ -376,7 +376,7 @@ struct BareOf {
   using type = void;
 };
 template <class T, class Inner>
-struct BareOf<SpinShardedMap<T, Inner>> {
+struct BareOf<ShardedQueryMapVariant<T, Inner>> {
   using type = BareMap<T, Inner>;
 };
 template <class T, class Lock, class Inner>
@@ -468,10 +468,10 @@ std::vector<Variant> AllVariants() {
     shard_counts.push_back(FLAGS_registry_num_shards);
   }
   for (int n : shard_counts) {
-    v.push_back(MakeVariant<SpinShardedMap<Value, FlatMap<Value>>>(
-        "SpinShards" + std::to_string(n), n));
+    v.push_back(MakeVariant<ShardedQueryMapVariant<Value, FlatMap<Value>>>(
+        "ShardedQueryMap" + std::to_string(n), n));
   }
-  v.push_back(MakeVariant<SpinShardedMap<Value, StdMap<Value>>>("SpinShards256Std", 256));
+  v.push_back(MakeVariant<ShardedQueryMapVariant<Value, StdMap<Value>>>("ShardedQueryMap256Std", 256));
   // The previous default: the same shards and inner map, every access under the exclusive
   // SpinLock (lookups too), which moves the shard's cache line to each reading core.
   v.push_back(MakeVariant<ShardedLockMap<Value, SpinLock, FlatMap<Value>>>("SpinLockShards256",

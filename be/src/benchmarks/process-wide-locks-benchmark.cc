@@ -63,7 +63,7 @@ DEFINE_int32(iteration_probe_interval_us, 50,
 DEFINE_int32(iteration_sample_every, 16,
              "BM_LookupDuringIteration also times one lookup in this many of the lookup threads");
 DEFINE_string(iteration_variants,
-              "GlobalMutex,LegacySpinShards64Std,SpinShards4,SpinShards16,SpinShards64,SpinShards256",
+              "GlobalMutex,LegacySpinShards64Std,ShardedQueryMap4,ShardedQueryMap16,ShardedQueryMap64,ShardedQueryMap256",
               "Variants of BM_LookupDuringIteration");
 DEFINE_double(get_min_time_s, 0.05, "Minimum time of each BM_UncontendedGet run");
 DEFINE_int32(get_vs_bare_rounds, 200,
@@ -293,7 +293,7 @@ void RegisterLifecycleBenchmarks() {
     for (int n : shard_counts) {
       RegisterLifecycle(
           "BM_RequestLifecycle<ClientRequestStateMap" + std::to_string(n) + "Shards>",
-          &BM_RequestLifecycle<SpinShardedMap<RequestPtr, FlatMap<RequestPtr>>>, n, queries,
+          &BM_RequestLifecycle<ShardedQueryMapVariant<RequestPtr, FlatMap<RequestPtr>>>, n, queries,
           accesses);
     }
   }

@@ -11,7 +11,7 @@ render=$2
 work=$(mktemp -d /tmp/qr-registry-bench-smoke.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 
-variants='GlobalMutex|SpinShards256|BareFlatFind|GlobalBoostMutex|SpinLock4ShardsExclusive'
+variants='GlobalMutex|ShardedQueryMap256|BareFlatFind|GlobalBoostMutex|SpinLock4ShardsExclusive'
 variants+='|QueryExecMgr4Shards|QueryExecMgr256Shards'
 "$bench" --passes=2 --mix_threads=1,2 --mix_entries=1000 --mix_round_ms=20 \
   --iteration_round_ms=20 --grid=5x100 --grid_min_time_s=0.01 --get_min_time_s=0.01 \
@@ -19,7 +19,7 @@ variants+='|QueryExecMgr4Shards|QueryExecMgr256Shards'
   --benchmark_filter="<($variants)>" \
   --benchmark_format=json --benchmark_out="$work/run.json" >"$work/out" 2>"$work/err" ||
   { cat "$work/err"; exit 1; }
-"$bench" --callgrind_variant=SpinShards256 --callgrind_ops=1000 >/dev/null 2>"$work/err" ||
+"$bench" --callgrind_variant=ShardedQueryMap256 --callgrind_ops=1000 >/dev/null 2>"$work/err" ||
   { cat "$work/err"; exit 1; }
 
 python3 - "$work/run.json" <<'PY'

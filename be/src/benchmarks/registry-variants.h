@@ -210,11 +210,12 @@ struct NoLock {
   bool try_lock() { return true; }
 };
 
-/// The real thing: ShardedQueryMap (SpinLock shards) with the given inner map.
+/// The real thing: ShardedQueryMap (a ShardLock per shard) with the given inner map; the
+/// variants ShardedQueryMap{N} (flat inner map) and ShardedQueryMap256Std (std::unordered_map).
 template <typename T, typename Inner>
-class SpinShardedMap {
+class ShardedQueryMapVariant {
  public:
-  explicit SpinShardedMap(int num_shards) : map_(num_shards) {}
+  explicit ShardedQueryMapVariant(int num_shards) : map_(num_shards) {}
 
   bool Add(const UniqueId& id, T v) { return map_.Add(id, std::move(v)).ok(); }
   [[gnu::always_inline]] bool Get(const UniqueId& id, T* out) const {

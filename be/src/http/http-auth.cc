@@ -13,26 +13,6 @@ namespace {
 constexpr char kRealmHeader[] = "Basic realm=\"coordinatord\"";
 constexpr std::chrono::seconds kQueueFullLogInterval{10};
 
-bool StartsWithIgnoreCase(std::string_view s, std::string_view prefix) {
-  if (s.size() < prefix.size()) return false;
-  for (size_t i = 0; i < prefix.size(); ++i) {
-    auto lower = [](char c) { return tolower(static_cast<unsigned char>(c)); };
-    if (lower(s[i]) != lower(prefix[i])) return false;
-  }
-  return true;
-}
-
-/// Splits "Basic base64(user:password)". False when it is not that.
-bool ParseBasic(std::string_view authorization, std::string* credentials, size_t* colon) {
-  if (!StartsWithIgnoreCase(authorization, "Basic ")) return false;
-  std::string_view b64 = authorization.substr(6);
-  while (!b64.empty() && b64.front() == ' ') b64.remove_prefix(1);
-  while (!b64.empty() && b64.back() == ' ') b64.remove_suffix(1);
-  if (!Base64Decode(b64, credentials)) return false;
-  *colon = credentials->find(':');
-  return *colon != std::string::npos && *colon > 0;
-}
-
 const char* Describe(BasicAuthenticator::Result r) {
   switch (r) {
     case BasicAuthenticator::Result::kMalformed: return "malformed Basic credentials";
@@ -251,10 +231,9 @@ bool BasicAuthenticator::Decide(std::string_view authorization, const std::strin
     *r = Result::kMissing;
     return true;
   }
-  const bool parsed = ParseBasic(authorization, &v->credentials, &v->colon);
+  const bool parsed = ParseBasicCredentials(authorization, &v->credentials);
   // Malformed credentials name no user: they count under the empty name.
-  const std::string_view name =
-      parsed ? std::string_view(v->credentials).substr(0, v->colon) : std::string_view();
+  const std::string_view name = parsed ? v->credentials.user() : std::string_view();
   v->limit_key = LoginLimiter::Key(name, address);
   // A limited pair is refused before the cache is looked at: a cache hit would confirm a
   // guess without any cost.
@@ -268,7 +247,7 @@ bool BasicAuthenticator::Decide(std::string_view authorization, const std::strin
     *r = Result::kMalformed;
     return true;
   }
-  v->key = CacheKey(v->credentials);
+  v->key = CacheKey(v->credentials.decoded);
   if (CacheLookup(v->key, user, &v->users)) {
     cache_hits_.fetch_add(1, std::memory_order_relaxed);
     *r = Result::kOk;
@@ -285,8 +264,8 @@ bool BasicAuthenticator::Decide(std::string_view authorization, const std::strin
 }
 
 BasicAuthenticator::Result BasicAuthenticator::Finish(const Verification& v, std::string* user) {
-  std::string_view name = std::string_view(v.credentials).substr(0, v.colon);
-  Result r = Verify(*v.users, name, std::string_view(v.credentials).substr(v.colon + 1));
+  std::string_view name = v.credentials.user();
+  Result r = Verify(*v.users, name, v.credentials.password());
   const int failures = limiter_.EndVerification(v.limit_key, r != Result::kOk);
   if (r != Result::kOk) {
     LogFailure(v.address, name, r, failures);

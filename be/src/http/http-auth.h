@@ -13,6 +13,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "http/basic-credentials.h"
 #include "http/client-address.h"
 #include "http/login-limiter.h"
 #include "util/mutex.h"
@@ -131,9 +132,8 @@ class BasicAuthenticator {
 
   /// A cache miss on its way to a verification thread.
   struct Verification {
-    std::string credentials;  // "user:password"
-    size_t colon = 0;
-    std::string key;  // CacheKey(credentials)
+    BasicCredentials credentials;
+    std::string key;  // CacheKey(credentials.decoded)
     std::string address;  // The client IP, for the log.
     std::string limit_key;  // LoginLimiter::Key(user, address), holding a verification.
     /// The users as the request arrived: a Reload() meanwhile keeps it from being cached.

@@ -4,6 +4,7 @@
 #include <ctime>
 
 #include <boost/beast/http/status.hpp>
+#include <absl/strings/match.h>
 #include <glog/logging.h>
 
 #include "util/status.h"
@@ -16,20 +17,6 @@ int HexValue(char c) {
   if (c >= 'a' && c <= 'f') return c - 'a' + 10;
   if (c >= 'A' && c <= 'F') return c - 'A' + 10;
   return -1;
-}
-
-bool StartsWithIgnoreCase(std::string_view s, std::string_view prefix) {
-  if (s.size() < prefix.size()) return false;
-  for (size_t i = 0; i < prefix.size(); ++i) {
-    char c = s[i];
-    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-    if (c != prefix[i]) return false;
-  }
-  return true;
-}
-
-bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
-  return a.size() == b.size() && StartsWithIgnoreCase(a, b);
 }
 
 // RFC 7230 tchar.
@@ -53,11 +40,11 @@ bool IsValidHeaderValue(std::string_view value) {
 }
 
 bool IsServerOwnedHeader(std::string_view name) {
-  static constexpr std::string_view kOwned[] = {"content-length", "transfer-encoding",
-                                                "connection",     "server",
-                                                "date",           "content-type"};
-  for (std::string_view owned : kOwned) {
-    if (EqualsIgnoreCase(name, owned)) return true;
+  static constexpr absl::string_view kOwned[] = {"content-length", "transfer-encoding",
+                                                 "connection",     "server",
+                                                 "date",           "content-type"};
+  for (absl::string_view owned : kOwned) {
+    if (absl::EqualsIgnoreCase(absl::string_view(name.data(), name.size()), owned)) return true;
   }
   return false;
 }
@@ -149,9 +136,10 @@ bool ParseRequestTarget(std::string_view target, HttpRequest* req) {
   if (!target.empty() && target[0] == '/') {
     origin = target;
   } else {
-    size_t scheme_len = StartsWithIgnoreCase(target, "http://")    ? 7
-                        : StartsWithIgnoreCase(target, "https://") ? 8
-                                                                   : 0;
+    const absl::string_view t(target.data(), target.size());
+    size_t scheme_len = absl::StartsWithIgnoreCase(t, "http://")    ? 7
+                        : absl::StartsWithIgnoreCase(t, "https://") ? 8
+                                                                    : 0;
     if (scheme_len == 0) return false;
     std::string_view rest = target.substr(scheme_len);
     size_t authority_end = rest.find_first_of("/?#");
@@ -214,7 +202,7 @@ void AppendResponseHead(unsigned status, const HttpResponse& resp,
     // must never render as HTML), unless the handler said so itself.
     bool has_nosniff = false;
     for (const auto& [name, value] : resp.headers) {
-      has_nosniff = has_nosniff || EqualsIgnoreCase(name, "x-content-type-options");
+      has_nosniff = has_nosniff || absl::EqualsIgnoreCase(name, "x-content-type-options");
     }
     if (!has_nosniff) out->append("X-Content-Type-Options: nosniff\r\n");
   }

@@ -11,20 +11,12 @@
 #include <openssl/evp.h>
 #include <openssl/rand.h>
 
+#include "http/base64.h"
+
 namespace qr {
 namespace {
 
 constexpr std::string_view kScheme = "pbkdf2-sha256";
-constexpr char kAlphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-
-int Base64Value(char c) {
-  if (c >= 'A' && c <= 'Z') return c - 'A';
-  if (c >= 'a' && c <= 'z') return c - 'a' + 26;
-  if (c >= '0' && c <= '9') return c - '0' + 52;
-  if (c == '+') return 62;
-  if (c == '/') return 63;
-  return -1;
-}
 
 bool Pbkdf2(std::string_view password, std::string_view salt, int iterations, std::string* out) {
   out->assign(kPasswordHashBytes, '\0');
@@ -81,47 +73,6 @@ Status ParseEntry(std::string_view line, PasswordEntry* out) {
 }
 
 }  // namespace
-
-std::string Base64Encode(std::string_view in) {
-  std::string out;
-  out.reserve((in.size() + 2) / 3 * 4);
-  size_t i = 0;
-  auto byte = [&](size_t k) { return static_cast<uint32_t>(static_cast<uint8_t>(in[k])); };
-  for (; i + 2 < in.size(); i += 3) {
-    uint32_t v = (byte(i) << 16) | (byte(i + 1) << 8) | byte(i + 2);
-    for (int k = 3; k >= 0; --k) out.push_back(kAlphabet[(v >> (6 * k)) & 63]);
-  }
-  if (i < in.size()) {
-    uint32_t v = byte(i) << 16;
-    if (i + 1 < in.size()) v |= byte(i + 1) << 8;
-    out.push_back(kAlphabet[(v >> 18) & 63]);
-    out.push_back(kAlphabet[(v >> 12) & 63]);
-    out.push_back(i + 1 < in.size() ? kAlphabet[(v >> 6) & 63] : '=');
-    out.push_back('=');
-  }
-  return out;
-}
-
-bool Base64Decode(std::string_view in, std::string* out) {
-  out->clear();
-  if (in.size() % 4 != 0) return false;
-  size_t pad = 0;
-  while (pad < 2 && pad < in.size() && in[in.size() - 1 - pad] == '=') ++pad;
-  uint32_t acc = 0;
-  int bits = 0;
-  for (size_t i = 0; i < in.size() - pad; ++i) {
-    int v = Base64Value(in[i]);
-    if (v < 0) return false;
-    acc = (acc << 6) | static_cast<uint32_t>(v);
-    bits += 6;
-    if (bits >= 8) {
-      bits -= 8;
-      out->push_back(static_cast<char>((acc >> bits) & 0xff));
-    }
-  }
-  // The unused low bits of the last character must be zero (one encoding per value).
-  return (acc & ((1u << bits) - 1)) == 0;
-}
 
 Status ValidateUserName(std::string_view user) {
   if (user.empty()) return InvalidArgument("empty user name");

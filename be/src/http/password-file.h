@@ -15,11 +15,6 @@
 
 namespace qr {
 
-/// Standard base64 with padding.
-std::string Base64Encode(std::string_view in);
-/// Strict standard base64: padding required to a multiple of 4, no whitespace, no junk.
-bool Base64Decode(std::string_view in, std::string* out);
-
 /// One user's salted password hash.
 struct PasswordEntry {
   std::string user;

@@ -185,7 +185,8 @@ class Webserver::Impl::SessionBase : public std::enable_shared_from_this<Session
   virtual void Close() = 0;
 
   /// Holds one of 'server''s connections of address 'key' until ReleaseAddressSlot() or
-  /// destruction. Called once, by the acceptor, before Start().
+  /// destruction ('server' must outlive the session, as it does: Stop() joins every I/O
+  /// thread before the server goes). Called once, by the acceptor, before Start().
   void HoldAddressSlot(Impl* server, std::string key) {
     slot_server_ = server;
     slot_key_ = std::move(key);

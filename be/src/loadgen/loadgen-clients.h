@@ -143,6 +143,7 @@ StatementAnswer ParseStatement(std::string_view body);
 /// A simulated client with one keep-alive connection, driven by its answers.
 class Client : public HttpHandler {
  public:
+  /// 'worker' (which runs the client on its thread) must outlive the client.
   explicit Client(Worker* worker);
   /// A client whose requests carry 'headers' instead of the worker's common headers (another
   /// user), with bodies of at most 'max_body_bytes'.
@@ -180,6 +181,7 @@ std::unique_ptr<Client> MakeAttackClient(Worker* worker);
 /// Thread-safety: everything but ready() and the RunControl runs on the worker's own thread.
 class Worker {
  public:
+  /// 'run' (shared by every worker) and 'config' must outlive the worker.
   Worker(const Config& config, RunControl* run, int index, int num_workers);
   ~Worker();
   /// Runs until every client has stopped and every long query is canceled.

@@ -39,6 +39,7 @@ class HttpHandler {
 /// http::response_parser. Chunked and Content-Length bodies, keep-alive, limits: Beast's.
 class LeanResponseParser : public boost::beast::http::basic_parser<false> {
  public:
+  /// Parses bodies into '*body', which must outlive the parser.
   explicit LeanResponseParser(std::string* body) : body_(body) { body_->clear(); }
   unsigned status() const { return status_; }
 

@@ -1,8 +1,13 @@
 #include "runtime/json-encoding.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstring>
+
+#include <openssl/evp.h>
+
+#include "runtime/utf8.h"
 
 namespace qr {
 
@@ -13,36 +18,6 @@ constexpr char kReplacement[] = "\xEF\xBF\xBD";  // U+FFFD in UTF-8
 
 /// True for bytes that go into a JSON string unchanged without any further check.
 constexpr bool IsPlainAscii(unsigned char c) { return c >= 0x20 && c < 0x80 && c != '"' && c != '\\'; }
-
-/// Length of the valid UTF-8 sequence starting at 'p' (a non-ASCII byte), or 0 when invalid;
-/// then '*invalid_len' is the length of the maximal invalid subpart (at least 1).
-size_t ValidUtf8Length(const unsigned char* p, const unsigned char* end, size_t* invalid_len) {
-  const unsigned char c = p[0];
-  size_t n;
-  unsigned char lo = 0x80, hi = 0xBF;  // allowed range of the second byte
-  if (c >= 0xC2 && c <= 0xDF) {
-    n = 2;
-  } else if (c >= 0xE0 && c <= 0xEF) {
-    n = 3;
-    if (c == 0xE0) lo = 0xA0;  // overlong
-    if (c == 0xED) hi = 0x9F;  // surrogates
-  } else if (c >= 0xF0 && c <= 0xF4) {
-    n = 4;
-    if (c == 0xF0) lo = 0x90;  // overlong
-    if (c == 0xF4) hi = 0x8F;  // above U+10FFFF
-  } else {
-    *invalid_len = 1;
-    return 0;
-  }
-  for (size_t i = 1; i < n; ++i) {
-    const unsigned char min = i == 1 ? lo : 0x80, max = i == 1 ? hi : 0xBF;
-    if (p + i >= end || p[i] < min || p[i] > max) {
-      *invalid_len = i;
-      return 0;
-    }
-  }
-  return n;
-}
 
 }  // namespace
 
@@ -65,15 +40,14 @@ void AppendJsonString(std::string_view s, std::string* out) {
       out->append(esc, sizeof(esc));
       ++p;
     } else {
-      size_t invalid_len = 0;
-      const size_t n = ValidUtf8Length(p, end, &invalid_len);
-      if (n > 0) {
+      bool valid;
+      const size_t n = Utf8CharLength(p, end, &valid);
+      if (valid) {
         out->append(reinterpret_cast<const char*>(p), n);
-        p += n;
       } else {
         out->append(kReplacement, 3);
-        p += invalid_len;
       }
+      p += n;
     }
   }
   out->push_back('"');
@@ -105,26 +79,15 @@ void AppendJsonDouble(double v, std::string* out) {
 }
 
 void AppendBase64(std::string_view bytes, std::string* out) {
-  static constexpr char kAlphabet[] =
-      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-  const auto* p = reinterpret_cast<const unsigned char*>(bytes.data());
-  size_t n = bytes.size();
   const size_t start = out->size();
-  out->resize(start + (n + 2) / 3 * 4);
-  char* o = out->data() + start;
-  for (; n >= 3; n -= 3, p += 3) {
-    const uint32_t v = (uint32_t{p[0]} << 16) | (uint32_t{p[1]} << 8) | p[2];
-    *o++ = kAlphabet[v >> 18];
-    *o++ = kAlphabet[(v >> 12) & 63];
-    *o++ = kAlphabet[(v >> 6) & 63];
-    *o++ = kAlphabet[v & 63];
-  }
-  if (n > 0) {
-    const uint32_t v = (uint32_t{p[0]} << 16) | (n == 2 ? uint32_t{p[1]} << 8 : 0);
-    *o++ = kAlphabet[v >> 18];
-    *o++ = kAlphabet[(v >> 12) & 63];
-    *o++ = n == 2 ? kAlphabet[(v >> 6) & 63] : '=';
-    *o++ = '=';
+  out->resize(start + (bytes.size() + 2) / 3 * 4);
+  auto* o = reinterpret_cast<unsigned char*>(out->data() + start);
+  // EVP_EncodeBlock takes an int length: encode in chunks of a multiple of 3 bytes.
+  constexpr size_t kChunk = size_t{3} << 28;
+  for (size_t pos = 0; pos < bytes.size(); pos += kChunk) {
+    const size_t n = std::min(kChunk, bytes.size() - pos);
+    o += EVP_EncodeBlock(o, reinterpret_cast<const unsigned char*>(bytes.data() + pos),
+                         static_cast<int>(n));
   }
 }
 

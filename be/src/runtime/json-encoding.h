@@ -25,7 +25,8 @@ void AppendJsonInt(int64_t v, std::string* out);
 /// numbers cannot express, become the strings "NaN", "Infinity" and "-Infinity" (Trino's form).
 void AppendJsonDouble(double v, std::string* out);
 
-/// Appends 'bytes' as standard base64 with padding (RFC 4648), no quotes.
+/// Appends 'bytes' as standard base64 with padding (RFC 4648), no quotes: OpenSSL's
+/// EVP_EncodeBlock writing straight into 'out' (http/base64.h wraps the same for the HTTP layer).
 void AppendBase64(std::string_view bytes, std::string* out);
 
 }  // namespace qr

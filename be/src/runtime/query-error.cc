@@ -27,7 +27,7 @@ const char* ErrorTypeName(ErrorType type) {
   return "INTERNAL_ERROR";
 }
 
-// The codes and names are Trino's (PROTOCOL.md, "Errors and cancel"); clients match on them.
+// The codes and names are Trino's (docs/protocol.md, "Errors"); clients match on them.
 
 QueryError QueryError::GenericUser(std::string msg) {
   return Make(0, "GENERIC_USER_ERROR", ErrorType::kUserError, std::move(msg));

@@ -5,7 +5,7 @@
 
 namespace qr {
 
-/// Trino's error types (PROTOCOL.md, "Errors and cancel").
+/// Trino's error types (docs/protocol.md, "Errors").
 enum class ErrorType { kUserError, kInternalError, kInsufficientResources, kExternal };
 const char* ErrorTypeName(ErrorType type);  // "USER_ERROR", ...
 

@@ -19,6 +19,8 @@ class QueryExecMgr;
 class QueryStateHandle {
  public:
   QueryStateHandle() = default;
+  /// Owns one reference to 'qs'; 'mgr' must outlive the handle (QueryExecMgr's destructor
+  /// expects every QueryState released).
   QueryStateHandle(QueryExecMgr* mgr, QueryState* qs) : mgr_(mgr), qs_(qs) {}
   ~QueryStateHandle() { Reset(); }
   QueryStateHandle(QueryStateHandle&& o) noexcept : mgr_(o.mgr_), qs_(o.qs_) { o.qs_ = nullptr; }

@@ -72,7 +72,8 @@ class ResultBuffer {
   void SetOnChange(std::function<void()> on_change);
   /// Pages that do not fit in memory go to a spool file in 'dir' (created on first need),
   /// their bytes charged to 'account' (the query's spill quota); pages read back from it are
-  /// charged to 'read_budget' (may be null). Call from the producer, before its first Put().
+  /// charged to 'read_budget' (may be null; else it must outlive the buffer). Call from the
+  /// producer, before its first Put().
   void EnableSpooling(std::string dir, std::shared_ptr<SpillAccount> account,
                       MemoryBudget* read_budget);
 

@@ -3,23 +3,15 @@
 #include <cctype>
 #include <string>
 
+#include <absl/strings/ascii.h>
+#include <absl/strings/match.h>
+
 namespace qr {
 
 namespace {
 
 bool Contains(const std::string& upper, const char* what) {
   return upper.find(what) != std::string::npos;
-}
-
-bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i) {
-    if (std::toupper(static_cast<unsigned char>(a[i])) !=
-        std::toupper(static_cast<unsigned char>(b[i]))) {
-      return false;
-    }
-  }
-  return true;
 }
 
 /// A numeric literal as SQLite spells one: [+-] digits [. digits] [e [+-] digits], or 0x hex.
@@ -62,8 +54,7 @@ constexpr const char* kUnknownSig = R"({"rawType":"unknown","arguments":[]})";
 
 ColumnKind KindFromDeclType(const char* decl_type) {
   if (decl_type == nullptr || decl_type[0] == '\0') return ColumnKind::kUndecided;
-  std::string upper(decl_type);
-  for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  const std::string upper = absl::AsciiStrToUpper(decl_type);
   // BOOL is ours; then SQLite's affinity rules in its order (sqlite.org/datatype3.html, 3.1).
   if (Contains(upper, "BOOL")) return ColumnKind::kBoolean;
   if (Contains(upper, "INT")) return ColumnKind::kBigint;
@@ -109,8 +100,9 @@ bool IsUsableColumnName(std::string_view name) {
     name.remove_suffix(1);
   }
   if (name.empty()) return false;
-  if (EqualsIgnoreCase(name, "NULL") || EqualsIgnoreCase(name, "TRUE") ||
-      EqualsIgnoreCase(name, "FALSE")) {
+  const absl::string_view n(name.data(), name.size());
+  if (absl::EqualsIgnoreCase(n, "NULL") || absl::EqualsIgnoreCase(n, "TRUE") ||
+      absl::EqualsIgnoreCase(n, "FALSE")) {
     return false;
   }
   if (name.size() >= 2 && name.front() == '\'' && name.back() == '\'') return false;
@@ -144,8 +136,9 @@ Column MakeColumn(const char* sqlite_name, int index, ColumnKind kind) {
 }
 
 int BoolFromText(std::string_view text) {
-  if (EqualsIgnoreCase(text, "true")) return 1;
-  if (EqualsIgnoreCase(text, "false")) return 0;
+  const absl::string_view t(text.data(), text.size());
+  if (absl::EqualsIgnoreCase(t, "true")) return 1;
+  if (absl::EqualsIgnoreCase(t, "false")) return 0;
   return -1;
 }
 

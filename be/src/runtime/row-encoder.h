@@ -9,7 +9,7 @@
 #include "runtime/json-encoding.h"
 #include "runtime/result-buffer.h"
 
-/// Mapping of SQLite result columns to Trino columns (PROTOCOL.md, "Types and values in data")
+/// Mapping of SQLite result columns to Trino columns (docs/protocol.md, "Types")
 /// and encoding of their values as JSON.
 /// Thread-safety: pure functions.
 

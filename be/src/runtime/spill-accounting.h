@@ -72,6 +72,7 @@ std::string SpillRefusalToString(const SpillRefusal& refusal);
 /// Thread-safety: all methods are thread-safe.
 class SpillAccount {
  public:
+  /// 'budget' must outlive the account.
   SpillAccount(SpillBudget* budget, int64_t limit_bytes)
       : budget_(budget), limit_bytes_(limit_bytes) {}
 

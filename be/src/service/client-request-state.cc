@@ -106,7 +106,7 @@ void ClientRequestState::ReleaseExecution() {
   // The last reference may delete the QueryState: done outside 'lock_'.
 }
 
-bool ClientRequestState::Fail(State terminal, QueryError error) {
+bool ClientRequestState::Terminate(State terminal, QueryError error) {
   DCHECK(terminal == State::kFailed || terminal == State::kCanceled);
   QueryStateHandle exec;
   Waiters waiters;

@@ -61,8 +61,10 @@ struct QueryPage {
 /// Lifecycle: QUEUED -> RUNNING -> FINISHED | FAILED | CANCELED. The query is FINISHED for the
 /// client once every row has been handed out (the executor may have finished earlier).
 /// Thread-safety: all methods are thread-safe.
-/// Lock order: 1. a ClientRequestStateMap shard lock, 2. this object's 'lock_'. Never take a
-/// shard lock while holding 'lock_' (waiter callbacks run after 'lock_' is released).
+/// Lock order: QueryCoordinator's (query-coordinator.h): 'lock_' is taken under a PendingFetch
+/// lock or 'admission_lock_', and only the result buffer's lock is taken under it; a registry
+/// shard lock is a leaf, never held when 'lock_' is taken. Waiter callbacks run after 'lock_'
+/// is released.
 class ClientRequestState {
  public:
   enum class State { kQueued, kRunning, kFinished, kFailed, kCanceled };
@@ -106,9 +108,9 @@ class ClientRequestState {
   // Lifecycle, driven by QueryCoordinator.
   /// Attaches the executor-side query; its result buffer now feeds this request.
   void AttachExecution(QueryStateHandle exec);
-  /// Moves to a terminal state with 'error' (FAILED or CANCELED) unless already terminal.
-  /// Cancels the executor-side query too. Returns false if already terminal.
-  bool Fail(State terminal, QueryError error);
+  /// Moves to 'terminal' (FAILED or CANCELED) with 'error' unless already terminal, and
+  /// cancels the executor-side query with it. Returns false if already terminal.
+  bool Terminate(State terminal, QueryError error);
   /// Called on every change of the executor side: wakes parked waiters.
   void OnExecutionChange();
   /// Drops the executor-side reference (keeping its final counters): called once the request

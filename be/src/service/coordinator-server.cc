@@ -133,7 +133,7 @@ Status CoordinatorServer::Start() {
       std::make_unique<StatementService>(protocol, coordinator_.get(), webserver_.get(),
                                          access_control_.get());
   statement_service_->RegisterHandlers();
-  RegisterDebugPages(DebugPages::Options(), this);
+  RegisterDebugPages(debug_pages::Options(), this);
   QR_RETURN_IF_ERROR(webserver_->Start());
   LOG(INFO) << "coordinatord serving " << database_path_ << " on " << scheme() << "://"
             << options_.http.bind_address << ":" << webserver_->port() << " with "

@@ -16,6 +16,7 @@
 #include <utility>
 #include <vector>
 
+#include <absl/strings/ascii.h>
 #include <gflags/gflags.h>
 #include <glog/logging.h>
 #include <nlohmann/json.hpp>
@@ -204,8 +205,7 @@ void HandleRoot(HttpRequest& req, ResponseCallback respond) {
 }
 
 bool IsSecretFlag(std::string name) {
-  std::transform(name.begin(), name.end(), name.begin(),
-                 [](unsigned char c) { return static_cast<char>(tolower(c)); });
+  absl::AsciiStrToLower(&name);
   for (const char* word : {"password", "secret", "key", "token"}) {
     if (name.find(word) != std::string::npos) return true;
   }
@@ -243,7 +243,7 @@ void HandleQueries(const Ctx& ctx, HttpRequest& req, ResponseCallback respond) {
   const Principal principal = ctx->access->Identify(req);
   auto visible = [&](const ClientRequestState& q) { return ctx->access->MayAccess(principal, q); };
   HttpResponse r = HttpResponse::Json(
-      200, DebugPages::RenderQueriesJson(*ctx->coordinator, ctx->stmt_size, visible));
+      200, debug_pages::RenderQueriesJson(*ctx->coordinator, ctx->stmt_size, visible));
   AddSecurityHeaders(&r, false);
   respond(std::move(r));
 }
@@ -330,8 +330,7 @@ void HandleCancel(const Ctx& ctx, HttpRequest& req, ResponseCallback respond) {
                                       "(--admin_users) may"));
   }
   // False when the query had already ended: then it keeps its final state.
-  bool canceled = ctx->coordinator->FailRequest(state, ClientRequestState::State::kCanceled,
-                                                QueryError::UserCanceled());
+  bool canceled = ctx->coordinator->CancelRequest(state);
   if (canceled) {
     LOG(INFO) << "Query " << PrintId(id) << " of "
               << DescribeUser(state->user(), state->principal()) << " canceled by "
@@ -356,7 +355,7 @@ void HandleAsset(const Ctx& ctx, HttpRequest& req, ResponseCallback respond) {
 }
 
 void HandleMetrics(const Ctx& ctx, HttpRequest&, ResponseCallback respond) {
-  HttpResponse r = TextResponse(200, DebugPages::RenderMetrics(ctx->server));
+  HttpResponse r = TextResponse(200, debug_pages::RenderMetrics(ctx->server));
   r.content_type = "text/plain; version=0.0.4; charset=utf-8";
   respond(std::move(r));
 }
@@ -369,7 +368,7 @@ void HandleHealthz(const Ctx& ctx, HttpRequest&, ResponseCallback respond) {
   }
 }
 
-Ctx MakeContext(const DebugPages::Options& options, CoordinatorServer* server) {
+Ctx MakeContext(const debug_pages::Options& options, CoordinatorServer* server) {
   auto ctx = std::make_shared<PageContext>();
   ctx->server = server;
   ctx->coordinator = server->coordinator();
@@ -387,7 +386,7 @@ Ctx MakeContext(const DebugPages::Options& options, CoordinatorServer* server) {
 
 }  // namespace
 
-void RegisterDebugPages(const DebugPages::Options& options, CoordinatorServer* server) {
+void RegisterDebugPages(const debug_pages::Options& options, CoordinatorServer* server) {
   Ctx ctx = MakeContext(options, server);
   Webserver* web = server->webserver();
   auto bind = [ctx](void (*fn)(const Ctx&, HttpRequest&, ResponseCallback)) {

@@ -21,7 +21,7 @@ class QueryCoordinator;
 /// or text/plain; the HTML page renders it with textContent.
 /// Thread-safety: handlers run concurrently on the webserver's I/O threads; the loaded assets
 /// are immutable after registration.
-namespace DebugPages {
+namespace debug_pages {
 /// Who may see and cancel what is decided by the server's AccessControl (--admin_users).
 struct Options {
   /// Listings truncate statements to this many characters; 0: the --query_stmt_size flag.
@@ -45,14 +45,15 @@ std::string RenderMetrics(CoordinatorServer* server);
 /// "2024-05-01T12:34:56.789Z".
 std::string FormatIsoTime(std::chrono::system_clock::time_point t);
 
-/// The leading part of 's' holding at most 'max_chars' characters (UTF-8 code points), never
-/// cutting a character in two.
+/// The leading part of 's' holding at most 'max_chars' characters (UTF-8 code points, stepped
+/// by Utf8CharLength()), never cutting a character in two.
 std::string_view TruncateChars(std::string_view s, size_t max_chars);
-/// Characters (UTF-8 code points; a stray byte counts as one) in 's'.
+/// Characters in 's': UTF-8 code points, each maximal ill-formed subpart (a stray byte, a
+/// truncated sequence) counting as one, as the JSON encoder replaces each with one U+FFFD.
 size_t CountChars(std::string_view s);
-}  // namespace DebugPages
+}  // namespace debug_pages
 
 /// Registers the debug pages' handlers on 'server''s webserver. Call before it starts.
-void RegisterDebugPages(const DebugPages::Options& options, CoordinatorServer* server);
+void RegisterDebugPages(const debug_pages::Options& options, CoordinatorServer* server);
 
 }  // namespace qr

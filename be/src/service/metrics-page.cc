@@ -19,7 +19,7 @@
 #include "http/webserver.h"
 
 namespace qr {
-namespace DebugPages {
+namespace debug_pages {
 namespace {
 
 using metrics::Family;
@@ -363,5 +363,5 @@ std::string RenderMetrics(CoordinatorServer* server) {
   return out;
 }
 
-}  // namespace DebugPages
+}  // namespace debug_pages
 }  // namespace qr

@@ -166,7 +166,7 @@ void AppendQueryInfoJson(const ClientRequestState& req, const ResultsUris& uris,
   out->append(state);
   out->append("\",\"query\":");
   const std::string_view stmt = *req.statement();
-  const std::string_view shown = DebugPages::TruncateChars(stmt, stmt_size);
+  const std::string_view shown = debug_pages::TruncateChars(stmt, stmt_size);
   AppendJsonString(shown, out);
   if (stmt_size != SIZE_MAX) {
     out->append(shown.size() < stmt.size() ? ",\"queryTruncated\":true"
@@ -182,12 +182,12 @@ void AppendQueryInfoJson(const ClientRequestState& req, const ResultsUris& uris,
   AppendJsonString(req.session().schema, out);
   // Client info and tags are the client's text: cut in listings like the statement.
   out->append(",\"clientInfo\":");
-  AppendJsonString(DebugPages::TruncateChars(req.session().client_info, stmt_size), out);
+  AppendJsonString(debug_pages::TruncateChars(req.session().client_info, stmt_size), out);
   out->append(",\"clientTags\":[");
   const std::vector<std::string>& tags = req.session().client_tags;
   for (size_t i = 0; i < tags.size(); ++i) {
     if (i > 0) out->push_back(',');
-    AppendJsonString(DebugPages::TruncateChars(tags[i], stmt_size), out);
+    AppendJsonString(debug_pages::TruncateChars(tags[i], stmt_size), out);
   }
   out->append("]},\"self\":\"");
   out->append(uris.base);

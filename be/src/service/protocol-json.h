@@ -5,7 +5,7 @@
 #include "service/client-request-state.h"
 #include "http/webserver.h"
 
-/// Rendering of the Trino protocol's JSON documents (PROTOCOL.md). Hand-written writers: the
+/// Rendering of the Trino protocol's JSON documents (docs/protocol.md). Hand-written writers: the
 /// QueryResults document is produced for every poll of every query, so it must not build a DOM.
 /// Thread-safety: pure functions.
 

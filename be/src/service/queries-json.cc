@@ -13,28 +13,16 @@
 
 #include "service/client-request-state.h"
 #include "service/debug-pages.h"
+#include "runtime/utf8.h"
 #include "service/query-coordinator.h"
 #include "util/unique-id.h"
 
 namespace qr {
-namespace DebugPages {
+namespace debug_pages {
 namespace {
 
 using Json = nlohmann::ordered_json;
 using RequestList = std::vector<std::shared_ptr<ClientRequestState>>;
-
-/// Bytes taken by the character starting at s[i]: a valid lead byte and the continuation
-/// bytes that follow it (at most as many as it announces); a stray byte alone.
-size_t CharBytes(std::string_view s, size_t i) {
-  unsigned char b = static_cast<unsigned char>(s[i]);
-  size_t expected = (b & 0xE0) == 0xC0 ? 1 : (b & 0xF0) == 0xE0 ? 2 : (b & 0xF8) == 0xF0 ? 3 : 0;
-  size_t n = 1;
-  while (n <= expected && i + n < s.size() &&
-         (static_cast<unsigned char>(s[i + n]) & 0xC0) == 0x80) {
-    ++n;
-  }
-  return n;
-}
 
 Json ErrorJson(const std::optional<QueryError>& error) {
   if (!error) return nullptr;
@@ -126,13 +114,13 @@ std::string FormatIsoTime(std::chrono::system_clock::time_point t) {
 
 std::string_view TruncateChars(std::string_view s, size_t max_chars) {
   size_t i = 0;
-  for (size_t chars = 0; i < s.size() && chars < max_chars; ++chars) i += CharBytes(s, i);
+  for (size_t chars = 0; i < s.size() && chars < max_chars; ++chars) i += Utf8CharLength(s, i);
   return s.substr(0, i);
 }
 
 size_t CountChars(std::string_view s) {
   size_t chars = 0;
-  for (size_t i = 0; i < s.size(); ++chars) i += CharBytes(s, i);
+  for (size_t i = 0; i < s.size(); ++chars) i += Utf8CharLength(s, i);
   return chars;
 }
 
@@ -161,5 +149,5 @@ std::string RenderQueriesJson(const QueryCoordinator& coordinator, int stmt_size
   return page.dump(-1, ' ', false, Json::error_handler_t::replace);
 }
 
-}  // namespace DebugPages
+}  // namespace debug_pages
 }  // namespace qr

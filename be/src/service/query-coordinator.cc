@@ -35,7 +35,7 @@ QueryCoordinator::~QueryCoordinator() {
   stop_cv_.NotifyAll();
   expiration_thread_.join();
   for (auto& req : InFlight()) {
-    FailRequest(req, State::kFailed, QueryError::ShuttingDown("The server is shutting down"));
+    FailRequest(req, QueryError::ShuttingDown("The server is shutting down"));
   }
   // Pending admissions hold no slot; drop them.
   MutexLock l(&admission_lock_);
@@ -67,7 +67,7 @@ std::shared_ptr<ClientRequestState> QueryCoordinator::Submit(
   if (rejection) {
     LOG(INFO) << "Query " << PrintId(req->query_id()) << " refused: " << rejection->name
               << ": " << QuoteForError(rejection->message, 300);
-    FailRequest(req, State::kFailed, std::move(*rejection));
+    FailRequest(req, std::move(*rejection));
   } else if (start) {
     StartExecution(req);
   }
@@ -198,7 +198,7 @@ void QueryCoordinator::StartExecution(const std::shared_ptr<ClientRequestState>&
   QueryStateHandle exec;
   Status s = exec_mgr_->CreateQueryState(req->query_id(), std::move(ctx), &exec);
   if (!s.ok()) {
-    FailRequest(req, State::kFailed, QueryError::Internal(s.message()));
+    FailRequest(req, QueryError::Internal(s.message()));
     ReleaseSlot(req);
     return;
   }
@@ -257,8 +257,17 @@ ClientRequestState::FetchOutcome QueryCoordinator::Fetch(
 }
 
 bool QueryCoordinator::FailRequest(const std::shared_ptr<ClientRequestState>& req,
-                                   State terminal, QueryError error) {
-  if (!req->Fail(terminal, std::move(error))) return false;
+                                   QueryError error) {
+  return TerminateRequest(req, State::kFailed, std::move(error));
+}
+
+bool QueryCoordinator::CancelRequest(const std::shared_ptr<ClientRequestState>& req) {
+  return TerminateRequest(req, State::kCanceled, QueryError::UserCanceled());
+}
+
+bool QueryCoordinator::TerminateRequest(const std::shared_ptr<ClientRequestState>& req,
+                                        State terminal, QueryError error) {
+  if (!req->Terminate(terminal, std::move(error))) return false;
   {
     // A request failed while waiting for admission must not keep occupying the queue.
     MutexLock l(&admission_lock_);
@@ -271,7 +280,7 @@ bool QueryCoordinator::FailRequest(const std::shared_ptr<ClientRequestState>& re
 Status QueryCoordinator::Cancel(const UniqueId& id, std::string_view who) {
   std::shared_ptr<ClientRequestState> req = Find(id);
   if (!req) return NotFound("query " + PrintId(id) + " is not known (never existed, or expired)");
-  if (FailRequest(req, State::kCanceled, QueryError::UserCanceled())) {
+  if (CancelRequest(req)) {
     LOG(INFO) << "Query " << PrintId(id) << " of " << DescribeUser(req->user(), req->principal())
               << " canceled by " << who;
   }
@@ -359,7 +368,7 @@ int QueryCoordinator::Shutdown(int64_t grace_ms) {
   LOG(INFO) << "Shutting down: " << queued.size() << " queued queries fail, running ones get "
             << grace_ms << " ms to finish";
   for (auto& req : queued) {
-    FailRequest(req, State::kFailed, QueryError::ShuttingDown("The server is shutting down"));
+    FailRequest(req, QueryError::ShuttingDown("The server is shutting down"));
   }
   // A query is finished for its client once the client has its last page, not when the
   // executor is done (its rows may still sit in the buffer): wait for the registry to empty,
@@ -379,7 +388,7 @@ int QueryCoordinator::Shutdown(int64_t grace_ms) {
   }
   for (auto& req : InFlight()) {
     if (!req->execution_done() &&
-        FailRequest(req, State::kFailed,
+        FailRequest(req,
                     QueryError::ShuttingDown("The server shut down before the query finished"))) {
       ++canceled;
     }
@@ -393,11 +402,10 @@ int QueryCoordinator::CancelIdleAtShutdown() {
   int canceled = 0;
   for (auto& req : InFlight()) {
     if (req->has_waiters() || now - req->last_activity_ns() <= idle_ns) continue;
-    if (FailRequest(req, State::kFailed,
-                    QueryError::ShuttingDown(
-                        "The server is shutting down and the query's client was not fetching "
-                        "results (no request for " +
-                        std::to_string(options_.shutdown_client_idle_ms) + " ms)"))) {
+    if (FailRequest(req, QueryError::ShuttingDown(
+                             "The server is shutting down and the query's client was not "
+                             "fetching results (no request for " +
+                             std::to_string(options_.shutdown_client_idle_ms) + " ms)"))) {
       ++canceled;
     }
   }
@@ -415,30 +423,27 @@ void QueryCoordinator::ExpireQueries() {
     // A client parked in a long poll (maxWait may exceed the timeout) is not idle.
     const int64_t quiet_ns = now - req->last_activity_ns();
     if (idle_ns > 0 && quiet_ns > idle_ns && !req->has_waiters()) {
-      if (FailRequest(req, State::kFailed,
-                      QueryError::Abandoned("Query " + PrintId(req->query_id()) +
-                                            " was abandoned: no client request for " +
-                                            std::to_string(options_.idle_query_timeout_ms) +
-                                            " ms (--idle_query_timeout_s)"))) {
+      if (FailRequest(req, QueryError::Abandoned("Query " + PrintId(req->query_id()) +
+                                                 " was abandoned: no client request for " +
+                                                 std::to_string(options_.idle_query_timeout_ms) +
+                                                 " ms (--idle_query_timeout_s)"))) {
         abandoned_.fetch_add(1, std::memory_order_relaxed);
       }
     } else if (abandoned_ns > 0 && !req->ever_fetched() && quiet_ns > abandoned_ns) {
-      if (FailRequest(req, State::kFailed,
-                      QueryError::Abandoned(
-                          "Query " + PrintId(req->query_id()) +
-                          " was abandoned: its client never fetched a result within " +
-                          std::to_string(options_.abandoned_query_timeout_ms) +
-                          " ms of submitting it (--abandoned_query_timeout_s)"))) {
+      if (FailRequest(req, QueryError::Abandoned(
+                               "Query " + PrintId(req->query_id()) +
+                               " was abandoned: its client never fetched a result within " +
+                               std::to_string(options_.abandoned_query_timeout_ms) +
+                               " ms of submitting it (--abandoned_query_timeout_s)"))) {
         abandoned_.fetch_add(1, std::memory_order_relaxed);
       }
     } else if (exec_limit_ms > 0 && !req->execution_done() &&
                req->exec_elapsed_ms() > exec_limit_ms + kExecLimitSlackMs) {
       // The engine enforces the limit while SQLite runs; this catches a query blocked on a
       // client that does not fetch (no SQLite step runs while the buffer is full).
-      FailRequest(req, State::kFailed,
-                  QueryError::ExceededTimeLimit("Query exceeded the maximum execution time of " +
-                                                std::to_string(options_.exec_time_limit_ms) +
-                                                " ms (--exec_time_limit_s)"));
+      FailRequest(req, QueryError::ExceededTimeLimit(
+                           "Query exceeded the maximum execution time of " +
+                           std::to_string(options_.exec_time_limit_ms) + " ms (--exec_time_limit_s)"));
     }
   }
 }

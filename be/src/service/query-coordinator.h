@@ -28,11 +28,16 @@ namespace qr {
 /// the request; or Cancel(). A request lives in the registry (in flight) until it is terminal
 /// for the client, then moves to the completed-query log, where Find() still sees it.
 /// Thread-safety: all methods are thread-safe.
-/// Lock order: 1. a registry shard lock, 2. a ClientRequestState lock, 3. 'admission_lock_',
-/// 'log_lock_', 'stop_lock_' (leaves, never held together). In practice no two are nested:
-/// waiter callbacks and executor calls run after every lock is released. One exception:
-/// Complete() deletes from the registry while holding 'log_lock_' (a shard lock is itself a
-/// leaf: nothing is locked while one is held, so this cannot deadlock).
+/// Lock order (outermost first: holding one, a thread takes only locks further down; the same
+/// order is in docs/architecture.md):
+///   1. a long-poll GET's PendingFetch lock (statement-service.cc), held across Fetch();
+///   2. 'admission_lock_', 'log_lock_', 'stop_lock_', never two at once;
+///   3. a ClientRequestState's lock (DequeueLocked() reads states under 'admission_lock_');
+///   4. that request's ResultBuffer lock (read under 3: see runtime/result-buffer.h);
+///   5. a registry shard lock, a leaf (Complete() deletes from the registry under
+///      'log_lock_', Shutdown() counts it under 'admission_lock_').
+/// Callbacks run with none of 2-5 held: waiters (which take 1), the ResultBuffer's change
+/// callback, QueryState::Cancel() and SqliteEngine::Execute().
 class QueryCoordinator {
  public:
   struct Options {
@@ -68,6 +73,7 @@ class QueryCoordinator {
     QueryContext exec_defaults;
   };
 
+  /// Borrows 'exec_mgr' and 'engine', which must outlive the coordinator.
   QueryCoordinator(Options options, QueryExecMgr* exec_mgr, SqliteEngine* engine);
   /// Stops the expiration thread. Queries still registered are canceled.
   ~QueryCoordinator();
@@ -90,9 +96,11 @@ class QueryCoordinator {
   /// Cancels with USER_CANCELED. NotFound if unknown; OK (no-op) if already terminal.
   /// 'who' (escaped by the caller) names who canceled, in the audit line of the log.
   Status Cancel(const UniqueId& id, std::string_view who = "the coordinator");
-  /// Fails 'req' with 'error' and completes it. False if it was already terminal.
-  bool FailRequest(const std::shared_ptr<ClientRequestState>& req,
-                   ClientRequestState::State terminal, QueryError error);
+  /// Ends 'req' as FAILED with 'error': cancels its execution (if any), takes it out of the
+  /// admission queue (if queued) and completes it. False if it was already terminal.
+  bool FailRequest(const std::shared_ptr<ClientRequestState>& req, QueryError error);
+  /// Ends 'req' as CANCELED with USER_CANCELED, the same way. False if already terminal.
+  bool CancelRequest(const std::shared_ptr<ClientRequestState>& req);
 
   /// In-flight requests (a registry snapshot: no lock held while the caller works).
   std::vector<std::shared_ptr<ClientRequestState>> InFlight() const;
@@ -146,6 +154,9 @@ class QueryCoordinator {
   std::vector<std::shared_ptr<ClientRequestState>> TakeRunnableLocked() QR_REQUIRES(admission_lock_);
   void RemoveFromQueueLocked(const std::shared_ptr<ClientRequestState>& req)
       QR_REQUIRES(admission_lock_);
+  /// FailRequest() and CancelRequest(): 'terminal' is kFailed or kCanceled.
+  bool TerminateRequest(const std::shared_ptr<ClientRequestState>& req,
+                        ClientRequestState::State terminal, QueryError error);
   /// Fails the in-flight requests whose clients are not fetching; returns how many.
   int CancelIdleAtShutdown();
   int max_running_per_user() const;

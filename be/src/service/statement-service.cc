@@ -2,6 +2,8 @@
 
 #include <charconv>
 #include <cmath>
+#include <optional>
+#include <string>
 #include <utility>
 
 #include <boost/asio/post.hpp>
@@ -13,7 +15,7 @@
 #include "service/protocol-json.h"
 #include "service/version.h"
 #include "http/http-message.h"
-#include "http/password-file.h"
+#include "http/basic-credentials.h"
 
 DECLARE_int32(query_stmt_size);
 
@@ -109,6 +111,10 @@ bool ParseStatementPath(std::string_view path, UniqueId* id, std::string_view* s
 /// One long-poll GET of a nextUri, alive until it has answered. Fetch attempts are serialized
 /// by 'lock_': the first from the handler, later ones from the waiter (called by an executor
 /// thread when a page or state change arrives) or from the maxWait timer (an I/O thread).
+/// Lock order: 'lock_' is taken first: an attempt calls QueryCoordinator::Fetch() under it
+/// (which takes the coordinator's and the request's locks, see query-coordinator.h). The
+/// answer is rendered and 'respond_' called after 'lock_' is released; the waiter and the
+/// timer take 'lock_' only after the coordinator has released its locks.
 class PendingFetch : public std::enable_shared_from_this<PendingFetch> {
  public:
   PendingFetch(QueryCoordinator* coord, std::shared_ptr<ClientRequestState> req, int64_t token,
@@ -117,59 +123,89 @@ class PendingFetch : public std::enable_shared_from_this<PendingFetch> {
         respond_(std::move(respond)), timer_(io) {}
 
   void Start(std::chrono::milliseconds max_wait) {
-    MutexLock l(&lock_);
-    if (TryLocked(max_wait.count() > 0)) return;
-    timer_.expires_after(max_wait);
-    timer_.async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
-      if (!ec) self->OnTimeout();
-    });
+    std::optional<Answer> answer;
+    {
+      MutexLock l(&lock_);
+      answer = TryLocked(max_wait.count() > 0);
+      if (!answer) {
+        timer_.expires_after(max_wait);
+        timer_.async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
+          if (!ec) self->OnTimeout();
+        });
+      }
+    }
+    if (answer) Respond(std::move(*answer));
   }
 
  private:
+  /// What one attempt fetched, to answer with once 'lock_' is released.
+  struct Answer {
+    ClientRequestState::FetchOutcome outcome;
+    QueryPage page;
+  };
+
   void OnWake() {
-    MutexLock l(&lock_);
-    if (!done_) TryLocked(true);
+    std::optional<Answer> answer;
+    {
+      MutexLock l(&lock_);
+      if (!done_) answer = TryLocked(true);
+    }
+    if (answer) Respond(std::move(*answer));
   }
 
   void OnTimeout() {
-    MutexLock l(&lock_);
-    if (done_) return;
-    if (waiter_id_ != 0) req_->RemoveWaiter(waiter_id_);
-    TryLocked(false);
+    std::optional<Answer> answer;
+    {
+      MutexLock l(&lock_);
+      if (done_) return;
+      if (waiter_id_ != 0) req_->RemoveWaiter(waiter_id_);
+      answer = TryLocked(false);
+    }
+    if (answer) Respond(std::move(*answer));
   }
 
-  /// Answers if it can (true), else leaves a waiter registered.
-  bool TryLocked(bool may_wait) QR_REQUIRES(lock_) {
-    QueryPage page;
+  /// The answer if there is one now (then this fetch is done), else nullopt with a waiter
+  /// registered.
+  std::optional<Answer> TryLocked(bool may_wait) QR_REQUIRES(lock_) {
+    Answer answer;
     uint64_t waiter_id = 0;
     std::weak_ptr<PendingFetch> weak = weak_from_this();
     auto waiter = [weak] {
       if (auto self = weak.lock()) self->OnWake();
     };
-    auto outcome = coord_->Fetch(req_, token_, may_wait, waiter, &page, &waiter_id);
-    if (outcome == ClientRequestState::FetchOutcome::kWait) {
+    answer.outcome = coord_->Fetch(req_, token_, may_wait, waiter, &answer.page, &waiter_id);
+    if (answer.outcome == ClientRequestState::FetchOutcome::kWait) {
       waiter_id_ = waiter_id;
-      return false;
+      return std::nullopt;
     }
     done_ = true;
     timer_.cancel();
+    return answer;
+  }
+
+  /// Renders 'answer' and hands it to the webserver. Called once, with no lock held.
+  void Respond(Answer answer) QR_EXCLUDES(lock_) {
     HttpResponse resp;
-    if (outcome == ClientRequestState::FetchOutcome::kPage) {
-      RenderQueryResults(*req_, page, uris_, &resp);
-    } else if (outcome == ClientRequestState::FetchOutcome::kTooManyRetries) {
-      resp = HttpResponse::Text(
-          429, "Token " + std::to_string(token_) + " of query " + PrintId(req_->query_id()) +
-                   " was already answered again " + std::to_string(coord_->options().max_page_retries) +
-                   " times, the most for one page (--max_page_retries); fetch its nextUri\n");
-    } else if (outcome == ClientRequestState::FetchOutcome::kGone) {
-      resp = HttpResponse::Text(410, "Token " + std::to_string(token_) + " of query " +
-                                         PrintId(req_->query_id()) + " is gone\n");
-    } else {
-      resp = NotFoundText("Token " + std::to_string(token_) + " of query " +
-                          PrintId(req_->query_id()) + " does not exist");
+    const std::string what =
+        "Token " + std::to_string(token_) + " of query " + PrintId(req_->query_id());
+    switch (answer.outcome) {
+      case ClientRequestState::FetchOutcome::kPage:
+        RenderQueryResults(*req_, answer.page, uris_, &resp);
+        break;
+      case ClientRequestState::FetchOutcome::kTooManyRetries:
+        resp = HttpResponse::Text(
+            429, what + " was already answered again " +
+                     std::to_string(coord_->options().max_page_retries) +
+                     " times, the most for one page (--max_page_retries); fetch its nextUri\n");
+        break;
+      case ClientRequestState::FetchOutcome::kGone:
+        resp = HttpResponse::Text(410, what + " is gone\n");
+        break;
+      default:
+        resp = NotFoundText(what + " does not exist");
+        break;
     }
     respond_(std::move(resp));
-    return true;
   }
 
   QueryCoordinator* const coord_;
@@ -188,13 +224,9 @@ class PendingFetch : public std::enable_shared_from_this<PendingFetch> {
 std::string RequestUser(const HttpRequest& req) {
   std::string user = ProtocolHeader(req, "User");
   if (!user.empty()) return user;
-  std::string_view auth = req.Header("Authorization");
-  if (auth.size() > 6 && boost::beast::iequals(boost::beast::string_view(auth.data(), 6), "Basic ")) {
-    std::string decoded;
-    if (!Base64Decode(auth.substr(6), &decoded)) return "";
-    return decoded.substr(0, decoded.find(':'));
-  }
-  return "";
+  BasicCredentials credentials;
+  if (!ParseBasicCredentials(req.Header("Authorization"), &credentials)) return "";
+  return std::string(credentials.user());
 }
 
 bool IsSafeAuthority(std::string_view host) {

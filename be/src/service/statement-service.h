@@ -10,7 +10,7 @@
 
 namespace qr {
 
-/// The Trino client REST protocol (PROTOCOL.md) on top of a QueryCoordinator:
+/// The Trino client REST protocol (docs/protocol.md) on top of a QueryCoordinator:
 /// POST /v1/statement, GET/DELETE of nextUri, /v1/info, /v1/info/state, /v1/query[/{id}].
 ///
 /// A GET of a nextUri never parks a thread: when no page is ready it registers a waiter on the
@@ -38,7 +38,7 @@ class StatementService {
     int list_stmt_size = 0;
   };
 
-  /// 'access' must outlive the service.
+  /// Borrows 'coordinator', 'webserver' and 'access', which must outlive the service.
   StatementService(Options options, QueryCoordinator* coordinator, Webserver* webserver,
                    const AccessControl* access);
 

@@ -62,6 +62,7 @@ class QR_CAPABILITY("mutex") ShardLock {
   }
 
   /// Takes the lock exclusively only if no writer holds it and no reader is inside.
+  // No analysis inside: the writers' SpinLock stays held on success, past the return.
   bool try_lock() QR_TRY_ACQUIRE(true) QR_NO_THREAD_SAFETY_ANALYSIS {
     if (!writer_lock_.try_lock()) return false;
     writer_.store(kWriterActive, std::memory_order_seq_cst);
@@ -75,6 +76,7 @@ class QR_CAPABILITY("mutex") ShardLock {
     return true;
   }
 
+  // No analysis inside: releases the writers' SpinLock that lock() or try_lock() left held.
   void unlock() QR_RELEASE() QR_NO_THREAD_SAFETY_ANALYSIS {
     // Release: the writer's changes are visible to a reader that sees the flag down.
     writer_.store(kNoWriter, std::memory_order_release);

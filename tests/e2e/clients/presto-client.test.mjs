@@ -2,7 +2,7 @@
 // multi-page TPC-H query checked against the server's own aggregates, a failing query, and a
 // cancel of a long-running query.
 //
-// presto-client quirks this exercises (PROTOCOL.md, "Client quirks"): X-Presto-* headers by
+// presto-client quirks this exercises (docs/protocol.md, "Client quirks"): X-Presto-* headers by
 // default (X-Trino-* with engine 'trino'), a chunked POST body without Content-Type, a poll
 // every 'checkInterval' ms, stats.state read on every answer, nextUri required on the POST
 // answer, and a cancel sent as DELETE whose request target is the absolute nextUri.

@@ -2,7 +2,7 @@
 // against a real coordinatord: SELECT 1, a multi-page TPC-H query checked against the
 // server's own aggregates, a failing query, and a cancel of a long-running query.
 //
-// trino-client quirks this exercises (PROTOCOL.md, "Client quirks"): it sends X-Trino-*
+// trino-client quirks this exercises (docs/protocol.md, "Client quirks"): it sends X-Trino-*
 // headers plus Basic credentials, discards rows on the POST answer, GETs nextUri before
 // yielding anything and skips answers without rows, reports a failure as a yielded result
 // with 'error' (it does not throw), and cancels with DELETE /v1/query/{id}.
