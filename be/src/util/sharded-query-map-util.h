@@ -153,6 +153,9 @@ class ShardedQueryMap {
   class ScopedShardedMapRef {
    public:
     /// Holds the shard exclusively (the caller may change the map or its values).
+    /// No analysis here, in the destructor and in get(): which shard's lock is held depends on
+    /// 'id' at run time, and the analysis can only name a lock known when compiling; the
+    /// constructor/destructor pair is the (unannotatable) scope of that lock.
     ScopedShardedMapRef(const Key& id, ShardedQueryMap* map) QR_NO_THREAD_SAFETY_ANALYSIS
         : map_(map), shard_(&map->shards_[map->ShardIndex(id)]) {
       map_->CheckNotIterating("ScopedShardedMapRef");
@@ -165,6 +168,7 @@ class ShardedQueryMap {
     ScopedShardedMapRef(const ScopedShardedMapRef&) = delete;
     ScopedShardedMapRef& operator=(const ScopedShardedMapRef&) = delete;
 
+    /// The lock this object holds guards the map (see the constructor for the missing analysis).
     Map* get() QR_NO_THREAD_SAFETY_ANALYSIS { return &shard_->map; }
     Map* operator->() { return get(); }
     Map& operator*() { return *get(); }
