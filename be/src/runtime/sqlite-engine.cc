@@ -53,9 +53,6 @@ struct SqliteEngine::Impl {
 
 void SqliteEngine::Impl::ExecutorLoop(int index, SqliteConnection* conn,
                                       const Options& options) {
-  char name[16];
-  std::snprintf(name, sizeof(name), "qr-exec-%d", index);
-  pthread_setname_np(pthread_self(), name);
   for (;;) {
     QueryStateHandle query;
     {
@@ -86,6 +83,11 @@ void SqliteEngine::Impl::StartExecutor(int index, const Options* options) {
   if (threads[static_cast<size_t>(index)].joinable()) threads[static_cast<size_t>(index)].join();
   threads[static_cast<size_t>(index)] =
       std::thread([this, index, conn, options] { ExecutorLoop(index, conn, *options); });
+  // Named here, not by the new thread itself: the name is there when Create() returns (a
+  // thread not yet scheduled would otherwise still carry its creator's name).
+  char name[16];
+  std::snprintf(name, sizeof(name), "qr-exec-%d", index);
+  pthread_setname_np(threads[static_cast<size_t>(index)].native_handle(), name);
 }
 
 SqliteEngine::SqliteEngine(Options options)
