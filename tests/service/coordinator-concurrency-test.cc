@@ -128,5 +128,44 @@ TEST_F(CoordinatorConcurrencyTest, QueryStaysFindableWhileItCompletes) {
   server->Shutdown(0);
 }
 
+TEST_F(CoordinatorConcurrencyTest, CancelRacingAdmissionLeavesNoExecutionBehind) {
+  // With one slot, canceling the running query admits the queued one on the executor's
+  // callback thread while another thread cancels that queued one: the cancel may complete the
+  // request between its admission and its execution being attached. The execution must
+  // still end and free its slot, and no request in the query log may keep it alive.
+  CoordinatorServer::Options o = DefaultOptions();
+  o.coordinator.max_running_queries = 1;
+  o.coordinator.abandoned_query_timeout_ms = 0;
+  auto server = StartServer(std::move(o));
+  ASSERT_NE(server, nullptr);
+  QueryCoordinator* coordinator = server->coordinator();
+  constexpr int kRounds = QR_TEST_UNDER_TSAN ? 100 : 400;
+  for (int i = 0; i < kRounds; ++i) {
+    SessionInfo s;
+    s.user = i % 2 == 0 ? "alice" : "bob";
+    auto running = coordinator->Submit(std::make_shared<const std::string>(kEndlessQuery), s);
+    auto queued = coordinator->Submit(std::make_shared<const std::string>(kEndlessQuery), s);
+    std::latch go(2);
+    std::thread other([&] {
+      go.arrive_and_wait();
+      EXPECT_TRUE(coordinator->Cancel(queued->query_id()).ok());
+    });
+    go.arrive_and_wait();
+    EXPECT_TRUE(coordinator->Cancel(running->query_id()).ok());
+    other.join();
+    ASSERT_TRUE(ClientRequestState::IsTerminal(running->state())) << "round " << i;
+    ASSERT_TRUE(ClientRequestState::IsTerminal(queued->state())) << "round " << i;
+  }
+  EXPECT_TRUE(WaitFor([&] { return coordinator->GetMetrics().running == 0; }))
+      << coordinator->GetMetrics().running << " slots still held";
+  EXPECT_EQ(coordinator->registry().Count(), 0u);
+  EXPECT_TRUE(WaitFor([&] { return server->exec_mgr()->num_live() == 0; }))
+      << server->exec_mgr()->num_live() << " executor query states live";
+  // The slot is free: a new query runs.
+  StatementResult r = RunStatement(server->port(), "SELECT 1");
+  EXPECT_EQ(r.final_state, "FINISHED") << r.failure << r.error.dump();
+  server->Shutdown(0);
+}
+
 }  // namespace
 }  // namespace qr::testing

@@ -88,16 +88,19 @@ ClientRequestState::Info ClientRequestState::GetInfo() const {
   return info;
 }
 
-void ClientRequestState::AttachExecution(QueryStateHandle exec) {
+bool ClientRequestState::AttachExecution(QueryStateHandle exec) {
   MutexLock l(&lock_);
   DCHECK(!exec_) << "execution attached twice";
+  if (execution_released_) return false;  // 'exec' is dropped outside the lock
   exec_ = std::move(exec);
+  return true;
 }
 
 void ClientRequestState::ReleaseExecution() {
   QueryStateHandle exec;
   {
     MutexLock l(&lock_);
+    execution_released_ = true;
     if (!exec_) return;
     rows_produced_final_ = exec_->rows_produced.load();
     cpu_time_ns_final_ = exec_->cpu_time_ns.load();

@@ -106,15 +106,19 @@ class ClientRequestState {
   State state() const;
 
   // Lifecycle, driven by QueryCoordinator.
-  /// Attaches the executor-side query; its result buffer now feeds this request.
-  void AttachExecution(QueryStateHandle exec);
+  /// Attaches the executor-side query; its result buffer now feeds this request. Returns
+  /// false, attaching nothing, if the request already left the registry (ReleaseExecution()
+  /// ran: a cancel raced with admission); the caller then cancels 'exec' so that it ends and
+  /// frees its admission slot without a request holding it for the query log's lifetime.
+  [[nodiscard]] bool AttachExecution(QueryStateHandle exec);
   /// Moves to 'terminal' (FAILED or CANCELED) with 'error' unless already terminal, and
   /// cancels the executor-side query with it. Returns false if already terminal.
   bool Terminate(State terminal, QueryError error);
   /// Called on every change of the executor side: wakes parked waiters.
   void OnExecutionChange();
   /// Drops the executor-side reference (keeping its final counters): called once the request
-  /// leaves the registry, so the query log does not pin executor memory.
+  /// leaves the registry, so the query log does not pin executor memory. Any later
+  /// AttachExecution() is refused.
   void ReleaseExecution();
   /// True once the executor side has finished (or was never started and the request ended).
   bool execution_done() const;
@@ -181,6 +185,8 @@ class ClientRequestState {
   State state_ QR_GUARDED_BY(lock_) = State::kQueued;
   std::optional<QueryError> error_ QR_GUARDED_BY(lock_);
   QueryStateHandle exec_ QR_GUARDED_BY(lock_);
+  /// ReleaseExecution() ran: no execution may be attached any more.
+  bool execution_released_ QR_GUARDED_BY(lock_) = false;
   std::optional<std::chrono::steady_clock::time_point> start_time_ QR_GUARDED_BY(lock_);
   std::optional<std::chrono::steady_clock::time_point> end_time_ QR_GUARDED_BY(lock_);
   std::optional<std::chrono::system_clock::time_point> end_wall_ QR_GUARDED_BY(lock_);

@@ -208,9 +208,13 @@ void QueryCoordinator::StartExecution(const std::shared_ptr<ClientRequestState>&
   // in Complete(), and the QueryState holding this callback dies with the engine's reference.
   exec->result_buffer()->SetOnChange([this, req] { OnExecutionChange(req); });
   exec->set_exec_state(QueryState::ExecState::kQueued);
-  req->AttachExecution(exec.Clone());
-  // A cancel that raced with admission: the request is terminal but its execution never saw it.
-  if (ClientRequestState::IsTerminal(req->state())) exec->Cancel(QueryError::UserCanceled());
+  // A cancel that raced with admission: the request is terminal (and, if it already left the
+  // registry, refuses the execution) but the execution never saw the cancel. Canceled, it
+  // still goes to the engine, which ends it and so frees the slot.
+  const bool attached = req->AttachExecution(exec.Clone());
+  if (!attached || ClientRequestState::IsTerminal(req->state())) {
+    exec->Cancel(QueryError::UserCanceled());
+  }
   engine_->Execute(std::move(exec));
 }
 
