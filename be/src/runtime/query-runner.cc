@@ -192,6 +192,16 @@ int QueryRunner::OnProgress(void* self_ptr) {
 QueryRunner::End QueryRunner::Execute() {
   sqlite3_stmt* stmt = nullptr;
   QueryError error;
+  // The system tables show what this query's user may see while it runs.
+  SqlViewer viewer{ctx_.user, ctx_.sees_all_queries};
+  SystemTables* system_tables = conn_->system_tables();
+  if (system_tables != nullptr) system_tables->set_viewer(&viewer);
+  struct ResetViewer {
+    SystemTables* tables;
+    ~ResetViewer() {
+      if (tables != nullptr) tables->set_viewer(nullptr);
+    }
+  } reset_viewer{system_tables};
   if (!conn_->Prepare(*ctx_.statement, &stmt, &error)) {
     // The progress handler also runs while the schema is read.
     if (query_->is_cancelled() || timed_out_) return End::kInterrupted;

@@ -23,6 +23,9 @@ struct QueryContext {
   /// The SQL text: one immutable buffer shared with the coordinator, never copied.
   std::shared_ptr<const std::string> statement;
   std::string user;
+  /// The user may read every user's rows of the system tables (no authentication, or an
+  /// admin); else only their own.
+  bool sees_all_queries = false;
   /// 0 = no limit. Measured from the start of execution.
   int64_t exec_time_limit_ms = 0;
   /// Backpressure limits of the result buffer.

@@ -168,6 +168,10 @@ Status SqliteConnection::Open(const std::string& path, std::unique_ptr<SqliteCon
 
 SqliteConnection::~SqliteConnection() { sqlite3_close_v2(db_); }
 
+Status SqliteConnection::EnableSystemTables(SystemTablesSource* source) {
+  return SystemTables::Register(db_, source, &system_tables_);
+}
+
 Status SqliteConnection::Configure(const std::string& path) {
   int unused = 0;
   sqlite3_extended_result_codes(db_, 1);

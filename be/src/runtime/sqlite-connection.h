@@ -8,6 +8,7 @@
 
 #include "runtime/query-error.h"
 #include "runtime/sqlite-guarded-functions.h"
+#include "runtime/system-tables.h"
 #include "util/status.h"
 
 namespace qr {
@@ -44,6 +45,12 @@ class SqliteConnection {
 
   sqlite3* db() const { return db_; }
 
+  /// Registers the system tables (system-tables.h) fed by 'source', which must outlive this
+  /// connection.
+  Status EnableSystemTables(SystemTablesSource* source);
+  /// Null unless EnableSystemTables() succeeded.
+  SystemTables* system_tables() const { return system_tables_.get(); }
+
  private:
   explicit SqliteConnection(sqlite3* db) : db_(db) {}
   Status Configure(const std::string& path);
@@ -60,6 +67,8 @@ class SqliteConnection {
   /// printf/format/json_patch with their guards (sqlite-guarded-functions.h). Destroyed after
   /// 'db_' is closed (members go after the destructor's body).
   std::unique_ptr<GuardedBuiltins> guarded_;
+  /// Like 'guarded_': SQLite's modules point at it until 'db_' is closed.
+  std::unique_ptr<SystemTables> system_tables_;
   /// What the authorizer refused during the current prepare ("INSERT into lineitem"), for the
   /// error message; empty when nothing was refused.
   std::string denied_;

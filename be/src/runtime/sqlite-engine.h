@@ -12,6 +12,7 @@
 #include "runtime/long-query-demoter.h"
 #include "runtime/query-exec-mgr.h"
 #include "runtime/spill-accounting.h"
+#include "runtime/system-tables.h"
 #include "util/mutex.h"
 #include "util/status.h"
 
@@ -51,6 +52,9 @@ class SqliteEngine {
     /// The executor of a query that runs longer than 'long_query.after_ms' gets a lower CPU
     /// priority until the query ends (LongQueryDemoter), so short queries come first.
     LongQueryDemoter::Options long_query{};
+    /// Feeds the system tables (system.runtime.queries, ...) of every connection; null: the
+    /// tables do not exist. Must outlive the engine.
+    SystemTablesSource* system_tables = nullptr;
   };
 
   /// Opens one connection per thread and starts the threads. A missing, unreadable or

@@ -27,6 +27,8 @@ struct SessionInfo {
   /// With authentication: who authenticated (an admin may submit as another 'user'); empty
   /// without. For the audit lines of the log.
   std::string principal;
+  /// May read every user's rows of system.runtime.queries (no authentication, or an admin).
+  bool sees_all_queries = true;
   /// The client's address ("ip:port"), for the audit lines of the log.
   std::string client_address;
   std::string source;

@@ -117,24 +117,33 @@ Status CoordinatorServer::Start() {
   engine_options.query_spill_limit_bytes = options_.query_max_spill_bytes;
   engine_options.spool_dir = spill_dir_;
   engine_options.long_query = options_.long_query;
+  // The authority the statement service falls back to (IPv6 literals need brackets).
+  const std::string& host = options_.http.bind_address;
+  const std::string authority =
+      (host.find(':') != std::string::npos ? "[" + host + "]" : host) + ":" +
+      std::to_string(options_.http.port);
+  runtime_tables_ = std::make_unique<CoordinatorRuntimeTables>();
+  engine_options.system_tables = runtime_tables_.get();
   QR_RETURN_IF_ERROR(SqliteEngine::Create(engine_options, &engine_));
   QueryCoordinator::Options coordinator_options = options_.coordinator;
   coordinator_options.exec_defaults.memory_budget = result_memory_.get();
   coordinator_options.exec_defaults.max_memory_bytes = options_.query_max_memory_bytes;
   coordinator_ = std::make_unique<QueryCoordinator>(coordinator_options, exec_mgr_.get(),
                                                     engine_.get());
+  runtime_tables_->set_coordinator(coordinator_.get());
   webserver_ = std::make_unique<Webserver>(std::move(http));
   StatementService::Options protocol = options_.protocol;
-  // An IPv6 literal needs brackets in a URI authority ("[::1]:8080").
-  const std::string& host = options_.http.bind_address;
-  protocol.fallback_authority = (host.find(':') != std::string::npos ? "[" + host + "]" : host) +
-                                ":" + std::to_string(options_.http.port);
+  protocol.fallback_authority = authority;
   statement_service_ =
       std::make_unique<StatementService>(protocol, coordinator_.get(), webserver_.get(),
                                          access_control_.get());
   statement_service_->RegisterHandlers();
   RegisterDebugPages(debug_pages::Options(), this);
   QR_RETURN_IF_ERROR(webserver_->Start());
+  // With --port 0 the port is known only now.
+  const std::string bound = (host.find(':') != std::string::npos ? "[" + host + "]" : host) +
+                            ":" + std::to_string(webserver_->port());
+  runtime_tables_->set_node(bound, std::string(scheme()) + "://" + bound);
   LOG(INFO) << "coordinatord serving " << database_path_ << " on " << scheme() << "://"
             << options_.http.bind_address << ":" << webserver_->port() << " with "
             << options_.num_query_threads << " query threads";

@@ -9,6 +9,7 @@
 #include "runtime/sqlite-engine.h"
 #include "service/access-control.h"
 #include "service/query-coordinator.h"
+#include "service/runtime-tables.h"
 #include "service/statement-service.h"
 #include "http/http-auth.h"
 #include "util/status.h"
@@ -102,6 +103,8 @@ class CoordinatorServer {
   /// files give their bytes back to these until the last one is gone.
   std::unique_ptr<MemoryBudget> result_memory_;
   std::unique_ptr<SpillBudget> spill_budget_;
+  /// Feeds the engine's system tables: declared before it, so it outlives its executors.
+  std::unique_ptr<CoordinatorRuntimeTables> runtime_tables_;
   std::unique_ptr<SqliteEngine> engine_;
   /// Sets up the SQLite heap limit and the accounted temporary-file directory.
   Status ConfigureResources();

@@ -194,6 +194,7 @@ void QueryCoordinator::StartExecution(const std::shared_ptr<ClientRequestState>&
   QueryContext ctx = options_.exec_defaults;
   ctx.statement = req->statement();
   ctx.user = req->user();
+  ctx.sees_all_queries = req->session().sees_all_queries;
   ctx.exec_time_limit_ms = options_.exec_time_limit_ms;
   QueryStateHandle exec;
   Status s = exec_mgr_->CreateQueryState(req->query_id(), std::move(ctx), &exec);

@@ -315,6 +315,7 @@ void StatementService::HandleSubmit(HttpRequest& req, ResponseCallback respond) 
   Principal principal = access_->Identify(req);
   session.user = std::move(principal.user);
   session.principal = std::move(principal.authenticated);
+  session.sees_all_queries = !access_->authentication_enabled() || principal.admin;
   session.client_address = req.remote_address;
   if (session.user.empty()) session.user = options_.default_user;
   if (session.user.empty()) {

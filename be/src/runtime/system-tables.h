@@ -1,0 +1,104 @@
+#pragma once
+
+#include <sqlite3.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "util/status.h"
+
+/// The coordinator's own state as SQL tables on every executor connection: the queries of the
+/// registry and the completed-query log (Trino's system.runtime.queries) and this node
+/// (system.runtime.nodes). They are SQLite eponymous virtual tables: SQLite itself evaluates
+/// WHERE, ORDER BY, joins and aggregates over them. Each scan asks the SystemTablesSource for
+/// a fresh snapshot, taken without holding any lock while SQLite reads it.
+
+namespace qr {
+
+/// Who runs the statement that reads a system table.
+struct SqlViewer {
+  std::string user;
+  /// Sees every user's queries (no authentication, or an admin); else only 'user''s.
+  bool sees_all = false;
+};
+
+/// One row of system.runtime.queries. Times are wall-clock milliseconds since the epoch, -1
+/// for NULL (not yet started, not ended).
+struct RuntimeQueryRow {
+  std::string query_id;
+  /// QUEUED, RUNNING, FINISHED or FAILED (a canceled query is FAILED with USER_CANCELED).
+  std::string state;
+  std::string user;
+  std::string source;
+  std::string query;
+  int64_t queued_time_ms = 0;
+  int64_t created_ms = -1;
+  int64_t started_ms = -1;
+  int64_t last_heartbeat_ms = -1;
+  int64_t end_ms = -1;
+  /// Empty when the query did not fail.
+  std::string error_type;
+  std::string error_code;
+  std::string error_message;
+  int64_t rows = 0;
+  int64_t bytes = 0;
+  int64_t cpu_time_ms = 0;
+  std::string client_info;
+  /// A JSON array of strings.
+  std::string client_tags;
+};
+
+/// One row of system.runtime.nodes.
+struct RuntimeNodeRow {
+  std::string node_id;
+  std::string http_uri;
+  std::string node_version;
+  bool coordinator = true;
+  std::string state;
+};
+
+/// What the system tables show; implemented by the service layer.
+/// Thread-safety: called concurrently from every executor thread.
+class SystemTablesSource {
+ public:
+  virtual ~SystemTablesSource() = default;
+  /// The queries 'viewer' may see, in-flight and completed, each exactly once.
+  virtual std::vector<RuntimeQueryRow> Queries(const SqlViewer& viewer) = 0;
+  virtual std::vector<RuntimeNodeRow> Nodes() = 0;
+};
+
+/// The names the tables are registered under on each connection (statements name them
+/// system.runtime.queries and system.runtime.nodes; see trino-metadata.h for the mapping).
+inline constexpr const char* kRuntimeQueriesTable = "qr_system_runtime_queries";
+inline constexpr const char* kRuntimeNodesTable = "qr_system_runtime_nodes";
+
+/// The system tables of one connection.
+/// Thread-safety: like its connection, used by one executor thread at a time.
+class SystemTables {
+ public:
+  /// Registers the tables on 'db', fed by 'source' (which must outlive 'db').
+  static Status Register(sqlite3* db, SystemTablesSource* source,
+                         std::unique_ptr<SystemTables>* out);
+  ~SystemTables();
+  SystemTables(const SystemTables&) = delete;
+  SystemTables& operator=(const SystemTables&) = delete;
+
+  /// Who the statement being run acts for; null (between statements): scans see no queries.
+  /// '*viewer' must stay valid until reset.
+  void set_viewer(const SqlViewer* viewer) { viewer_ = viewer; }
+  const SqlViewer* viewer() const { return viewer_; }
+  SystemTablesSource* source() const { return source_; }
+
+ private:
+  explicit SystemTables(SystemTablesSource* source) : source_(source) {}
+  SystemTablesSource* const source_;
+  const SqlViewer* viewer_ = nullptr;
+};
+
+/// "2026-11-26 07:05:23.123" (UTC) for milliseconds since the epoch: Trino's timestamp(3)
+/// text form.
+std::string FormatTimestampMillis(int64_t epoch_ms);
+
+}  // namespace qr

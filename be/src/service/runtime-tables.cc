@@ -1,0 +1,110 @@
+#include "service/runtime-tables.h"
+
+#include <chrono>
+#include <memory>
+#include <unordered_set>
+
+#include <nlohmann/json.hpp>
+
+#include "service/client-request-state.h"
+#include "service/query-coordinator.h"
+#include "service/version.h"
+#include "util/unique-id.h"
+
+namespace qr {
+namespace {
+
+int64_t EpochMillis(std::chrono::system_clock::time_point t) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count();
+}
+
+/// Trino's states: a query an executor has started is RUNNING even before its client polls
+/// (the protocol moves QUEUED -> RUNNING on a poll); a canceled one is FAILED (USER_CANCELED).
+const char* TrinoState(const ClientRequestState& req, ClientRequestState::State s) {
+  using State = ClientRequestState::State;
+  switch (s) {
+    case State::kQueued: return req.exec_elapsed_ms() >= 0 ? "RUNNING" : "QUEUED";
+    case State::kRunning: return "RUNNING";
+    case State::kFinished: return "FINISHED";
+    case State::kFailed:
+    case State::kCanceled: return "FAILED";
+  }
+  return "FAILED";
+}
+
+RuntimeQueryRow RowOf(const ClientRequestState& req, std::chrono::system_clock::time_point now_wall,
+                      std::chrono::steady_clock::time_point now_steady) {
+  ClientRequestState::Info info = req.GetInfo();
+  RuntimeQueryRow r;
+  r.query_id = PrintId(req.query_id());
+  r.state = TrinoState(req, info.state);
+  r.user = req.user();
+  r.source = req.session().source;
+  if (req.statement()) r.query = *req.statement();
+  r.queued_time_ms = info.queued_ms;
+  r.created_ms = EpochMillis(req.submit_wall_time());
+  const int64_t exec_ms = req.exec_elapsed_ms();
+  if (exec_ms >= 0 || ClientRequestState::IsTerminal(info.state)) {
+    r.started_ms = r.created_ms + info.queued_ms;
+  }
+  // The last request of its client, on the wall clock.
+  const int64_t idle_ns = now_steady.time_since_epoch().count() - req.last_activity_ns();
+  r.last_heartbeat_ms = EpochMillis(now_wall) - std::max<int64_t>(0, idle_ns / 1000000);
+  if (info.end_wall_time) r.end_ms = EpochMillis(*info.end_wall_time);
+  if (info.error) {
+    r.error_type = ErrorTypeName(info.error->type);
+    r.error_code = info.error->name;
+    r.error_message = info.error->message;
+  }
+  r.rows = info.rows_delivered;
+  r.bytes = info.bytes_delivered;
+  r.cpu_time_ms = info.cpu_time_ns / 1000000;
+  r.client_info = req.session().client_info;
+  r.client_tags = nlohmann::json(req.session().client_tags).dump();
+  return r;
+}
+
+}  // namespace
+
+std::vector<RuntimeQueryRow> CoordinatorRuntimeTables::Queries(const SqlViewer& viewer) {
+  QueryCoordinator* c = coordinator_.load(std::memory_order_acquire);
+  std::vector<RuntimeQueryRow> out;
+  if (c == nullptr) return out;
+  // The registry first, then the log: Complete() moves a request from one to the other under
+  // the log's lock, so a request missing from the registry's snapshot is in the log read
+  // after it; one in both (it completed in between) is listed once.
+  std::vector<std::shared_ptr<ClientRequestState>> in_flight = c->InFlight();
+  std::vector<std::shared_ptr<ClientRequestState>> completed = c->Completed();
+  auto visible = [&](const ClientRequestState& q) {
+    return viewer.sees_all || q.user() == viewer.user;
+  };
+  const auto now_wall = std::chrono::system_clock::now();
+  const auto now_steady = std::chrono::steady_clock::now();
+  std::unordered_set<UniqueId> listed;
+  out.reserve(in_flight.size() + completed.size());
+  for (const auto& q : in_flight) {
+    if (!visible(*q)) continue;
+    listed.insert(q->query_id());
+    out.push_back(RowOf(*q, now_wall, now_steady));
+  }
+  for (const auto& q : completed) {
+    if (!visible(*q) || listed.contains(q->query_id())) continue;
+    out.push_back(RowOf(*q, now_wall, now_steady));
+  }
+  return out;
+}
+
+std::vector<RuntimeNodeRow> CoordinatorRuntimeTables::Nodes() {
+  RuntimeNodeRow n;
+  {
+    MutexLock l(&lock_);
+    n.node_id = node_id_;
+    n.http_uri = http_uri_;
+  }
+  n.node_version = QR_VERSION;
+  n.coordinator = true;
+  n.state = "active";
+  return {n};
+}
+
+}  // namespace qr

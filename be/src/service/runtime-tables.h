@@ -1,0 +1,41 @@
+#pragma once
+
+#include <atomic>
+#include <string>
+#include <vector>
+
+#include "runtime/system-tables.h"
+#include "util/mutex.h"
+
+namespace qr {
+
+class QueryCoordinator;
+
+/// system.runtime.queries and system.runtime.nodes of one coordinator: its registry's
+/// Snapshot() (taken shard by shard) and its completed-query log, each query listed once,
+/// filtered by who asks (AccessControl's rule: with authentication, a non-admin sees only
+/// their own queries).
+/// Thread-safety: thread-safe; set_coordinator() before the first query runs.
+class CoordinatorRuntimeTables : public SystemTablesSource {
+ public:
+  /// How this node appears in system.runtime.nodes (known once the webserver listens).
+  void set_node(std::string node_id, std::string http_uri) QR_EXCLUDES(lock_) {
+    MutexLock l(&lock_);
+    node_id_ = std::move(node_id);
+    http_uri_ = std::move(http_uri);
+  }
+
+  /// The coordinator whose queries are shown; must outlive every query of the engine.
+  void set_coordinator(QueryCoordinator* c) { coordinator_.store(c, std::memory_order_release); }
+
+  std::vector<RuntimeQueryRow> Queries(const SqlViewer& viewer) override;
+  std::vector<RuntimeNodeRow> Nodes() override QR_EXCLUDES(lock_);
+
+ private:
+  Mutex lock_;
+  std::string node_id_ QR_GUARDED_BY(lock_);
+  std::string http_uri_ QR_GUARDED_BY(lock_);
+  std::atomic<QueryCoordinator*> coordinator_{nullptr};
+};
+
+}  // namespace qr
