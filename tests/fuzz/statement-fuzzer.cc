@@ -42,6 +42,7 @@
 #include <nlohmann/json.hpp>
 
 #include "fuzz-util.h"
+#include "interrupt-watchdog.h"
 #include "runtime/query-exec-mgr.h"
 #include "runtime/sample-db.h"
 #include "runtime/sqlite-connection.h"
@@ -55,7 +56,10 @@ using qr::QueryError;
 using qr::QueryState;
 using ExecState = QueryState::ExecState;
 using Json = nlohmann::json;
-using Clock = std::chrono::steady_clock;
+using Clock = qr::fuzz::Clock;
+using qr::fuzz::CancelVia;
+using qr::fuzz::InterruptWatchdog;
+using qr::fuzz::Millis;
 
 constexpr int64_t kTimeLimitMs = 200;
 /// A query that is still running this long after its submission hangs.
@@ -99,151 +103,6 @@ std::chrono::milliseconds EnvMillis(const char* name, int64_t fallback) {
                    std::string(name) + " takes a positive number of milliseconds", value);
   }
   return std::chrono::milliseconds(ms);
-}
-
-int64_t Millis(Clock::duration d) {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(d).count();
-}
-
-/// How the watchdog stops a statement.
-enum class CancelVia {
-  /// sqlite3_interrupt(), which SQLite checks at every jump of its virtual machine.
-  kInterrupt,
-  /// What SqliteEngine does to cancel a query: a flag that the connection's progress handler
-  /// polls every 1000 VM instructions (QR_FUZZ_CANCEL=progress).
-  kProgressHandler,
-};
-
-/// Interrupts the statement being stepped on a connection 'after' its Arm(), and fails the
-/// fuzz run, naming the statement, when it has not ended 'bound' after the interrupt: it is
-/// then inside something SQLite cannot interrupt, such as one long function call.
-/// Thread-safety: the fuzzing thread calls Arm() and Disarm() in turn; the watch runs on the
-/// watchdog's own thread.
-/// Ownership: borrows 'conn', which must outlive the watchdog.
-class InterruptWatchdog {
- public:
-  InterruptWatchdog(qr::SqliteConnection* conn, CancelVia via, Clock::duration after,
-                    Clock::duration bound);
-  ~InterruptWatchdog();
-  InterruptWatchdog(const InterruptWatchdog&) = delete;
-  InterruptWatchdog& operator=(const InterruptWatchdog&) = delete;
-
-  /// Starts watching 'sql', whose statement is about to be stepped.
-  /// QR_REQUIRES: not armed; 'sql' lives until the matching Disarm().
-  void Arm(const std::string* sql);
-  /// Ends the watch (the statement ended). Returns how long after the interrupt that was;
-  /// nullopt if the statement ended before its interrupt.
-  std::optional<Clock::duration> Disarm();
-
-  Clock::duration bound() const { return bound_; }
-
- private:
-  static int OnProgress(void* self);
-  void Run();
-  void InterruptLocked() QR_REQUIRES(mu_);
-  /// Fails the fuzz run: 'sql' had not ended 'late' after its interrupt.
-  [[noreturn]] void ReportLate(const std::string& sql, Clock::duration late) const;
-
-  qr::SqliteConnection* const conn_;
-  const CancelVia via_;
-  const Clock::duration after_;
-  const Clock::duration bound_;
-  /// Set by the interrupt when 'via_' is kProgressHandler, polled by OnProgress(); relaxed:
-  /// it orders nothing else, and the next poll after the store sees it.
-  std::atomic<bool> cancelled_{false};
-  /// Protects the watch below; a leaf (sqlite3_interrupt() is called while it is held, and
-  /// takes no lock that the stepping thread holds).
-  qr::Mutex mu_;
-  qr::CondVar cv_;
-  bool stop_ QR_GUARDED_BY(mu_) = false;
-  /// The statement being watched; nullptr while not armed.
-  const std::string* sql_ QR_GUARDED_BY(mu_) = nullptr;
-  Clock::time_point armed_at_ QR_GUARDED_BY(mu_);
-  std::optional<Clock::time_point> interrupted_at_ QR_GUARDED_BY(mu_);
-  std::thread thread_;  // last: it starts once the members above exist
-};
-
-InterruptWatchdog::InterruptWatchdog(qr::SqliteConnection* conn, CancelVia via,
-                                     Clock::duration after, Clock::duration bound)
-    : conn_(conn), via_(via), after_(after), bound_(bound), thread_([this] { Run(); }) {
-  if (via_ == CancelVia::kProgressHandler) conn_->SetProgressHandler(&OnProgress, this);
-}
-
-InterruptWatchdog::~InterruptWatchdog() {
-  {
-    qr::MutexLock l(&mu_);
-    stop_ = true;
-    cv_.NotifyAll();
-  }
-  thread_.join();
-  if (via_ == CancelVia::kProgressHandler) conn_->SetProgressHandler(nullptr, nullptr);
-}
-
-int InterruptWatchdog::OnProgress(void* self) {
-  return static_cast<InterruptWatchdog*>(self)->cancelled_.load(std::memory_order_relaxed);
-}
-
-void InterruptWatchdog::Arm(const std::string* sql) {
-  qr::MutexLock l(&mu_);
-  sql_ = sql;
-  armed_at_ = Clock::now();
-  interrupted_at_.reset();
-  cancelled_.store(false, std::memory_order_relaxed);
-  cv_.NotifyAll();
-}
-
-std::optional<Clock::duration> InterruptWatchdog::Disarm() {
-  const Clock::time_point now = Clock::now();
-  std::optional<Clock::duration> late;
-  const std::string* sql;
-  {
-    qr::MutexLock l(&mu_);
-    if (interrupted_at_) late = now - *interrupted_at_;
-    sql = sql_;
-    sql_ = nullptr;
-    // Not woken: it finds nothing to watch at its next deadline, or is woken by Arm().
-  }
-  if (late && *late > bound_) ReportLate(*sql, *late);
-  return late;
-}
-
-void InterruptWatchdog::InterruptLocked() {
-  if (via_ == CancelVia::kInterrupt) {
-    sqlite3_interrupt(conn_->db());
-  } else {
-    cancelled_.store(true, std::memory_order_relaxed);
-  }
-}
-
-void InterruptWatchdog::Run() {
-  qr::MutexLock l(&mu_);
-  while (!stop_) {
-    const Clock::time_point now = Clock::now();
-    if (sql_ == nullptr) {
-      cv_.Wait(&mu_);
-    } else if (!interrupted_at_ && now < armed_at_ + after_) {
-      cv_.WaitUntil(&mu_, armed_at_ + after_);
-    } else if (!interrupted_at_) {
-      interrupted_at_ = now;
-      InterruptLocked();
-    } else if (now - *interrupted_at_ > bound_) {
-      ReportLate(*sql_, now - *interrupted_at_);
-    } else {
-      cv_.WaitUntil(&mu_, *interrupted_at_ + bound_ + std::chrono::milliseconds(1));
-    }
-  }
-}
-
-void InterruptWatchdog::ReportLate(const std::string& sql, Clock::duration late) const {
-  qr::fuzz::Fail(
-      __FILE__, __LINE__,
-      "a statement had not ended " + std::to_string(Millis(late)) + " ms after it was " +
-          (via_ == CancelVia::kInterrupt ? "interrupted (sqlite3_interrupt)"
-                                         : "cancelled (progress handler, every 1000 VM steps)") +
-          "; the bound is " + std::to_string(Millis(bound_)) +
-          " ms (QR_FUZZ_INTERRUPT_BOUND_MS). One call of a function cannot be interrupted: is "
-          "one superlinear in its input?",
-      sql);
 }
 
 struct Fixture {
