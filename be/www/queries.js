@@ -177,13 +177,22 @@ function sourceCell(q) {
   return td;
 }
 
+// The executor's CPU time so far; its SQLite VM steps (the progress of a query that has no
+// rows yet, such as an aggregate) on hover.
+function cpuCell(q) {
+  const td = el('td', 'num', formatDuration(q.cpu_ms));
+  td.title = `${formatCount(q.vm_steps)} SQLite VM steps`;
+  return td;
+}
+
 function inFlightRow(q) {
   const tr = el('tr');
   tr.dataset.queryId = q.query_id;
   tr.append(idCell(q), el('td', 'user', q.user), sourceCell(q), stateBadge(q.state),
             timeCell(q.start_time), el('td', 'num', formatDuration(q.duration_ms)),
             el('td', 'num', formatCount(q.rows_fetched)),
-            el('td', 'num', formatCount(q.rows_produced)), statementCell(q), cancelButton(q));
+            el('td', 'num', formatCount(q.rows_produced)), cpuCell(q), statementCell(q),
+            cancelButton(q));
   return tr;
 }
 

@@ -213,5 +213,35 @@ TEST_F(RuntimeTablesTest, WithAuthenticationANonAdminSeesOnlyTheirOwnQueries) {
   EXPECT_EQ(root[2][0], "root");
 }
 
+TEST_F(RuntimeTablesTest, AnAggregateShowsLiveCpuAndProgressBeforeItsFirstRow) {
+  // count(*) over an endless recursive CTE produces no row until it ends: its CPU time and
+  // SQLite VM steps are the only sign of progress, and must move while it runs.
+  Start(DefaultOptions());
+  StatementClient client(port_);
+  ASSERT_EQ(client.Submit(kEndlessQuery).status, 200);
+  UniqueId id;
+  ASSERT_TRUE(ParseId(client.result().id, &id).ok());
+  std::shared_ptr<ClientRequestState> req = server_->coordinator()->Find(id);
+  ASSERT_NE(req, nullptr);
+  ASSERT_TRUE(WaitFor([&] {
+    ClientRequestState::Info info = req->GetInfo();
+    return info.vm_steps > 0 && info.cpu_time_ns > 0;
+  }, 10s)) << req->GetInfo().vm_steps << " steps, " << req->GetInfo().cpu_time_ns << " ns, "
+           << req->exec_elapsed_ms() << " ms executing";
+  const ClientRequestState::Info first = req->GetInfo();
+  ASSERT_TRUE(WaitFor([&] {
+    ClientRequestState::Info info = req->GetInfo();
+    return info.vm_steps > first.vm_steps && info.cpu_time_ns > first.cpu_time_ns;
+  }));
+  EXPECT_EQ(req->GetInfo().rows_produced, 0);
+  std::vector<json> rows =
+      Rows(std::string("SELECT vm_steps, rows FROM ") + kQueries + " WHERE query_id = '" +
+           client.result().id + "'");
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_GT(rows[0][0].get<int64_t>(), first.vm_steps);
+  EXPECT_EQ(rows[0][1], 0);
+  EXPECT_EQ(client.Cancel().status, 204);
+}
+
 }  // namespace
 }  // namespace qr::testing

@@ -81,7 +81,13 @@ class QueryState {
   // Counters, updated by the executor, read by anyone.
   std::atomic<int64_t> rows_produced{0};
   std::atomic<int64_t> bytes_produced{0};
+  /// Live while the query runs (sampled about every 64k virtual machine steps, and at each
+  /// page), final once it ended.
   std::atomic<int64_t> cpu_time_ns{0};
+  /// SQLite virtual machine steps executed (sqlite3_stmt_status SQLITE_STMTSTATUS_VM_STEP):
+  /// the progress of a query that has no rows to show yet, such as an aggregate. Sampled
+  /// like 'cpu_time_ns'.
+  std::atomic<int64_t> vm_steps{0};
 
  private:
   friend class QueryExecMgr;

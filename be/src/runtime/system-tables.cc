@@ -63,6 +63,7 @@ void FillQueries(SystemTables& tables, Rows* rows) {
     r.push_back(q.rows);
     r.push_back(q.bytes);
     r.push_back(q.cpu_time_ms);
+    r.push_back(q.vm_steps);
     r.push_back(TextOrNull(std::move(q.client_info)));
     r.push_back(Text(std::move(q.client_tags)));
     rows->push_back(std::move(r));
@@ -85,7 +86,7 @@ const TableDef kTables[] = {
      "query VARCHAR, queued_time_ms BIGINT, analysis_time_ms BIGINT, planning_time_ms BIGINT, "
      "created TIMESTAMP(3), started TIMESTAMP(3), last_heartbeat TIMESTAMP(3), "
      "\"end\" TIMESTAMP(3), error_type VARCHAR, error_code VARCHAR, error_message VARCHAR, "
-     "rows BIGINT, bytes BIGINT, cpu_time_ms BIGINT, client_info VARCHAR, "
+     "rows BIGINT, bytes BIGINT, cpu_time_ms BIGINT, vm_steps BIGINT, client_info VARCHAR, "
      "client_tags VARCHAR)",
      FillQueries},
     {kRuntimeNodesTable,

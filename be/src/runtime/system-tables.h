@@ -45,6 +45,8 @@ struct RuntimeQueryRow {
   int64_t rows = 0;
   int64_t bytes = 0;
   int64_t cpu_time_ms = 0;
+  /// SQLite VM steps so far: progress for a query with no rows yet.
+  int64_t vm_steps = 0;
   std::string client_info;
   /// A JSON array of strings.
   std::string client_tags;

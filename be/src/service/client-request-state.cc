@@ -74,6 +74,7 @@ ClientRequestState::Info ClientRequestState::GetInfo() const {
   info.bytes_delivered = bytes_delivered_;
   info.rows_produced = exec_ ? exec_->rows_produced.load() : rows_produced_final_;
   info.cpu_time_ns = exec_ ? exec_->cpu_time_ns.load() : cpu_time_ns_final_;
+  info.vm_steps = exec_ ? exec_->vm_steps.load() : vm_steps_final_;
   // Queued until an executor thread starts the statement (not until a poll sees it running);
   // a query that ends before that was queued all its life.
   std::optional<std::chrono::steady_clock::time_point> exec_start;
@@ -104,6 +105,7 @@ void ClientRequestState::ReleaseExecution() {
     if (!exec_) return;
     rows_produced_final_ = exec_->rows_produced.load();
     cpu_time_ns_final_ = exec_->cpu_time_ns.load();
+    vm_steps_final_ = exec_->vm_steps.load();
     exec = std::move(exec_);
   }
   // The last reference may delete the QueryState: done outside 'lock_'.

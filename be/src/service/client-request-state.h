@@ -97,6 +97,8 @@ class ClientRequestState {
     int64_t bytes_delivered;
     int64_t rows_produced;
     int64_t cpu_time_ns;
+    /// SQLite VM steps so far: progress before any row (QueryState::vm_steps).
+    int64_t vm_steps;
     int64_t queued_ms;
     int64_t elapsed_ms;
     std::optional<std::chrono::system_clock::time_point> end_wall_time;
@@ -203,6 +205,7 @@ class ClientRequestState {
   int64_t bytes_delivered_ QR_GUARDED_BY(lock_) = 0;
   int64_t rows_produced_final_ QR_GUARDED_BY(lock_) = 0;
   int64_t cpu_time_ns_final_ QR_GUARDED_BY(lock_) = 0;
+  int64_t vm_steps_final_ QR_GUARDED_BY(lock_) = 0;
   Waiters waiters_ QR_GUARDED_BY(lock_);
   uint64_t next_waiter_id_ QR_GUARDED_BY(lock_) = 1;
 };

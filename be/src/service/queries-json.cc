@@ -72,6 +72,8 @@ Json QueryJson(const ClientRequestState& req, size_t stmt_size) {
   q["queued_ms"] = info.queued_ms;
   q["rows_fetched"] = info.rows_delivered;
   q["rows_produced"] = info.rows_produced;
+  q["cpu_ms"] = info.cpu_time_ns / 1000000;
+  q["vm_steps"] = info.vm_steps;
   q["error"] = ErrorJson(info.error);
   return q;
 }

@@ -59,6 +59,7 @@ RuntimeQueryRow RowOf(const ClientRequestState& req, std::chrono::system_clock::
   r.rows = info.rows_delivered;
   r.bytes = info.bytes_delivered;
   r.cpu_time_ms = info.cpu_time_ns / 1000000;
+  r.vm_steps = info.vm_steps;
   r.client_info = req.session().client_info;
   r.client_tags = nlohmann::json(req.session().client_tags).dump();
   return r;
