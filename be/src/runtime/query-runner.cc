@@ -13,6 +13,7 @@
 #include "runtime/memory-budget.h"
 #include "runtime/row-encoder.h"
 #include "runtime/sqlite-connection.h"
+#include "runtime/trino-literal.h"
 
 namespace qr {
 
@@ -192,13 +193,17 @@ int QueryRunner::OnProgress(void* self_ptr) {
 QueryRunner::End QueryRunner::Execute() {
   sqlite3_stmt* stmt = nullptr;
   QueryError error;
-  if (!conn_->Prepare(*ctx_.statement, &stmt, &error)) {
+  if (!conn_->Prepare(ctx_.sql ? *ctx_.sql : *ctx_.statement, &stmt, &error)) {
     // The progress handler also runs while the schema is read.
     if (query_->is_cancelled() || timed_out_) return End::kInterrupted;
     error_ = std::move(error);
     return End::kFailed;
   }
   stmt_.reset(stmt);
+  if (!BindParameters(stmt, ctx_.parameters, &error)) {
+    error_ = std::move(error);
+    return End::kFailed;
+  }
   kinds_.resize(sqlite3_column_count(stmt));
   bool undecided = false;
   for (size_t i = 0; i < kinds_.size(); ++i) {
