@@ -69,6 +69,33 @@ TEST_F(ProtocolSessionTest, AnInjectionAttemptInAParameterStaysAValue) {
   EXPECT_EQ(echo.rows, std::vector<json>{json::array({"x' OR 1=1 --"})});
 }
 
+TEST_F(ProtocolSessionTest, DescribeInputAndOutputOfAPreparedStatement) {
+  StatementOptions o;
+  // SELECT n_name, n_nationkey + 1 AS k FROM nation WHERE n_regionkey = ? AND n_name <> ?
+  o.post_headers = {{"X-Trino-Prepared-Statement",
+                     "st=SELECT+n_name%2C+n_nationkey+%2B+1+AS+k+FROM+nation+WHERE+"
+                     "n_regionkey+%3D+%3F+AND+n_name+%3C%3E+%3F"}};
+  StatementResult input;
+  Run("DESCRIBE INPUT st", o, &input);
+  ASSERT_TRUE(input.failure.empty()) << input.failure;
+  EXPECT_EQ(input.columns[0]["name"], "Position");
+  EXPECT_EQ(input.rows, (std::vector<json>{json::array({0, "unknown"}),
+                                           json::array({1, "unknown"})}));
+  StatementResult output;
+  Run("DESCRIBE OUTPUT st", o, &output);
+  ASSERT_TRUE(output.failure.empty()) << output.failure;
+  EXPECT_EQ(output.final_state, "FINISHED") << output.error.dump();
+  ASSERT_EQ(output.columns.size(), 7u);
+  EXPECT_EQ(output.columns[0]["name"], "Column Name");
+  EXPECT_EQ(output.rows,
+            (std::vector<json>{json::array({"n_name", "", "main", "nation", "varchar", 0, 0}),
+                               json::array({"k", "", nullptr, nullptr, "unknown", 0, 1})}));
+  StatementResult broken;
+  o.post_headers = {{"X-Trino-Prepared-Statement", "bad=SELECT+nope+FROM+nation"}};
+  Run("DESCRIBE OUTPUT bad", o, &broken);
+  EXPECT_EQ(broken.error_name(), "COLUMN_NOT_FOUND");
+}
+
 TEST_F(ProtocolSessionTest, SessionStatementsAnswerWithTheirHeaders) {
   StatementResult r;
   EXPECT_EQ(Run("USE sqlite.main", {}, &r).Header("X-Trino-Set-Catalog"), "sqlite");

@@ -90,7 +90,7 @@ TEST(SessionStatementsTest, DeallocateNamesTheStatement) {
   EXPECT_EQ(PlanStatement("DEALLOCATE PREPARE st", {}).error->name, "NOT_FOUND");
 }
 
-TEST(SessionStatementsTest, DescribeInputListsOneRowPerPlaceholder) {
+TEST(SessionStatementsTest, DescribeInputListsOneRowPerPlaceholderOutputDescribesColumns) {
   const StatementPlan plan = PlanStatement(
       "DESCRIBE INPUT st", WithPrepared("st", "SELECT '?', \"?\" FROM t WHERE a = ? -- ?\n"
                                               "AND b = ? /* ? */"));
@@ -98,8 +98,11 @@ TEST(SessionStatementsTest, DescribeInputListsOneRowPerPlaceholder) {
   EXPECT_EQ(*plan.sql,
             "SELECT column1 AS \"Position\", column2 AS \"Type\" FROM (VALUES (0,'unknown'),"
             "(1,'unknown'))");
-  EXPECT_EQ(PlanStatement("DESCRIBE OUTPUT st", WithPrepared("st", "x")).error->name,
-            "NOT_SUPPORTED");
+  const StatementPlan output = PlanStatement("DESCRIBE OUTPUT st", WithPrepared("st", "x"));
+  ASSERT_FALSE(output.error);
+  EXPECT_TRUE(output.describe_output);
+  EXPECT_EQ(*output.sql, "x");
+  EXPECT_EQ(PlanStatement("DESCRIBE OUTPUT st", {}).error->name, "NOT_FOUND");
   EXPECT_EQ(CountPlaceholders("SELECT 'it''s ?', ?"), 1);
 }
 

@@ -10,6 +10,7 @@
 
 #include <glog/logging.h>
 
+#include "runtime/describe-output.h"
 #include "runtime/memory-budget.h"
 #include "runtime/row-encoder.h"
 #include "runtime/sqlite-connection.h"
@@ -193,7 +194,17 @@ int QueryRunner::OnProgress(void* self_ptr) {
 QueryRunner::End QueryRunner::Execute() {
   sqlite3_stmt* stmt = nullptr;
   QueryError error;
-  if (!conn_->Prepare(ctx_.sql ? *ctx_.sql : *ctx_.statement, &stmt, &error)) {
+  const std::string* sql = ctx_.sql ? ctx_.sql.get() : ctx_.statement.get();
+  std::string described;
+  if (ctx_.describe_output) {
+    if (!DescribeOutputSql(conn_, *sql, &described, &error)) {
+      if (query_->is_cancelled() || timed_out_) return End::kInterrupted;
+      error_ = std::move(error);
+      return End::kFailed;
+    }
+    sql = &described;
+  }
+  if (!conn_->Prepare(*sql, &stmt, &error)) {
     // The progress handler also runs while the schema is read.
     if (query_->is_cancelled() || timed_out_) return End::kInterrupted;
     error_ = std::move(error);

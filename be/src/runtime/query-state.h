@@ -30,6 +30,8 @@ struct QueryContext {
   /// Values bound to the placeholders of the SQL that runs, in order (EXECUTE ... USING);
   /// never written into its text.
   std::vector<SqlParameter> parameters;
+  /// DESCRIBE OUTPUT: answer the result columns of the SQL instead of running it.
+  bool describe_output = false;
   std::string user;
   /// 0 = no limit. Measured from the start of execution.
   int64_t exec_time_limit_ms = 0;

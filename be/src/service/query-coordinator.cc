@@ -206,6 +206,7 @@ void QueryCoordinator::StartExecution(const std::shared_ptr<ClientRequestState>&
   ctx.statement = req->statement();
   ctx.sql = req->plan().sql;
   ctx.parameters = req->plan().parameters;
+  ctx.describe_output = req->plan().describe_output;
   ctx.user = req->user();
   ctx.exec_time_limit_ms = options_.exec_time_limit_ms;
   // A session's query_max_execution_time may lower the server's limit, never raise it.

@@ -231,6 +231,22 @@ void PlanDescribeInput(Lexer* lex, const SessionInfo& session, StatementPlan* pl
              : "SELECT column1 AS \"Position\", column2 AS \"Type\" FROM (VALUES " + rows + ")");
 }
 
+/// DESCRIBE OUTPUT name: the executor prepares the statement and answers its columns.
+void PlanDescribeOutput(Lexer* lex, const SessionInfo& session, StatementPlan* plan) {
+  std::string name;
+  if (!lex->Identifier(&name) || !lex->AtEnd()) {
+    plan->error = SyntaxError("DESCRIBE OUTPUT", "DESCRIBE OUTPUT name");
+    return;
+  }
+  const std::string* sql = FindPrepared(session, name);
+  if (sql == nullptr) {
+    plan->error = PreparedNotFound(name);
+    return;
+  }
+  plan->sql = std::make_shared<const std::string>(*sql);
+  plan->describe_output = true;
+}
+
 void PlanUse(Lexer* lex, StatementPlan* plan) {
   std::string first, second;
   if (!lex->Identifier(&first) || (lex->Symbol('.') && !lex->Identifier(&second)) ||
@@ -365,9 +381,7 @@ StatementPlan PlanStatement(std::string_view statement, const SessionInfo& sessi
     if (lex.Keyword("INPUT")) {
       PlanDescribeInput(&lex, session, &plan);
     } else if (lex.Keyword("OUTPUT")) {
-      plan.error = QueryError::NotSupported(
-          "DESCRIBE OUTPUT is not supported: run the prepared statement with LIMIT 0, or "
-          "EXPLAIN it, to see its columns");
+      PlanDescribeOutput(&lex, session, &plan);
     }
     return plan;  // DESCRIBE table is not a session statement
   } else if (lex.Keyword("USE")) {

@@ -34,6 +34,8 @@ struct StatementPlan {
   /// The execution time limit the session asks for (query_max_execution_time,
   /// query_max_run_time); 0: none. The server's limit still applies when it is lower.
   int64_t exec_time_limit_ms = 0;
+  /// DESCRIBE OUTPUT: describe the result columns of 'sql' instead of running it.
+  bool describe_output = false;
   /// Set when the statement fails before it runs (an unknown prepared statement, a malformed
   /// parameter, an unknown session property).
   std::optional<QueryError> error;

@@ -120,6 +120,14 @@ class ParametersTest(unittest.TestCase):
         self.check_modes("SELECT ?", (datetime.datetime(2024, 1, 2, 3, 4, 5),),
                          [["2024-01-02 03:04:05.000000"]])
 
+    def test_cursor_describe(self):
+        described = connect().cursor().describe(
+            "SELECT n_name, n_nationkey + 1 AS k FROM nation WHERE n_regionkey = ?")
+        self.assertEqual([(d.name, d.schema, d.table, d.type, bool(d.aliased))
+                          for d in described],
+                         [("n_name", "main", "nation", "varchar", False),
+                          ("k", None, None, "unknown", True)])
+
     def test_parameter_count_must_match(self):
         with self.assertRaises(trino.exceptions.TrinoUserError) as ctx:
             fetch(connect(legacy_prepared_statements=False), "SELECT ?, ?", (1,))
