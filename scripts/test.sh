@@ -21,6 +21,9 @@ scripts/install-deps.sh --e2e --browser
 if [ -f tests/e2e/package.json ]; then
   scripts/e2e-deps.sh
 fi
+if [ -f tests/e2e/python/requirements.txt ]; then
+  scripts/py-deps.sh
+fi
 
 cmake --preset "$preset" >/dev/null
 cmake --build --preset "$preset"

@@ -52,8 +52,28 @@ QueryError QueryError::PermissionDenied(std::string msg) {
   return Make(4, "PERMISSION_DENIED", ErrorType::kUserError, std::move(msg));
 }
 
+QueryError QueryError::NotFound(std::string msg) {
+  return Make(5, "NOT_FOUND", ErrorType::kUserError, std::move(msg));
+}
+
 QueryError QueryError::NotSupported(std::string msg) {
   return Make(13, "NOT_SUPPORTED", ErrorType::kUserError, std::move(msg));
+}
+
+QueryError QueryError::InvalidSessionProperty(std::string msg) {
+  return Make(14, "INVALID_SESSION_PROPERTY", ErrorType::kUserError, std::move(msg));
+}
+
+QueryError QueryError::InvalidLiteral(std::string msg) {
+  return Make(59, "INVALID_LITERAL", ErrorType::kUserError, std::move(msg));
+}
+
+QueryError QueryError::InvalidParameterUsage(std::string msg) {
+  return Make(80, "INVALID_PARAMETER_USAGE", ErrorType::kUserError, std::move(msg));
+}
+
+QueryError QueryError::SchemaNotFound(std::string msg) {
+  return Make(45, "SCHEMA_NOT_FOUND", ErrorType::kUserError, std::move(msg));
 }
 
 QueryError QueryError::TableNotFound(std::string msg) {

@@ -25,7 +25,12 @@ struct QueryError {
   static QueryError Abandoned(std::string msg);                           // 2
   static QueryError UserCanceled();             // 3, "Query was canceled"
   static QueryError PermissionDenied(std::string msg);                    // 4
+  static QueryError NotFound(std::string msg);                            // 5
   static QueryError NotSupported(std::string msg);                        // 13
+  static QueryError InvalidSessionProperty(std::string msg);              // 14
+  static QueryError InvalidLiteral(std::string msg);                      // 59
+  static QueryError InvalidParameterUsage(std::string msg);               // 80
+  static QueryError SchemaNotFound(std::string msg);                      // 45
   static QueryError TableNotFound(std::string msg);                       // 46
   static QueryError ColumnNotFound(std::string msg);                      // 47
   static QueryError Internal(std::string msg);                            // 65536

@@ -12,9 +12,11 @@
 
 #include <glog/logging.h>
 
+#include "runtime/describe-output.h"
 #include "runtime/memory-budget.h"
 #include "runtime/row-encoder.h"
 #include "runtime/sqlite-connection.h"
+#include "runtime/trino-literal.h"
 
 namespace qr {
 
@@ -275,13 +277,27 @@ QueryRunner::End QueryRunner::Execute() {
       if (tables != nullptr) tables->set_viewer(nullptr);
     }
   } reset_viewer{system_tables};
-  if (!conn_->Prepare(*ctx_.statement, &stmt, &error)) {
+  const std::string* sql = ctx_.sql ? ctx_.sql.get() : ctx_.statement.get();
+  std::string described;
+  if (ctx_.describe_output) {
+    if (!DescribeOutputSql(conn_, *sql, &described, &error)) {
+      if (query_->is_cancelled() || timed_out_) return End::kInterrupted;
+      error_ = std::move(error);
+      return End::kFailed;
+    }
+    sql = &described;
+  }
+  if (!conn_->Prepare(*sql, &stmt, &error)) {
     // The progress handler also runs while the schema is read.
     if (query_->is_cancelled() || timed_out_) return End::kInterrupted;
     error_ = std::move(error);
     return End::kFailed;
   }
   stmt_.reset(stmt);
+  if (!BindParameters(stmt, ctx_.parameters, &error)) {
+    error_ = std::move(error);
+    return End::kFailed;
+  }
   kinds_.resize(sqlite3_column_count(stmt));
   row_types_.resize(kinds_.size());
   row_sizes_.resize(kinds_.size());

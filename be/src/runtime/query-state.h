@@ -8,10 +8,12 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "runtime/memory-budget.h"
 #include "runtime/query-error.h"
 #include "runtime/result-buffer.h"
+#include "runtime/trino-literal.h"
 #include "util/mutex.h"
 #include "util/thread-annotations.h"
 #include "util/unique-id.h"
@@ -22,6 +24,14 @@ namespace qr {
 struct QueryContext {
   /// The SQL text: one immutable buffer shared with the coordinator, never copied.
   std::shared_ptr<const std::string> statement;
+  /// The SQL that runs when it is not 'statement' itself (EXECUTE runs its prepared
+  /// statement's text, a session statement a constant); null: 'statement'.
+  std::shared_ptr<const std::string> sql;
+  /// Values bound to the placeholders of the SQL that runs, in order (EXECUTE ... USING);
+  /// never written into its text.
+  std::vector<SqlParameter> parameters;
+  /// DESCRIBE OUTPUT: answer the result columns of the SQL instead of running it.
+  bool describe_output = false;
   std::string user;
   /// The user may read every user's rows of the system tables (no authentication, or an
   /// admin); else only their own.

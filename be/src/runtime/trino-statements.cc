@@ -47,15 +47,18 @@ std::optional<std::string> UnsupportedTrinoStatement(std::string_view sql) {
     msg = first + " is not supported. Use PRAGMA table_info(t) or SELECT * FROM "
                   "pragma_table_info('t').";
   } else if (first == "USE") {
-    msg = "USE is not supported: there is one catalog and one schema (main); name tables "
-          "directly.";
+    // The coordinator answers USE, SET/RESET SESSION, PREPARE, EXECUTE and DEALLOCATE sent as
+    // statements (service/session-statements.h); SQLite sees them only as the SQL of a
+    // prepared statement, or from a caller of the engine without a coordinator.
+    msg = "USE cannot run as the SQL of a prepared statement: send it as a statement of its "
+          "own (there is one catalog and one schema, main).";
   } else if ((first == "SET" || first == "RESET") && second == "SESSION") {
-    msg = first + " SESSION is not supported: session properties are not settable with SQL.";
+    msg = first + " SESSION cannot run as the SQL of a prepared statement: send it as a "
+                  "statement of its own.";
   } else if (first == "PREPARE" || first == "DEALLOCATE" || first == "EXECUTE") {
-    msg = "Prepared statements (" + first + (second == "IMMEDIATE" ? " IMMEDIATE" : "") +
-          ") are not supported: send the statement with its values written in it as "
-          "literals (clients that bind parameters, such as the Python client's "
-          "cursor.execute(sql, params), send EXECUTE IMMEDIATE or PREPARE).";
+    msg = first + (second == "IMMEDIATE" ? " IMMEDIATE" : "") +
+          " cannot run as the SQL of a prepared statement: send it as a statement of its own, "
+          "with the values as literals or bound with USING.";
   } else if (first == "START" && second == "TRANSACTION") {
     msg = "START TRANSACTION is not supported: every statement runs alone in its own read-only "
           "snapshot of the database.";

@@ -37,11 +37,12 @@ const char* ClientRequestState::StateName(State s) {
 
 ClientRequestState::ClientRequestState(const UniqueId& id,
                                        std::shared_ptr<const std::string> statement,
-                                       SessionInfo session)
+                                       SessionInfo session, StatementPlan plan)
     : id_(id),
       slug_(MakeSlug()),
       statement_(std::move(statement)),
       session_(std::move(session)),
+      plan_(std::move(plan)),
       submit_wall_(std::chrono::system_clock::now()),
       submit_steady_(std::chrono::steady_clock::now()),
       last_activity_ns_(submit_steady_.time_since_epoch().count()) {}

@@ -13,6 +13,7 @@
 #include "runtime/query-error.h"
 #include "runtime/query-exec-mgr.h"
 #include "runtime/result-buffer.h"
+#include "service/session-statements.h"
 #include "util/mutex.h"
 #include "util/sharded-query-map-util.h"
 #include "util/thread-annotations.h"
@@ -39,6 +40,8 @@ struct SessionInfo {
   std::vector<std::string> client_tags;
   /// X-*-Session properties as sent, "k=v" pairs.
   std::vector<std::pair<std::string, std::string>> properties;
+  /// X-*-Prepared-Statement: the session's prepared statements, name and SQL (decoded).
+  std::vector<std::pair<std::string, std::string>> prepared_statements;
 };
 
 /// What one GET of a query's nextUri answers: the coordinator core's view of a protocol page.
@@ -74,7 +77,7 @@ class ClientRequestState {
   static bool IsTerminal(State s) { return s >= State::kFinished; }
 
   ClientRequestState(const UniqueId& id, std::shared_ptr<const std::string> statement,
-                     SessionInfo session);
+                     SessionInfo session, StatementPlan plan = {});
 
   const UniqueId& query_id() const { return id_; }
   /// 16 hex digits, random, a capability of the nextUri; compare with SlugMatches().
@@ -82,6 +85,9 @@ class ClientRequestState {
   bool SlugMatches(std::string_view candidate) const;
   const std::shared_ptr<const std::string>& statement() const { return statement_; }
   const SessionInfo& session() const { return session_; }
+  /// How the statement runs: what SQLite executes, its parameters, the response headers of
+  /// a session statement (session-statements.h). Immutable.
+  const StatementPlan& plan() const { return plan_; }
   const std::string& user() const { return session_.user; }
   const std::string& principal() const { return session_.principal; }
   const std::string& client_address() const { return session_.client_address; }
@@ -179,6 +185,7 @@ class ClientRequestState {
   const std::string slug_;
   const std::shared_ptr<const std::string> statement_;
   const SessionInfo session_;
+  const StatementPlan plan_;
   const std::chrono::system_clock::time_point submit_wall_;
   const std::chrono::steady_clock::time_point submit_steady_;
   std::atomic<int64_t> last_activity_ns_;

@@ -64,6 +64,15 @@ void AppendColumns(const std::vector<Column>& columns, std::string* out) {
 }
 
 // The tail shared by every QueryResults answer: stats, warnings, closing brace.
+/// The response headers of a session statement (X-Trino-Added-Prepare, X-Trino-Set-Session,
+/// ...) go with every answer of its query: the POST's as well, since a client may read the
+/// headers of the first answer only (the Python client's PREPARE).
+void AddSessionHeaders(const ClientRequestState& req, HttpResponse* resp) {
+  for (const auto& [name, value] : req.plan().response_headers) {
+    resp->headers.emplace_back(name, value);
+  }
+}
+
 void AppendTail(const ClientRequestState& req, const char* state, std::string* out) {
   AppendStatsJson(state, req.GetInfo(), out);
   out->append(",\"warnings\":[]}");
@@ -123,6 +132,7 @@ void AppendErrorJson(const QueryError& error, std::string* out) {
 
 void RenderQueryResults(const ClientRequestState& req, const QueryPage& page,
                         const ResultsUris& uris, HttpResponse* resp) {
+  AddSessionHeaders(req, resp);
   std::string& out = resp->body;
   out.reserve(1024);
   AppendHead(req, uris, &out);
@@ -145,6 +155,7 @@ void RenderQueryResults(const ClientRequestState& req, const QueryPage& page,
 
 void RenderSubmitted(const ClientRequestState& req, const ResultsUris& uris,
                      HttpResponse* resp) {
+  AddSessionHeaders(req, resp);
   std::string& out = resp->body;
   AppendHead(req, uris, &out);
   AppendNextUri(req, uris, /*queued=*/true, 0, &out);

@@ -46,8 +46,13 @@ QueryCoordinator::~QueryCoordinator() {
 
 std::shared_ptr<ClientRequestState> QueryCoordinator::Submit(
     std::shared_ptr<const std::string> statement, SessionInfo session) {
+  // Session statements (PREPARE, EXECUTE, USE, SET SESSION, ...) are planned here, from the
+  // session the client sent; a plan that failed fails the query before admission.
+  StatementPlan plan = PlanStatement(*statement, session);
+  std::optional<QueryError> plan_error = std::move(plan.error);
+  plan.error.reset();
   auto req = std::make_shared<ClientRequestState>(GenerateQueryId(), std::move(statement),
-                                                  std::move(session));
+                                                  std::move(session), std::move(plan));
   // Ids are random 96-bit values; a collision is a bug worth crashing on.
   CHECK(registry_.Add(req->query_id(), req).ok());
   submitted_.fetch_add(1, std::memory_order_relaxed);
@@ -59,6 +64,12 @@ std::shared_ptr<ClientRequestState> QueryCoordinator::Submit(
   std::optional<QueryError> rejection;
   bool start = false;
   std::vector<std::shared_ptr<ClientRequestState>> runnable;
+  if (plan_error) {
+    LOG(INFO) << "Query " << PrintId(req->query_id()) << " failed before it ran: "
+              << plan_error->name << ": " << QuoteForError(plan_error->message, 300);
+    FailRequest(req, std::move(*plan_error));
+    return req;
+  }
   {
     MutexLock l(&admission_lock_);
     rejection = AdmitLocked(req, &start);
@@ -193,9 +204,17 @@ void QueryCoordinator::RemoveFromQueueLocked(const std::shared_ptr<ClientRequest
 void QueryCoordinator::StartExecution(const std::shared_ptr<ClientRequestState>& req) {
   QueryContext ctx = options_.exec_defaults;
   ctx.statement = req->statement();
+  ctx.sql = req->plan().sql;
+  ctx.parameters = req->plan().parameters;
+  ctx.describe_output = req->plan().describe_output;
   ctx.user = req->user();
   ctx.sees_all_queries = req->session().sees_all_queries;
   ctx.exec_time_limit_ms = options_.exec_time_limit_ms;
+  // A session's query_max_execution_time may lower the server's limit, never raise it.
+  if (const int64_t asked = req->plan().exec_time_limit_ms;
+      asked > 0 && (ctx.exec_time_limit_ms == 0 || asked < ctx.exec_time_limit_ms)) {
+    ctx.exec_time_limit_ms = asked;
+  }
   QueryStateHandle exec;
   Status s = exec_mgr_->CreateQueryState(req->query_id(), std::move(ctx), &exec);
   if (!s.ok()) {

@@ -51,8 +51,15 @@ std::vector<std::string> SplitClientTags(std::string_view v) {
 
 }  // namespace
 
-bool ParseSessionHeaders(const HttpRequest& req, SessionInfo* session, size_t max_properties) {
-  for (const char* name : {"X-Trino-Session", "X-Presto-Session"}) {
+namespace {
+
+/// Appends the "name=value" items of every 'trino_name' and 'presto_name' header of 'req' to
+/// 'out' (values percent-decoded; with 'form_encoded' names too, and '+' is a space, as in
+/// X-Trino-Prepared-Statement); false beyond 'max'.
+bool ParseItemHeaders(const HttpRequest& req, const char* trino_name, const char* presto_name,
+                      bool form_encoded, size_t max,
+                      std::vector<std::pair<std::string, std::string>>* out) {
+  for (const char* name : {trino_name, presto_name}) {
     for (const auto& field : req.headers) {
       if (!boost::beast::iequals(field.name_string(), name)) continue;
       std::string_view v(field.value().data(), field.value().size());
@@ -61,14 +68,15 @@ bool ParseSessionHeaders(const HttpRequest& req, SessionInfo* session, size_t ma
         std::string_view item = v.substr(0, comma);
         size_t eq = item.find('=');
         if (eq != std::string_view::npos) {
-          if (session->properties.size() >= max_properties) return false;
+          if (out->size() >= max) return false;
           auto trim = [](std::string_view s) {
             while (!s.empty() && s.front() == ' ') s.remove_prefix(1);
             while (!s.empty() && s.back() == ' ') s.remove_suffix(1);
             return s;
           };
-          session->properties.emplace_back(std::string(trim(item.substr(0, eq))),
-                                           PercentDecode(trim(item.substr(eq + 1)), false));
+          const std::string_view key = trim(item.substr(0, eq));
+          out->emplace_back(form_encoded ? PercentDecode(key, true) : std::string(key),
+                            PercentDecode(trim(item.substr(eq + 1)), form_encoded));
         }
         if (comma == std::string_view::npos) break;
         v.remove_prefix(comma + 1);
@@ -76,6 +84,19 @@ bool ParseSessionHeaders(const HttpRequest& req, SessionInfo* session, size_t ma
     }
   }
   return true;
+}
+
+}  // namespace
+
+bool ParseSessionHeaders(const HttpRequest& req, SessionInfo* session, size_t max_properties) {
+  return ParseItemHeaders(req, "X-Trino-Session", "X-Presto-Session", false, max_properties,
+                          &session->properties);
+}
+
+bool ParsePreparedStatementHeaders(const HttpRequest& req, SessionInfo* session,
+                                   size_t max_statements) {
+  return ParseItemHeaders(req, "X-Trino-Prepared-Statement", "X-Presto-Prepared-Statement",
+                          true, max_statements, &session->prepared_statements);
 }
 
 namespace {
@@ -340,6 +361,14 @@ void StatementService::HandleSubmit(HttpRequest& req, ResponseCallback respond) 
   if (!ParseSessionHeaders(req, &session, static_cast<size_t>(options_.max_session_properties))) {
     respond(HttpResponse::Text(
         400, "Too many session properties in X-Trino-Session: at most " +
+                 std::to_string(options_.max_session_properties) +
+                 " are accepted per query (--max_session_properties)\n"));
+    return;
+  }
+  if (!ParsePreparedStatementHeaders(req, &session,
+                                     static_cast<size_t>(options_.max_session_properties))) {
+    respond(HttpResponse::Text(
+        400, "Too many prepared statements in X-Trino-Prepared-Statement: at most " +
                  std::to_string(options_.max_session_properties) +
                  " are accepted per query (--max_session_properties)\n"));
     return;

@@ -82,5 +82,9 @@ bool ParseDuration(std::string_view s, std::chrono::milliseconds* out);
 /// Stops, returning false, at the first property beyond 'max_properties'.
 bool ParseSessionHeaders(const HttpRequest& req, SessionInfo* session,
                          size_t max_properties = SIZE_MAX);
+/// The same for X-Trino-Prepared-Statement / X-Presto-Prepared-Statement ("name=SQL", both
+/// URL-encoded with '+' for a space) into session->prepared_statements.
+bool ParsePreparedStatementHeaders(const HttpRequest& req, SessionInfo* session,
+                                   size_t max_statements = SIZE_MAX);
 
 }  // namespace qr

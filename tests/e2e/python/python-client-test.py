@@ -1,0 +1,188 @@
+"""The Python client (PyPI trino, pinned in requirements.txt) against a real coordinatord.
+
+Query parameters in both prepared-statement modes of the client (EXECUTE IMMEDIATE, and the
+legacy PREPARE / EXECUTE / DEALLOCATE PREPARE with the X-Trino-Prepared-Statement header), an
+injection attempt that must stay a value, USE, SET SESSION / RESET SESSION honoured by the
+server, transactions refused, and pandas.read_sql of a parameterized query.
+
+Run by tests/e2e/python/run-python-test.sh with QR_COORDINATORD naming the daemon binary.
+Every wait has a deadline; nothing sleeps for a fixed time.
+"""
+
+import datetime
+import decimal
+import os
+import queue
+import re
+import shutil
+import subprocess
+import tempfile
+import threading
+import unittest
+import warnings
+
+import trino
+import trino.exceptions
+
+DAEMON = {}
+
+ENDLESS = ("WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM c) "
+           "SELECT count(*) FROM c")
+
+
+def setUpModule():
+    binary = os.environ["QR_COORDINATORD"]
+    data_dir = tempfile.mkdtemp(prefix="qr-e2e-py-")
+    env = dict(os.environ, TZ=os.environ.get("TZ", ":/etc/localtime"))
+    proc = subprocess.Popen(
+        [binary, "--http_port=0", "--data_dir=" + data_dir, "--shutdown_grace_period_s=0",
+         "--minloglevel=1"],
+        stdout=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True, env=env)
+    lines = queue.Queue()
+
+    def read():
+        for line in proc.stdout:
+            lines.put(line)
+        lines.put(None)
+
+    threading.Thread(target=read, daemon=True).start()
+    while True:
+        line = lines.get(timeout=120)
+        if line is None:
+            raise RuntimeError("coordinatord exited before listening (code %s)" % proc.wait())
+        m = re.search(r"listening on http://([0-9.]+):(\d+)", line)
+        if m:
+            break
+    DAEMON.update(proc=proc, host=m.group(1), port=int(m.group(2)), data_dir=data_dir)
+
+
+def tearDownModule():
+    proc = DAEMON.get("proc")
+    if proc is not None:
+        proc.terminate()
+        try:
+            proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        proc.stdout.close()
+    shutil.rmtree(DAEMON.get("data_dir", ""), ignore_errors=True)
+
+
+def connect(**kwargs):
+    return trino.dbapi.connect(host=DAEMON["host"], port=DAEMON["port"], user="py-e2e",
+                               **kwargs)
+
+
+def fetch(conn, sql, params=None):
+    cur = conn.cursor()
+    cur.execute(sql, params)
+    return cur.fetchall()
+
+
+class ParametersTest(unittest.TestCase):
+
+    def check_modes(self, sql, params, expected):
+        for legacy in (True, False):
+            with self.subTest(legacy_prepared_statements=legacy):
+                conn = connect(legacy_prepared_statements=legacy)
+                self.assertEqual(fetch(conn, sql, params), expected)
+                # The legacy path deallocates what it prepared.
+                self.assertEqual(conn._client_session.prepared_statements, {})
+
+    def test_qmark_parameter_in_both_modes(self):
+        expected = fetch(connect(), "SELECT n_name FROM nation WHERE n_nationkey = 3")
+        self.assertEqual(len(expected), 1)
+        self.check_modes("SELECT n_name FROM nation WHERE n_nationkey = ?", (3,), expected)
+
+    def test_default_mode_probes_execute_immediate(self):
+        conn = connect()
+        self.assertEqual(fetch(conn, "SELECT ? + 1", (41,)), [[42]])
+        self.assertFalse(conn._use_legacy_prepared_statements())
+
+    def test_injection_attempt_stays_a_value(self):
+        attack = "x' OR 1=1 --"
+        self.check_modes("SELECT count(*) FROM nation WHERE n_name = ?", (attack,), [[0]])
+        self.check_modes("SELECT ?", (attack,), [[attack]])
+        self.check_modes("SELECT ?, ?", ("'; SELECT 1; --", "a''b"), [["'; SELECT 1; --", "a''b"]])
+
+    def test_typed_parameters(self):
+        cutoff = datetime.date(1995, 1, 1)
+        expected = fetch(connect(),
+                         "SELECT count(*) FROM orders WHERE o_orderdate < '1995-01-01'")
+        self.assertGreater(expected[0][0], 0)
+        self.check_modes("SELECT count(*) FROM orders WHERE o_orderdate < ?", (cutoff,),
+                         expected)
+        self.check_modes(
+            "SELECT ?, ?, ?, ?, ?, hex(?)",
+            (None, 2.5, decimal.Decimal("1.25"), "naïve", -7, b"\x00\xff"),
+            [[None, 2.5, 1.25, "naïve", -7, "00FF"]])
+        self.check_modes("SELECT ?", (datetime.datetime(2024, 1, 2, 3, 4, 5),),
+                         [["2024-01-02 03:04:05.000000"]])
+
+    def test_cursor_describe(self):
+        described = connect().cursor().describe(
+            "SELECT n_name, n_nationkey + 1 AS k FROM nation WHERE n_regionkey = ?")
+        self.assertEqual([(d.name, d.schema, d.table, d.type, bool(d.aliased))
+                          for d in described],
+                         [("n_name", "main", "nation", "varchar", False),
+                          ("k", None, None, "unknown", True)])
+
+    def test_parameter_count_must_match(self):
+        with self.assertRaises(trino.exceptions.TrinoUserError) as ctx:
+            fetch(connect(legacy_prepared_statements=False), "SELECT ?, ?", (1,))
+        self.assertEqual(ctx.exception.error_name, "INVALID_PARAMETER_USAGE")
+
+    def test_pandas_read_sql_with_params(self):
+        try:
+            import pandas
+        except ImportError:
+            self.skipTest("pandas is not installed (scripts/py-deps.sh)")
+        conn = connect()
+        expected = fetch(conn, "SELECT n_nationkey, n_name FROM nation WHERE n_regionkey = 1 "
+                               "ORDER BY n_nationkey")
+        with warnings.catch_warnings():
+            # pandas warns that it was given a DBAPI connection rather than SQLAlchemy's.
+            warnings.simplefilter("ignore", UserWarning)
+            frame = pandas.read_sql(
+                "SELECT n_nationkey, n_name FROM nation WHERE n_regionkey = ? "
+                "ORDER BY n_nationkey", conn, params=(1,))
+        self.assertEqual(list(frame.columns), ["n_nationkey", "n_name"])
+        self.assertEqual(frame.values.tolist(), expected)
+
+
+class SessionTest(unittest.TestCase):
+
+    def test_use_sets_catalog_and_schema(self):
+        conn = connect()
+        fetch(conn, "USE sqlite.main")
+        self.assertEqual(conn._client_session.catalog, "sqlite")
+        self.assertEqual(conn._client_session.schema, "main")
+        with self.assertRaises(trino.exceptions.TrinoUserError) as ctx:
+            fetch(conn, "USE nowhere")
+        self.assertEqual(ctx.exception.error_name, "SCHEMA_NOT_FOUND")
+
+    def test_set_session_limit_is_honoured_and_reset(self):
+        conn = connect()
+        fetch(conn, "SET SESSION query_max_execution_time = '1s'")
+        self.assertEqual(conn._client_session.properties,
+                         {"query_max_execution_time": "1s"})
+        with self.assertRaises(trino.exceptions.TrinoQueryError) as ctx:
+            fetch(conn, ENDLESS)
+        self.assertEqual(ctx.exception.error_name, "EXCEEDED_TIME_LIMIT")
+        fetch(conn, "RESET SESSION query_max_execution_time")
+        self.assertEqual(conn._client_session.properties, {})
+
+    def test_unknown_session_property_is_refused(self):
+        with self.assertRaises(trino.exceptions.TrinoUserError) as ctx:
+            fetch(connect(), "SET SESSION join_distribution_type = 'BROADCAST'")
+        self.assertEqual(ctx.exception.error_name, "INVALID_SESSION_PROPERTY")
+
+    def test_transactions_are_not_supported(self):
+        with self.assertRaises(trino.exceptions.TrinoUserError) as ctx:
+            fetch(connect(), "START TRANSACTION")
+        self.assertEqual(ctx.exception.error_name, "NOT_SUPPORTED")
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)

@@ -1,0 +1,126 @@
+// Integration tests of prepared statements and session statements through HTTP against an
+// in-process CoordinatorServer (docs/protocol.md, "Prepared statements and parameters" and
+// "Sessions"): the request and response headers, values bound rather than pasted, the
+// session's time limit. The planning itself: session-statements-test.cc.
+
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "service-test-util.h"
+
+namespace qr::testing {
+namespace {
+
+using nlohmann::json;
+
+class ProtocolSessionTest : public DefaultServerTest {
+ protected:
+  /// Runs 'sql' with 'o'; returns the POST's response (its headers) and fills '*result'.
+  TestResponse Run(const std::string& sql, const StatementOptions& o, StatementResult* result) {
+    StatementClient client(port_, o);
+    TestResponse post = client.Submit(sql);
+    while (!client.done() && client.result().failure.empty()) client.Advance();
+    *result = client.result();
+    return post;
+  }
+};
+
+TEST_F(ProtocolSessionTest, PrepareAnswersTheStatementInAHeaderOfThePost) {
+  StatementResult r;
+  TestResponse post =
+      Run("PREPARE st FROM SELECT n_name FROM nation WHERE n_nationkey = ?", {}, &r);
+  ASSERT_TRUE(r.failure.empty()) << r.failure;
+  EXPECT_EQ(r.final_state, "FINISHED");
+  EXPECT_EQ(post.Header("X-Trino-Added-Prepare"),
+            "st=SELECT%20n_name%20FROM%20nation%20WHERE%20n_nationkey%20%3D%20%3F");
+}
+
+TEST_F(ProtocolSessionTest, ExecuteRunsThePreparedStatementFromTheHeader) {
+  const StatementResult expected =
+      RunStatement(port_, "SELECT n_name FROM nation WHERE n_nationkey = 3");
+  ASSERT_EQ(expected.rows.size(), 1u);
+  for (const std::string& prefix : std::vector<std::string>{"X-Trino-", "X-Presto-"}) {
+    StatementOptions o;
+    o.header_prefix = prefix;
+    // As the Python client encodes it: name=quote_plus(sql), several joined by commas.
+    o.post_headers = {{prefix + "Prepared-Statement",
+                       "other=SELECT+1,st=SELECT+n_name+FROM+nation+WHERE+n_nationkey+%3D+%3F"}};
+    StatementResult r;
+    Run("EXECUTE st USING 3", o, &r);
+    ASSERT_TRUE(r.failure.empty()) << prefix << ": " << r.failure;
+    EXPECT_EQ(r.final_state, "FINISHED") << r.error.dump();
+    EXPECT_EQ(r.rows, expected.rows) << prefix;
+  }
+  StatementResult missing;
+  Run("EXECUTE st USING 3", {}, &missing);
+  EXPECT_EQ(missing.error_name(), "NOT_FOUND");
+}
+
+TEST_F(ProtocolSessionTest, AnInjectionAttemptInAParameterStaysAValue) {
+  StatementResult count = RunStatement(
+      port_, "EXECUTE IMMEDIATE 'SELECT count(*) FROM nation WHERE n_name = ?' "
+             "USING 'x'' OR 1=1 --'");
+  ASSERT_TRUE(count.failure.empty()) << count.failure;
+  EXPECT_EQ(count.rows, std::vector<json>{json::array({0})});
+  StatementResult echo =
+      RunStatement(port_, "EXECUTE IMMEDIATE 'SELECT ?' USING 'x'' OR 1=1 --'");
+  EXPECT_EQ(echo.rows, std::vector<json>{json::array({"x' OR 1=1 --"})});
+}
+
+TEST_F(ProtocolSessionTest, DescribeInputAndOutputOfAPreparedStatement) {
+  StatementOptions o;
+  // SELECT n_name, n_nationkey + 1 AS k FROM nation WHERE n_regionkey = ? AND n_name <> ?
+  o.post_headers = {{"X-Trino-Prepared-Statement",
+                     "st=SELECT+n_name%2C+n_nationkey+%2B+1+AS+k+FROM+nation+WHERE+"
+                     "n_regionkey+%3D+%3F+AND+n_name+%3C%3E+%3F"}};
+  StatementResult input;
+  Run("DESCRIBE INPUT st", o, &input);
+  ASSERT_TRUE(input.failure.empty()) << input.failure;
+  EXPECT_EQ(input.columns[0]["name"], "Position");
+  EXPECT_EQ(input.rows, (std::vector<json>{json::array({0, "unknown"}),
+                                           json::array({1, "unknown"})}));
+  StatementResult output;
+  Run("DESCRIBE OUTPUT st", o, &output);
+  ASSERT_TRUE(output.failure.empty()) << output.failure;
+  EXPECT_EQ(output.final_state, "FINISHED") << output.error.dump();
+  ASSERT_EQ(output.columns.size(), 7u);
+  EXPECT_EQ(output.columns[0]["name"], "Column Name");
+  EXPECT_EQ(output.rows,
+            (std::vector<json>{json::array({"n_name", "", "main", "nation", "varchar", 0, 0}),
+                               json::array({"k", "", nullptr, nullptr, "unknown", 0, 1})}));
+  StatementResult broken;
+  o.post_headers = {{"X-Trino-Prepared-Statement", "bad=SELECT+nope+FROM+nation"}};
+  Run("DESCRIBE OUTPUT bad", o, &broken);
+  EXPECT_EQ(broken.error_name(), "COLUMN_NOT_FOUND");
+}
+
+TEST_F(ProtocolSessionTest, SessionStatementsAnswerWithTheirHeaders) {
+  StatementResult r;
+  EXPECT_EQ(Run("USE sqlite.main", {}, &r).Header("X-Trino-Set-Catalog"), "sqlite");
+  EXPECT_EQ(r.final_state, "FINISHED");
+  EXPECT_EQ(Run("SET SESSION query_max_run_time = '5m'", {}, &r).Header("X-Trino-Set-Session"),
+            "query_max_run_time=5m");
+  EXPECT_EQ(Run("RESET SESSION query_max_run_time", {}, &r).Header("X-Trino-Clear-Session"),
+            "query_max_run_time");
+  StatementOptions o;
+  o.post_headers = {{"X-Trino-Prepared-Statement", "st=SELECT+1"}};
+  EXPECT_EQ(Run("DEALLOCATE PREPARE st", o, &r).Header("X-Trino-Deallocated-Prepare"), "st");
+  // A failed session statement changes nothing.
+  TestResponse refused = Run("SET SESSION no_such_property = '1'", {}, &r);
+  EXPECT_EQ(r.error_name(), "INVALID_SESSION_PROPERTY");
+  EXPECT_FALSE(refused.HasHeader("X-Trino-Set-Session"));
+}
+
+TEST_F(ProtocolSessionTest, TheSessionsTimeLimitEndsAQuery) {
+  StatementOptions o;
+  o.post_headers = {{"X-Trino-Session", "query_max_execution_time=200ms"}};
+  StatementResult r;
+  Run(kEndlessQuery, o, &r);
+  ASSERT_TRUE(r.failure.empty()) << r.failure;
+  EXPECT_EQ(r.error_name(), "EXCEEDED_TIME_LIMIT");
+}
+
+}  // namespace
+}  // namespace qr::testing
