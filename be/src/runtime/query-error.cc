@@ -56,6 +56,14 @@ QueryError QueryError::NotSupported(std::string msg) {
   return Make(13, "NOT_SUPPORTED", ErrorType::kUserError, std::move(msg));
 }
 
+QueryError QueryError::CatalogNotFound(std::string msg) {
+  return Make(44, "CATALOG_NOT_FOUND", ErrorType::kUserError, std::move(msg));
+}
+
+QueryError QueryError::SchemaNotFound(std::string msg) {
+  return Make(45, "SCHEMA_NOT_FOUND", ErrorType::kUserError, std::move(msg));
+}
+
 QueryError QueryError::TableNotFound(std::string msg) {
   return Make(46, "TABLE_NOT_FOUND", ErrorType::kUserError, std::move(msg));
 }

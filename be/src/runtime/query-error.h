@@ -26,6 +26,8 @@ struct QueryError {
   static QueryError UserCanceled();             // 3, "Query was canceled"
   static QueryError PermissionDenied(std::string msg);                    // 4
   static QueryError NotSupported(std::string msg);                        // 13
+  static QueryError CatalogNotFound(std::string msg);                     // 44
+  static QueryError SchemaNotFound(std::string msg);                      // 45
   static QueryError TableNotFound(std::string msg);                       // 46
   static QueryError ColumnNotFound(std::string msg);                      // 47
   static QueryError Internal(std::string msg);                            // 65536

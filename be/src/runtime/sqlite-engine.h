@@ -51,6 +51,8 @@ class SqliteEngine {
     /// The executor of a query that runs longer than 'long_query.after_ms' gets a lower CPU
     /// priority until the query ends (LongQueryDemoter), so short queries come first.
     LongQueryDemoter::Options long_query{};
+    /// The catalog the database is served as (trino-metadata.h, --catalog_name).
+    std::string catalog_name = "sqlite";
   };
 
   /// Opens one connection per thread and starts the threads. A missing, unreadable or

@@ -49,6 +49,9 @@ DEFINE_int32(long_query_nice, 10,
              "How much the nice value of a long query's executor thread is raised, 0-19 "
              "(0: off; the result is capped at 19).");
 DEFINE_string(database, "", "Serve this SQLite file read-only instead of the sample database.");
+DEFINE_string(catalog_name, "sqlite",
+              "The name of the served database's catalog in Trino's metadata (SHOW CATALOGS, "
+              "system.jdbc.catalogs) and three-part names (catalog.main.table).");
 DEFINE_string(data_dir, "data", "Where the generated sample database is kept.");
 DEFINE_double(sample_scale_factor, 0.01, "TPC-H scale factor of the sample database.");
 DEFINE_int32(max_running_queries, 16, "Queries executing at once; more wait in a queue.");
@@ -223,6 +226,7 @@ namespace {
 CoordinatorServer::Options OptionsFromFlags() {
   CoordinatorServer::Options o;
   o.database = FLAGS_database;
+  o.catalog_name = FLAGS_catalog_name;
   o.data_dir = FLAGS_data_dir;
   o.sample_scale_factor = FLAGS_sample_scale_factor;
   o.num_query_threads =
