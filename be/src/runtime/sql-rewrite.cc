@@ -1,5 +1,6 @@
 #include "runtime/sql-rewrite.h"
 
+#include <algorithm>
 #include <cctype>
 
 #include <absl/strings/ascii.h>
@@ -36,6 +37,15 @@ size_t ScanQuoted(std::string_view sql, size_t pos, char close, std::string* val
 bool SameName(std::string_view a, std::string_view b) {
   return absl::EqualsIgnoreCase(absl::string_view(a.data(), a.size()),
                                 absl::string_view(b.data(), b.size()));
+}
+
+bool ContainsIgnoreCase(std::string_view text, std::string_view what) {
+  const auto it = std::search(text.begin(), text.end(), what.begin(), what.end(),
+                              [](char a, char b) {
+                                return absl::ascii_tolower(static_cast<unsigned char>(a)) ==
+                                       absl::ascii_tolower(static_cast<unsigned char>(b));
+                              });
+  return it != text.end();
 }
 
 bool IsName(const SqlToken& t) {
@@ -113,6 +123,11 @@ std::string QuoteString(std::string_view text) {
 }
 
 bool RewriteCatalogNames(std::string_view sql, std::string_view catalog, std::string* out) {
+  // Most statements name none of these: they are not tokenized.
+  if (!ContainsIgnoreCase(sql, catalog) && !ContainsIgnoreCase(sql, "information_schema") &&
+      !ContainsIgnoreCase(sql, "system")) {
+    return false;
+  }
   const std::vector<SqlToken> tokens = TokenizeSql(sql);
   std::string result;
   size_t copied = 0;  // bytes of 'sql' already in 'result'

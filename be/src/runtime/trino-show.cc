@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "runtime/sql-rewrite.h"
+#include "runtime/sqlite-connection.h"
 
 namespace qr {
 
@@ -260,6 +261,13 @@ TrinoTranslation Explain(Parser* p) {
 
 TrinoTranslation TranslateTrinoStatement(sqlite3* db, std::string_view sql,
                                          std::string_view catalog) {
+  // Most statements are not these: only those that start with one of the words are tokenized.
+  std::vector<SqlToken> first = TokenizeSql(sql.substr(0, SkipBlankSql(sql, 0) + 9));
+  if (first.empty() || first[0].kind != SqlToken::Kind::kWord ||
+      (first[0].value != "show" && first[0].value != "describe" && first[0].value != "desc" &&
+       first[0].value != "explain")) {
+    return TrinoTranslation();
+  }
   Parser p(sql, TokenizeSql(sql));
   if (p.Word("show")) return Show(db, &p, catalog);
   if (p.Word("describe") || p.Word("desc")) {

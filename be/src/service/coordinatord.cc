@@ -17,6 +17,7 @@
 #include <gflags/gflags.h>
 #include <glog/logging.h>
 
+#include "runtime/trino-metadata.h"
 #include "service/coordinator-server.h"
 #include "service/coordinatord-help.h"
 #include "service/version.h"
@@ -178,6 +179,12 @@ bool ValidateNetworks(const char* flag, const std::string& v) {
   fprintf(stderr, "--%s: %s\n", flag, s.message().c_str());
   return false;
 }
+bool ValidateCatalog(const char* flag, const std::string& v) {
+  qr::Status s = qr::ValidateCatalogName(v);
+  if (s.ok()) return true;
+  fprintf(stderr, "--%s: %s\n", flag, s.message().c_str());
+  return false;
+}
 bool ValidatePort(const char* flag, int32_t v) {
   if (v >= 0 && v <= 65535) return true;
   fprintf(stderr, "--%s must be in [0, 65535], got %d\n", flag, v);
@@ -187,6 +194,7 @@ bool ValidatePort(const char* flag, int32_t v) {
 }  // namespace
 
 DEFINE_validator(http_port, &ValidatePort);
+DEFINE_validator(catalog_name, &ValidateCatalog);
 DEFINE_validator(num_http_threads, &ValidateThreads);
 DEFINE_validator(max_statement_bytes, &ValidateBytes);
 DEFINE_validator(max_header_bytes, &ValidateBytes);
