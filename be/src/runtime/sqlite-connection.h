@@ -19,7 +19,8 @@ std::string EngineVersionString();
 /// SQLITE_OPEN_READONLY, `PRAGMA query_only=1`, extension loading off, no attached databases,
 /// defensive mode, and an authorizer that allows only reads (SELECT, recursive CTEs, functions
 /// other than load_extension(), and read-only PRAGMAs). Statements that would write anyway
-/// (sqlite3_stmt_readonly() false) are refused as well.
+/// (sqlite3_stmt_readonly() false) are refused as well. Its temp schema holds Trino's metadata
+/// tables as views (trino-metadata.h), created before the connection is made read-only.
 /// Thread-safety: not thread-safe; one executor thread owns it (SQLITE_OPEN_NOMUTEX).
 class SqliteConnection {
  public:
