@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs the npm packages of the end-to-end tests (tests/e2e) exactly as pinned by
-# tests/e2e/package-lock.json, with `npm ci`. Quick no-op when node_modules was installed from
+# tests/e2e/package-lock.json, with `npm ci`, and fetches the pinned Trino CLI jar
+# (scripts/fetch-trino-cli.sh). Quick no-op when node_modules was installed from
 # the same package.json and lockfile (a hash stamp in node_modules). Non-interactive.
 #   scripts/e2e-deps.sh [--force]
 # Node.js and npm come from Debian: scripts/install-deps.sh --e2e.
@@ -23,6 +24,8 @@ if [ ! -f package-lock.json ]; then
   echo "e2e-deps.sh: tests/e2e/package-lock.json is missing: the packages must be pinned" >&2
   exit 1
 fi
+
+"$(dirname "$0")/fetch-trino-cli.sh" >/dev/null
 
 stamp=node_modules/.qr-e2e-deps.sha256
 want="$( (cat package.json package-lock.json; node --version) | sha256sum | cut -d' ' -f1)"

@@ -103,14 +103,15 @@ TEST(RowEncoderTest, DeclaredTypesMapToTrinoTypes) {
   EXPECT_EQ(KindFromDeclType("DOUBLE"), ColumnKind::kDouble);
   EXPECT_EQ(KindFromDeclType("real"), ColumnKind::kDouble);
   EXPECT_EQ(KindFromDeclType("FLOAT"), ColumnKind::kDouble);
-  EXPECT_EQ(KindFromDeclType("DECIMAL(15,2)"), ColumnKind::kDouble);
+  EXPECT_EQ(KindFromDeclType("DECIMAL(15,2)"), ColumnKind::kDecimal);
   EXPECT_EQ(KindFromDeclType("NUMERIC"), ColumnKind::kDouble);
   EXPECT_EQ(KindFromDeclType("VARCHAR(25)"), ColumnKind::kVarchar);
   EXPECT_EQ(KindFromDeclType("CHAR(1)"), ColumnKind::kVarchar);
   EXPECT_EQ(KindFromDeclType("TEXT"), ColumnKind::kVarchar);
   EXPECT_EQ(KindFromDeclType("CLOB"), ColumnKind::kVarchar);
-  EXPECT_EQ(KindFromDeclType("DATE"), ColumnKind::kVarchar);
-  EXPECT_EQ(KindFromDeclType("TIMESTAMP"), ColumnKind::kVarchar);
+  EXPECT_EQ(KindFromDeclType("DATE"), ColumnKind::kDate);
+  EXPECT_EQ(KindFromDeclType("TIMESTAMP"), ColumnKind::kTimestamp);
+  EXPECT_EQ(KindFromDeclType("TIME"), ColumnKind::kVarchar);
   EXPECT_EQ(KindFromDeclType("BLOB"), ColumnKind::kVarbinary);
   EXPECT_EQ(KindFromDeclType("BOOLEAN"), ColumnKind::kBoolean);
   EXPECT_EQ(KindFromDeclType(nullptr), ColumnKind::kUndecided);

@@ -39,6 +39,9 @@ expect_refused "set --num_query_threads to at most 1024" --num_query_threads=100
 expect_refused "set --num_query_threads to at most 1024" --max_running_queries=5000
 expect_refused "--num_http_threads must be in" --num_http_threads=0
 expect_refused "--long_query_nice must be in" --long_query_nice=40
+expect_refused "--catalog_name: the catalog name 'Hive' is not a lower-case identifier" \
+  --catalog_name=Hive
+expect_refused "--catalog_name: the catalog name 'system' is Trino's" --catalog_name=system
 expect_refused "cannot write log files in --log_dir=$work/missing" --log_dir="$work/missing"
 mkdir -p "$work/readonly" && chmod 0555 "$work/readonly"
 if [ "$(id -u)" -ne 0 ]; then  # root writes through 0555

@@ -69,7 +69,7 @@ TEST_F(ProtocolEndpointsTest, TableColumnsTakeTheirDeclaredTypes) {
   ASSERT_TRUE(r.failure.empty()) << r.failure;
   ASSERT_EQ(r.columns.size(), 3u);
   EXPECT_EQ(r.columns[0]["type"], "bigint");
-  EXPECT_EQ(r.columns[1]["type"], "varchar");
+  EXPECT_EQ(r.columns[1]["type"], "varchar(25)");
   EXPECT_EQ(r.columns[2]["type"], "double");
   ASSERT_EQ(r.rows.size(), 3u);
   for (const json& row : r.rows) {

@@ -64,6 +64,10 @@ QueryError QueryError::InvalidSessionProperty(std::string msg) {
   return Make(14, "INVALID_SESSION_PROPERTY", ErrorType::kUserError, std::move(msg));
 }
 
+QueryError QueryError::CatalogNotFound(std::string msg) {
+  return Make(44, "CATALOG_NOT_FOUND", ErrorType::kUserError, std::move(msg));
+}
+
 QueryError QueryError::InvalidLiteral(std::string msg) {
   return Make(59, "INVALID_LITERAL", ErrorType::kUserError, std::move(msg));
 }

@@ -28,11 +28,12 @@ struct QueryError {
   static QueryError NotFound(std::string msg);                            // 5
   static QueryError NotSupported(std::string msg);                        // 13
   static QueryError InvalidSessionProperty(std::string msg);              // 14
-  static QueryError InvalidLiteral(std::string msg);                      // 59
-  static QueryError InvalidParameterUsage(std::string msg);               // 80
+  static QueryError CatalogNotFound(std::string msg);                     // 44
   static QueryError SchemaNotFound(std::string msg);                      // 45
   static QueryError TableNotFound(std::string msg);                       // 46
   static QueryError ColumnNotFound(std::string msg);                      // 47
+  static QueryError InvalidLiteral(std::string msg);                      // 59
+  static QueryError InvalidParameterUsage(std::string msg);               // 80
   static QueryError Internal(std::string msg);                            // 65536
   static QueryError ShuttingDown(std::string msg);                        // 65545
   static QueryError InsufficientResources(std::string msg);               // 131072

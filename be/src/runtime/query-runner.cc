@@ -156,7 +156,7 @@ class QueryRunner {
   int64_t RowBound(const Values& values) const {
     int64_t bound = 2 + static_cast<int64_t>(kinds_.size());
     for (size_t i = 0; i < kinds_.size(); ++i) {
-      bound += EncodedSizeBound(values, static_cast<int>(i), kinds_[i]);
+      bound += EncodedSizeBound(values, static_cast<int>(i), kinds_[i].kind);
     }
     return bound;
   }
@@ -174,7 +174,7 @@ class QueryRunner {
   const QueryContext& ctx_;
   const SqliteEngine::Options& options_;
   std::unique_ptr<sqlite3_stmt, StmtFinalizer> stmt_;
-  std::vector<ColumnKind> kinds_;
+  std::vector<ColumnType> kinds_;
   /// RowValues' per-row storage, one entry per column.
   std::vector<int> row_types_;
   std::vector<int64_t> row_sizes_;
@@ -303,8 +303,8 @@ QueryRunner::End QueryRunner::Execute() {
   row_sizes_.resize(kinds_.size());
   bool undecided = false;
   for (size_t i = 0; i < kinds_.size(); ++i) {
-    kinds_[i] = KindFromDeclType(sqlite3_column_decltype(stmt, static_cast<int>(i)));
-    undecided |= kinds_[i] == ColumnKind::kUndecided;
+    kinds_[i] = TypeFromDecl(sqlite3_column_decltype(stmt, static_cast<int>(i)));
+    undecided |= kinds_[i].kind == ColumnKind::kUndecided;
   }
   int rc = SQLITE_ROW;
   if (undecided) {
@@ -331,7 +331,9 @@ QueryRunner::End QueryRunner::Execute() {
 bool QueryRunner::FirstPage(int* rc, End* end) {
   sqlite3_stmt* stmt = stmt_.get();
   std::vector<bool> from_values(kinds_.size());
-  for (size_t i = 0; i < kinds_.size(); ++i) from_values[i] = kinds_[i] == ColumnKind::kUndecided;
+  for (size_t i = 0; i < kinds_.size(); ++i) {
+    from_values[i] = kinds_[i].kind == ColumnKind::kUndecided;
+  }
   PendingRows rows(static_cast<int>(kinds_.size()));
   while (rows.num_rows() < ctx_.page_max_rows && rows.approx_bytes() < ctx_.page_max_bytes &&
          (*rc = sqlite3_step(stmt)) == SQLITE_ROW) {
@@ -348,12 +350,12 @@ bool QueryRunner::FirstPage(int* rc, End* end) {
     }
     for (size_t i = 0; i < kinds_.size(); ++i) {
       if (!from_values[i]) continue;
-      kinds_[i] = MergeValueKind(
-          kinds_[i], KindFromStorageClass(sqlite3_column_type(stmt, static_cast<int>(i))));
+      kinds_[i].kind = MergeValueKind(
+          kinds_[i].kind, KindFromStorageClass(sqlite3_column_type(stmt, static_cast<int>(i))));
     }
   }
   for (size_t i = 0; i < kinds_.size(); ++i) {
-    if (kinds_[i] == ColumnKind::kUndecided) kinds_[i] = ColumnKind::kUnknown;
+    if (kinds_[i].kind == ColumnKind::kUndecided) kinds_[i].kind = ColumnKind::kUnknown;
   }
   PublishColumns();
   for (int64_t r = 0; r < rows.num_rows(); ++r) {

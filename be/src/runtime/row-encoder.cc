@@ -1,6 +1,7 @@
 #include "runtime/row-encoder.h"
 
 #include <cctype>
+#include <cmath>
 #include <string>
 
 #include <absl/strings/ascii.h>
@@ -9,10 +10,6 @@
 namespace qr {
 
 namespace {
-
-bool Contains(const std::string& upper, const char* what) {
-  return upper.find(what) != std::string::npos;
-}
 
 /// A numeric literal as SQLite spells one: [+-] digits [. digits] [e [+-] digits], or 0x hex.
 bool IsNumericLiteral(std::string_view s) {
@@ -42,34 +39,10 @@ bool IsNumericLiteral(std::string_view s) {
   return i == s.size();
 }
 
-constexpr const char* kBigintSig = R"({"rawType":"bigint","arguments":[]})";
-constexpr const char* kDoubleSig = R"({"rawType":"double","arguments":[]})";
-constexpr const char* kVarcharSig =
-    R"({"rawType":"varchar","arguments":[{"kind":"LONG","value":2147483647}]})";
-constexpr const char* kVarbinarySig = R"({"rawType":"varbinary","arguments":[]})";
-constexpr const char* kBooleanSig = R"({"rawType":"boolean","arguments":[]})";
-constexpr const char* kUnknownSig = R"({"rawType":"unknown","arguments":[]})";
 
 }  // namespace
 
-ColumnKind KindFromDeclType(const char* decl_type) {
-  if (decl_type == nullptr || decl_type[0] == '\0') return ColumnKind::kUndecided;
-  const std::string upper = absl::AsciiStrToUpper(decl_type);
-  // BOOL is ours; then SQLite's affinity rules in its order (sqlite.org/datatype3.html, 3.1).
-  if (Contains(upper, "BOOL")) return ColumnKind::kBoolean;
-  if (Contains(upper, "INT")) return ColumnKind::kBigint;
-  if (Contains(upper, "CHAR") || Contains(upper, "CLOB") || Contains(upper, "TEXT")) {
-    return ColumnKind::kVarchar;
-  }
-  if (Contains(upper, "BLOB")) return ColumnKind::kVarbinary;
-  if (Contains(upper, "REAL") || Contains(upper, "FLOA") || Contains(upper, "DOUB")) {
-    return ColumnKind::kDouble;
-  }
-  // NUMERIC affinity: dates are stored as text, decimals as numbers.
-  if (Contains(upper, "DATE") || Contains(upper, "TIME")) return ColumnKind::kVarchar;
-  if (Contains(upper, "NUMERIC") || Contains(upper, "DECIMAL")) return ColumnKind::kDouble;
-  return ColumnKind::kUndecided;
-}
+ColumnKind KindFromDeclType(const char* decl_type) { return TypeFromDecl(decl_type).kind; }
 
 ColumnKind KindFromStorageClass(int sqlite_type) {
   switch (sqlite_type) {
@@ -114,25 +87,58 @@ bool IsUsableColumnName(std::string_view name) {
 }
 
 Column MakeColumn(const char* sqlite_name, int index, ColumnKind kind) {
+  return MakeColumn(sqlite_name, index, ColumnType{kind});
+}
+
+Column MakeColumn(const char* sqlite_name, int index, const ColumnType& type) {
   Column c;
   if (sqlite_name != nullptr && IsUsableColumnName(sqlite_name)) {
     c.name = sqlite_name;
   } else {
     c.name = "_col" + std::to_string(index);
   }
-  switch (kind) {
-    case ColumnKind::kBigint: c.type = "bigint"; c.type_signature_json = kBigintSig; break;
-    case ColumnKind::kDouble: c.type = "double"; c.type_signature_json = kDoubleSig; break;
-    case ColumnKind::kVarchar: c.type = "varchar"; c.type_signature_json = kVarcharSig; break;
-    case ColumnKind::kVarbinary:
-      c.type = "varbinary";
-      c.type_signature_json = kVarbinarySig;
-      break;
-    case ColumnKind::kBoolean: c.type = "boolean"; c.type_signature_json = kBooleanSig; break;
-    case ColumnKind::kUndecided:
-    case ColumnKind::kUnknown: c.type = "unknown"; c.type_signature_json = kUnknownSig; break;
-  }
+  c.type = TypeName(type);
+  c.type_signature_json = TypeSignatureJson(type);
   return c;
+}
+
+int64_t AppendTemporalOrDecimal(const ColumnType& type, int sqlite_type, int64_t i, double d,
+                                std::string_view text, std::string* out) {
+  std::string value;
+  bool ok = true;
+  const bool number = sqlite_type == SQLITE_INTEGER || sqlite_type == SQLITE_FLOAT;
+  switch (type.kind) {
+    case ColumnKind::kDate:
+      if (number) {
+        value = DateFromUnixSeconds(sqlite_type == SQLITE_INTEGER ? static_cast<double>(i) : d);
+      } else {
+        ok = DateFromText(text, &value);
+      }
+      break;
+    case ColumnKind::kTimestamp:
+      if (number) {
+        value =
+            TimestampFromUnixSeconds(sqlite_type == SQLITE_INTEGER ? static_cast<double>(i) : d);
+      } else {
+        ok = TimestampFromText(text, &value);
+      }
+      break;
+    default:
+      if (sqlite_type == SQLITE_INTEGER) {
+        value = DecimalFromInt(i, type.scale);
+      } else if (sqlite_type == SQLITE_FLOAT) {
+        ok = std::isfinite(d);
+        if (ok) value = DecimalFromDouble(d, type.scale);
+      } else {
+        ok = DecimalFromText(text, type.scale, &value);
+      }
+  }
+  if (!ok) {
+    out->append("null");
+    return 0;
+  }
+  AppendJsonString(value, out);
+  return static_cast<int64_t>(value.size());
 }
 
 int BoolFromText(std::string_view text) {

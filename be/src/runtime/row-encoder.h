@@ -8,6 +8,7 @@
 
 #include "runtime/json-encoding.h"
 #include "runtime/result-buffer.h"
+#include "runtime/trino-types.h"
 
 /// Mapping of SQLite result columns to Trino columns (docs/protocol.md, "Types")
 /// and encoding of their values as JSON.
@@ -15,22 +16,7 @@
 
 namespace qr {
 
-/// The Trino type of a result column.
-enum class ColumnKind : uint8_t {
-  /// Not decided yet: no usable declared type, so the values decide.
-  kUndecided,
-  /// Trino's "unknown": every value seen while deciding was NULL.
-  kUnknown,
-  kBigint,
-  kDouble,
-  kVarchar,
-  kVarbinary,
-  kBoolean,
-};
-
-/// The kind a declared column type maps to, by SQLite's own substring rules (INT* -> bigint;
-/// CHAR/CLOB/TEXT and DATE/TIME -> varchar; BLOB -> varbinary; REAL/FLOA/DOUB/NUMERIC/DECIMAL
-/// -> double; BOOL -> boolean); kUndecided for NULL (an expression) or an unrecognized type.
+/// The kind of TypeFromDecl(decl_type) (trino-types.h).
 ColumnKind KindFromDeclType(const char* decl_type);
 
 /// The kind of a value of SQLite storage class 'sqlite_type'; kUndecided for SQLITE_NULL.
@@ -46,6 +32,8 @@ ColumnKind MergeValueKind(ColumnKind so_far, ColumnKind value);
 /// (kUndecided is published as unknown). The name is "_col<index>" when SQLite's name is
 /// unusable (see IsUsableColumnName).
 Column MakeColumn(const char* sqlite_name, int index, ColumnKind kind);
+/// The same for a type with parameters (varchar(n), decimal(p,s), timestamp(3)).
+Column MakeColumn(const char* sqlite_name, int index, const ColumnType& type);
 
 /// False for names that are not names: empty, all blanks, or the text of a bare literal, which
 /// is what SQLite calls an unaliased literal column ("1", "-2.5", "'a'", "X'00'", "NULL",
@@ -101,6 +89,16 @@ int64_t EncodedSizeBound(const Values& values, int i, ColumnKind kind) {
 /// 1 for "true", 0 for "false" (any case), -1 for any other text.
 int BoolFromText(std::string_view text);
 
+/// Appends a value of a date, timestamp(3) or decimal(p,s) column 'type' given as SQLite
+/// storage class 'sqlite_type' (never SQLITE_NULL) with its integer, double and text forms:
+///  - date / timestamp: text in the form TypeFromDecl's comment gives, or a number of seconds
+///    since 1970-01-01 UTC;
+///  - decimal: a number, or text holding a plain decimal number, rounded to the scale.
+/// A value that is none of these is sent as null (CAST(col AS TEXT) shows it as stored).
+/// Returns the bytes counted for processedBytes.
+int64_t AppendTemporalOrDecimal(const ColumnType& type, int sqlite_type, int64_t i, double d,
+                                std::string_view text, std::string* out);
+
 /// Appends value 'i' of 'values' as JSON of column kind 'kind'; returns its size for the
 /// processedBytes statistic (8 per number, the length of text and blobs, 0 for NULL).
 ///
@@ -121,6 +119,11 @@ int64_t AppendValue(const Values& values, int i, ColumnKind kind, std::string* o
   if (type == SQLITE_NULL) {
     out->append("null");
     return 0;
+  }
+  if (kind == ColumnKind::kDate || kind == ColumnKind::kTimestamp) {
+    return AppendTemporalOrDecimal(ColumnType{kind}, type, values.int64(i), values.dbl(i),
+                                   type == SQLITE_TEXT ? values.text(i) : std::string_view(),
+                                   out);
   }
   if (kind == ColumnKind::kUnknown || kind == ColumnKind::kUndecided) {
     kind = KindFromStorageClass(type);
@@ -153,6 +156,18 @@ int64_t AppendValue(const Values& values, int i, ColumnKind kind, std::string* o
       return static_cast<int64_t>(text.size());
     }
   }
+}
+
+/// AppendValue for a column of type 'type': decimals need their scale.
+template <typename Values>
+int64_t AppendValue(const Values& values, int i, const ColumnType& type, std::string* out) {
+  if (type.kind != ColumnKind::kDecimal || values.type(i) == SQLITE_NULL) {
+    return AppendValue(values, i, type.kind, out);
+  }
+  const int sqlite_type = values.type(i);
+  return AppendTemporalOrDecimal(type, sqlite_type, values.int64(i), values.dbl(i),
+                                 sqlite_type == SQLITE_TEXT ? values.text(i) : std::string_view(),
+                                 out);
 }
 
 }  // namespace qr

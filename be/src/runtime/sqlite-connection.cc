@@ -3,6 +3,9 @@
 #include "runtime/memory-budget.h"
 #include "runtime/sqlite-functions.h"
 #include "runtime/sqlite-guarded-functions.h"
+#include "runtime/sql-rewrite.h"
+#include "runtime/trino-metadata.h"
+#include "runtime/trino-show.h"
 #include "runtime/trino-statements.h"
 
 #include <fcntl.h>
@@ -151,12 +154,14 @@ size_t SkipBlankSql(std::string_view sql, size_t pos) {
 
 bool IsBlankSql(std::string_view sql) { return SkipBlankSql(sql, 0) == sql.size(); }
 
-Status SqliteConnection::Open(const std::string& path, std::unique_ptr<SqliteConnection>* out) {
+Status SqliteConnection::Open(const std::string& path, std::unique_ptr<SqliteConnection>* out,
+                              std::string_view catalog) {
+  QR_RETURN_IF_ERROR(ValidateCatalogName(catalog));
   QR_RETURN_IF_ERROR(CheckReadableFile(path));
   sqlite3* db = nullptr;
   const int rc =
       sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, nullptr);
-  std::unique_ptr<SqliteConnection> conn(new SqliteConnection(db));
+  std::unique_ptr<SqliteConnection> conn(new SqliteConnection(db, catalog));
   if (rc != SQLITE_OK) {
     return InvalidArgument("cannot open the database '" + path +
                            "': " + (db != nullptr ? sqlite3_errmsg(db) : sqlite3_errstr(rc)));
@@ -190,10 +195,16 @@ Status SqliteConnection::Configure(const std::string& path) {
   ApplyCpuBoundingLimits(db_);
   sqlite3_busy_timeout(db_, 1000);
   // Reading the schema is what detects a file that is not a database.
-  if (sqlite3_exec(db_, "PRAGMA query_only=1; SELECT count(*) FROM sqlite_master;", nullptr,
-                   nullptr, nullptr) != SQLITE_OK) {
+  if (sqlite3_exec(db_, "SELECT count(*) FROM sqlite_master;", nullptr, nullptr, nullptr) !=
+      SQLITE_OK) {
     return InvalidArgument("'" + path + "' is not a usable SQLite database: " +
                            sqlite3_errmsg(db_));
+  }
+  // The metadata views live in the temp schema: created before anything becomes read-only.
+  QR_RETURN_IF_ERROR(InstallMetadataViews(db_, catalog_));
+  if (sqlite3_exec(db_, "PRAGMA query_only=1;", nullptr, nullptr, nullptr) != SQLITE_OK) {
+    return Internal("cannot make the connection to '" + path + "' read-only: " +
+                    sqlite3_errmsg(db_));
   }
   QR_RETURN_IF_ERROR(RegisterLinearTimeFunctions(db_));
   QR_RETURN_IF_ERROR(GuardedBuiltins::Register(db_, &guarded_));
@@ -255,6 +266,23 @@ QueryError SqliteConnection::ReadOnlyError() const {
 
 bool SqliteConnection::Prepare(std::string_view sql, sqlite3_stmt** stmt, QueryError* error) {
   denied_.clear();
+  TrinoTranslation trino = TranslateTrinoStatement(db_, sql, catalog_);
+  switch (trino.kind) {
+    case TrinoTranslation::Kind::kError:
+      *error = std::move(trino.error);
+      return false;
+    case TrinoTranslation::Kind::kExplain:
+    case TrinoTranslation::Kind::kExplainValidate:
+      return PrepareExplain(trino.sql,
+                            trino.kind == TrinoTranslation::Kind::kExplainValidate, stmt, error);
+    case TrinoTranslation::Kind::kSelect:
+      sql = trino.sql;
+      break;
+    case TrinoTranslation::Kind::kNone:
+      break;
+  }
+  std::string rewritten;
+  if (RewriteCatalogNames(sql, catalog_, &rewritten)) sql = rewritten;
   const char* const begin = sql.data();
   const char* const end = begin + sql.size();
   const char* tail = begin;
@@ -305,6 +333,34 @@ bool SqliteConnection::Prepare(std::string_view sql, sqlite3_stmt** stmt, QueryE
     return false;
   }
   *stmt = s;
+  return true;
+}
+
+bool SqliteConnection::PrepareExplain(const std::string& explained, bool validate,
+                                      sqlite3_stmt** stmt, QueryError* error) {
+  sqlite3_stmt* inner = nullptr;
+  if (!Prepare(explained, &inner, error)) return false;
+  std::string answer;
+  if (validate) {
+    answer = "SELECT \"Valid\" FROM temp.qr_valid";
+  } else {
+    const std::string eqp_sql = std::string("EXPLAIN QUERY PLAN ") + sqlite3_sql(inner);
+    sqlite3_stmt* eqp = nullptr;
+    if (sqlite3_prepare_v2(db_, eqp_sql.c_str(), -1, &eqp, nullptr) != SQLITE_OK) {
+      *error = QueryError::Internal(std::string("cannot explain the statement: ") +
+                                    sqlite3_errmsg(db_));
+      sqlite3_finalize(inner);
+      return false;
+    }
+    answer = "SELECT " + QuoteString(FormatQueryPlan(eqp)) + " AS \"Query Plan\"";
+    sqlite3_finalize(eqp);
+  }
+  sqlite3_finalize(inner);
+  if (sqlite3_prepare_v2(db_, answer.c_str(), -1, stmt, nullptr) != SQLITE_OK) {
+    *error = QueryError::Internal(std::string("cannot explain the statement: ") +
+                                  sqlite3_errmsg(db_));
+    return false;
+  }
   return true;
 }
 

@@ -20,20 +20,26 @@ std::string EngineVersionString();
 /// SQLITE_OPEN_READONLY, `PRAGMA query_only=1`, extension loading off, no attached databases,
 /// defensive mode, and an authorizer that allows only reads (SELECT, recursive CTEs, functions
 /// other than load_extension(), and read-only PRAGMAs). Statements that would write anyway
-/// (sqlite3_stmt_readonly() false) are refused as well.
+/// (sqlite3_stmt_readonly() false) are refused as well. Its temp schema holds Trino's metadata
+/// tables as views (trino-metadata.h), created before the connection is made read-only.
 /// Thread-safety: not thread-safe; one executor thread owns it (SQLITE_OPEN_NOMUTEX).
 class SqliteConnection {
  public:
   /// Opens 'path' and checks that it is a readable SQLite database. A missing, unreadable or
   /// non-SQLite file is an error that names the path and the reason.
-  static Status Open(const std::string& path, std::unique_ptr<SqliteConnection>* out);
+  /// 'catalog' names the database in Trino's metadata and three-part names
+  /// (trino-metadata.h); an invalid name is an error.
+  static Status Open(const std::string& path, std::unique_ptr<SqliteConnection>* out,
+                     std::string_view catalog = "sqlite");
   ~SqliteConnection();
   SqliteConnection(const SqliteConnection&) = delete;
   SqliteConnection& operator=(const SqliteConnection&) = delete;
 
   /// Prepares the one statement in 'sql' into '*stmt'. On failure returns false with '*error'
   /// set: a syntax error (with its location), a missing table or column, a refused write,
-  /// more than one statement, or an empty query.
+  /// more than one statement, or an empty query. Trino's SHOW, DESCRIBE and EXPLAIN are
+  /// answered as SELECTs (trino-show.h), and Trino's qualified names rewritten to SQLite's
+  /// (sql-rewrite.h); error locations are then those of the rewritten text.
   bool Prepare(std::string_view sql, sqlite3_stmt** stmt, QueryError* error);
 
   /// The error of a failed sqlite3_step() with result code 'rc' (not SQLITE_INTERRUPT).
@@ -52,8 +58,12 @@ class SqliteConnection {
   SystemTables* system_tables() const { return system_tables_.get(); }
 
  private:
-  explicit SqliteConnection(sqlite3* db) : db_(db) {}
+  SqliteConnection(sqlite3* db, std::string_view catalog) : db_(db), catalog_(catalog) {}
   Status Configure(const std::string& path);
+  /// Prepares the plan of 'explained' in Trino's one-column shape ("Query Plan"), or, for
+  /// 'validate', the one row Valid = true once 'explained' prepares.
+  bool PrepareExplain(const std::string& explained, bool validate, sqlite3_stmt** stmt,
+                      QueryError* error);
   static int Authorize(void* self, int action, const char* arg1, const char* arg2,
                        const char* db_name, const char* trigger);
   /// The error for a failed prepare, with result code 'rc', of the statement that starts at
@@ -64,6 +74,8 @@ class SqliteConnection {
   std::string TableHint();
 
   sqlite3* const db_;
+  /// The served catalog's name.
+  const std::string catalog_;
   /// printf/format/json_patch with their guards (sqlite-guarded-functions.h). Destroyed after
   /// 'db_' is closed (members go after the destructor's body).
   std::unique_ptr<GuardedBuiltins> guarded_;

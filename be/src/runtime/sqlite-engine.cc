@@ -102,7 +102,7 @@ Status SqliteEngine::Create(const Options& options, std::unique_ptr<SqliteEngine
   Impl* impl = engine->impl_.get();
   for (int i = 0; i < options.num_threads; ++i) {
     std::unique_ptr<SqliteConnection> conn;
-    QR_RETURN_IF_ERROR(SqliteConnection::Open(options.database_path, &conn));
+    QR_RETURN_IF_ERROR(SqliteConnection::Open(options.database_path, &conn, options.catalog_name));
     if (options.system_tables != nullptr) {
       QR_RETURN_IF_ERROR(conn->EnableSystemTables(options.system_tables));
     }

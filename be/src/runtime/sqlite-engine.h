@@ -55,6 +55,8 @@ class SqliteEngine {
     /// Feeds the system tables (system.runtime.queries, ...) of every connection; null: the
     /// tables do not exist. Must outlive the engine.
     SystemTablesSource* system_tables = nullptr;
+    /// The catalog the database is served as (trino-metadata.h, --catalog_name).
+    std::string catalog_name = "sqlite";
   };
 
   /// Opens one connection per thread and starts the threads. A missing, unreadable or

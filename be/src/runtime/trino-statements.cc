@@ -40,9 +40,9 @@ std::optional<std::string> UnsupportedTrinoStatement(std::string_view sql) {
   std::string msg;
   if (first == "SHOW") {
     msg = "SHOW " + (second.empty() ? std::string("statements") : second) +
-          " is not supported. List tables with SELECT name FROM sqlite_schema WHERE type = "
-          "'table', and a table's columns with PRAGMA table_info(t) or SELECT * FROM "
-          "pragma_table_info('t').";
+          " is not supported. Supported are SHOW CATALOGS, SHOW SCHEMAS, SHOW TABLES, SHOW "
+          "COLUMNS, SHOW SESSION and SHOW FUNCTIONS; a table's definition is in SELECT sql "
+          "FROM sqlite_schema WHERE name = 't'.";
   } else if (first == "DESCRIBE" || first == "DESC") {
     msg = first + " is not supported. Use PRAGMA table_info(t) or SELECT * FROM "
                   "pragma_table_info('t').";
@@ -66,7 +66,7 @@ std::optional<std::string> UnsupportedTrinoStatement(std::string_view sql) {
     msg = "CALL is not supported: cancel a query with DELETE on its nextUri or POST "
           "/cancel_query?query_id=ID.";
   } else if (first == "EXPLAIN" && second == "ANALYZE") {
-    msg = "EXPLAIN ANALYZE is not supported. Use EXPLAIN QUERY PLAN for SQLite's plan.";
+    msg = "EXPLAIN ANALYZE is not supported. Use EXPLAIN for the plan (SQLite's, as text).";
   } else {
     return std::nullopt;
   }

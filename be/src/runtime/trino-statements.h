@@ -4,8 +4,10 @@
 #include <string>
 #include <string_view>
 
-/// Trino statements that SQLite's dialect does not have (SHOW, DESCRIBE, USE, SET SESSION,
-/// PREPARE, EXECUTE, START TRANSACTION, CALL, ...): recognized by their leading keywords so
+/// Trino statements that SQLite's dialect does not have and that are not answered
+/// (SHOW CREATE, DESCRIBE INPUT, USE, SET SESSION, PREPARE, EXECUTE, START TRANSACTION, CALL,
+/// ...; SHOW and DESCRIBE of tables are answered, trino-show.h): recognized by their leading
+/// keywords so
 /// that a client gets NOT_SUPPORTED naming the feature and what to do instead, rather than a
 /// SQLite "syntax error near SHOW". Consulted only for statements SQLite failed to prepare:
 /// anything SQLite accepts runs as SQLite runs it.

@@ -112,6 +112,7 @@ Status CoordinatorServer::Start() {
                                                  : FLAGS_registry_num_shards);
   SqliteEngine::Options engine_options;
   engine_options.database_path = database_path_;
+  engine_options.catalog_name = options_.catalog_name;
   engine_options.num_threads = options_.num_query_threads;
   engine_options.spill_budget = spill_budget_.get();
   engine_options.query_spill_limit_bytes = options_.query_max_spill_bytes;

@@ -27,6 +27,8 @@ class CoordinatorServer {
   struct Options {
     /// The SQLite file to serve; empty: the sample database in 'data_dir'.
     std::string database;
+    /// The served catalog's name (--catalog_name).
+    std::string catalog_name = "sqlite";
     std::string data_dir = "data";
     double sample_scale_factor = 0.01;
     int num_query_threads = 2;

@@ -41,7 +41,7 @@ const std::vector<FlagGroup>& FlagGroups() {
        {"max_result_memory_mb", "query_max_memory_mb", "sqlite_heap_limit_mb"}},
       {"Spill (temporary files)", {"spill_dir", "max_spill_mb", "query_max_spill_mb"}},
       {"Execution and database",
-       {"database", "data_dir", "sample_scale_factor", "num_query_threads",
+       {"database", "catalog_name", "data_dir", "sample_scale_factor", "num_query_threads",
         "long_query_after_ms", "long_query_nice"}},
       {"Shutdown", {"shutdown_grace_period_s", "shutdown_client_idle_s"}},
       {"Debug pages and metrics",

@@ -17,6 +17,7 @@
 #include <gflags/gflags.h>
 #include <glog/logging.h>
 
+#include "runtime/trino-metadata.h"
 #include "service/coordinator-server.h"
 #include "service/coordinatord-help.h"
 #include "service/version.h"
@@ -49,6 +50,9 @@ DEFINE_int32(long_query_nice, 10,
              "How much the nice value of a long query's executor thread is raised, 0-19 "
              "(0: off; the result is capped at 19).");
 DEFINE_string(database, "", "Serve this SQLite file read-only instead of the sample database.");
+DEFINE_string(catalog_name, "sqlite",
+              "The name of the served database's catalog in Trino's metadata (SHOW CATALOGS, "
+              "system.jdbc.catalogs) and three-part names (catalog.main.table).");
 DEFINE_string(data_dir, "data", "Where the generated sample database is kept.");
 DEFINE_double(sample_scale_factor, 0.01, "TPC-H scale factor of the sample database.");
 DEFINE_int32(max_running_queries, 16, "Queries executing at once; more wait in a queue.");
@@ -175,6 +179,12 @@ bool ValidateNetworks(const char* flag, const std::string& v) {
   fprintf(stderr, "--%s: %s\n", flag, s.message().c_str());
   return false;
 }
+bool ValidateCatalog(const char* flag, const std::string& v) {
+  qr::Status s = qr::ValidateCatalogName(v);
+  if (s.ok()) return true;
+  fprintf(stderr, "--%s: %s\n", flag, s.message().c_str());
+  return false;
+}
 bool ValidatePort(const char* flag, int32_t v) {
   if (v >= 0 && v <= 65535) return true;
   fprintf(stderr, "--%s must be in [0, 65535], got %d\n", flag, v);
@@ -184,6 +194,7 @@ bool ValidatePort(const char* flag, int32_t v) {
 }  // namespace
 
 DEFINE_validator(http_port, &ValidatePort);
+DEFINE_validator(catalog_name, &ValidateCatalog);
 DEFINE_validator(num_http_threads, &ValidateThreads);
 DEFINE_validator(max_statement_bytes, &ValidateBytes);
 DEFINE_validator(max_header_bytes, &ValidateBytes);
@@ -223,6 +234,7 @@ namespace {
 CoordinatorServer::Options OptionsFromFlags() {
   CoordinatorServer::Options o;
   o.database = FLAGS_database;
+  o.catalog_name = FLAGS_catalog_name;
   o.data_dir = FLAGS_data_dir;
   o.sample_scale_factor = FLAGS_sample_scale_factor;
   o.num_query_threads =

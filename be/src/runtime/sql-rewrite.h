@@ -1,0 +1,55 @@
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+/// A small SQL tokenizer, and the rewrite of Trino's qualified names into the names SQLite
+/// resolves (docs/protocol.md, "Metadata"): the served catalog's prefix is dropped
+/// (sqlite.main.t -> main.t), and the metadata tables, which live as views in SQLite's temp
+/// schema under their dotted Trino name, are named there
+/// (system.jdbc.tables -> temp."system.jdbc.tables",
+///  information_schema.columns or sqlite.information_schema.columns ->
+///  temp."information_schema.columns").
+/// The rewrite works on tokens: string literals, quoted identifiers and comments are never
+/// changed.
+/// Thread-safety: pure functions.
+
+namespace qr {
+
+struct SqlToken {
+  enum class Kind {
+    /// An unquoted identifier or keyword.
+    kWord,
+    /// "x", `x` or [x].
+    kQuotedIdentifier,
+    /// 'text' (x'..' is a kWord "x" followed by a kString).
+    kString,
+    kNumber,
+    /// One character of anything else: . , ( ) ; * = ...
+    kPunct,
+  };
+  Kind kind;
+  /// Byte range in the SQL text.
+  size_t begin;
+  size_t end;
+  /// Identifier value: words lower-cased, quoted identifiers unquoted and as written; for
+  /// strings, the unescaped text.
+  std::string value;
+};
+
+/// The tokens of 'sql', without blanks and comments. An unterminated string, quoted identifier
+/// or comment runs to the end of the text.
+std::vector<SqlToken> TokenizeSql(std::string_view sql);
+
+/// 'name' quoted as a SQLite identifier: "name" with '"' doubled.
+std::string QuoteIdentifier(std::string_view name);
+/// 'text' as a SQL string literal: 'text' with '\'' doubled.
+std::string QuoteString(std::string_view text);
+
+/// Rewrites the qualified names of 'sql' that name catalog 'catalog' or the metadata tables
+/// (see the file comment) into '*out'. False, with '*out' untouched, when there is nothing to
+/// rewrite.
+bool RewriteCatalogNames(std::string_view sql, std::string_view catalog, std::string* out);
+
+}  // namespace qr
