@@ -20,7 +20,7 @@ namespace {
 
 using nlohmann::json;
 
-constexpr const char* kQueries = "qr_system_runtime_queries";
+constexpr const char* kQueries = "system.runtime.queries";
 
 class RuntimeTablesTest : public ServiceTest {
  protected:
@@ -109,7 +109,7 @@ TEST_F(RuntimeTablesTest, ColumnsAreTrinosAndAQueryShowsItself) {
 TEST_F(RuntimeTablesTest, NodesListsThisCoordinator) {
   Start(DefaultOptions());
   std::vector<json> rows =
-      Rows("SELECT node_id, http_uri, node_version, coordinator, state FROM qr_system_runtime_nodes");
+      Rows("SELECT node_id, http_uri, node_version, coordinator, state FROM system.runtime.nodes");
   ASSERT_EQ(rows.size(), 1u);
   EXPECT_EQ(rows[0][1], "http://127.0.0.1:" + std::to_string(port_));
   EXPECT_FALSE(rows[0][2].get<std::string>().empty());

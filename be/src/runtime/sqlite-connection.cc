@@ -173,8 +173,8 @@ Status SqliteConnection::Open(const std::string& path, std::unique_ptr<SqliteCon
 
 SqliteConnection::~SqliteConnection() { sqlite3_close_v2(db_); }
 
-Status SqliteConnection::EnableSystemTables(SystemTablesSource* source) {
-  return SystemTables::Register(db_, source, &system_tables_);
+void SqliteConnection::EnableSystemTables(SystemTablesSource* source) {
+  system_tables_->set_source(source);
 }
 
 Status SqliteConnection::Configure(const std::string& path) {
@@ -200,6 +200,9 @@ Status SqliteConnection::Configure(const std::string& path) {
     return InvalidArgument("'" + path + "' is not a usable SQLite database: " +
                            sqlite3_errmsg(db_));
   }
+  // The system tables exist on every connection (empty until EnableSystemTables()), so that
+  // the metadata views over them can be created.
+  QR_RETURN_IF_ERROR(SystemTables::Register(db_, nullptr, &system_tables_));
   // The metadata views live in the temp schema: created before anything becomes read-only.
   QR_RETURN_IF_ERROR(InstallMetadataViews(db_, catalog_));
   if (sqlite3_exec(db_, "PRAGMA query_only=1;", nullptr, nullptr, nullptr) != SQLITE_OK) {

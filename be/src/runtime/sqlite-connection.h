@@ -51,10 +51,9 @@ class SqliteConnection {
 
   sqlite3* db() const { return db_; }
 
-  /// Registers the system tables (system-tables.h) fed by 'source', which must outlive this
-  /// connection.
-  Status EnableSystemTables(SystemTablesSource* source);
-  /// Null unless EnableSystemTables() succeeded.
+  /// Feeds the system tables (system-tables.h; empty until then) from 'source', which must
+  /// outlive this connection. Before the connection runs a statement.
+  void EnableSystemTables(SystemTablesSource* source);
   SystemTables* system_tables() const { return system_tables_.get(); }
 
  private:

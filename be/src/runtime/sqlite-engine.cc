@@ -103,9 +103,7 @@ Status SqliteEngine::Create(const Options& options, std::unique_ptr<SqliteEngine
   for (int i = 0; i < options.num_threads; ++i) {
     std::unique_ptr<SqliteConnection> conn;
     QR_RETURN_IF_ERROR(SqliteConnection::Open(options.database_path, &conn, options.catalog_name));
-    if (options.system_tables != nullptr) {
-      QR_RETURN_IF_ERROR(conn->EnableSystemTables(options.system_tables));
-    }
+    if (options.system_tables != nullptr) conn->EnableSystemTables(options.system_tables);
     impl->connections.push_back(std::move(conn));
   }
   const Options* opts = &engine->options_;

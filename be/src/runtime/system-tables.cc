@@ -40,7 +40,7 @@ struct TableDef {
 
 void FillQueries(SystemTables& tables, Rows* rows) {
   // Between statements nobody is the viewer: nothing is visible.
-  if (tables.viewer() == nullptr) return;
+  if (tables.viewer() == nullptr || tables.source() == nullptr) return;
   for (RuntimeQueryRow& q : tables.source()->Queries(*tables.viewer())) {
     std::vector<Cell> r;
     r.reserve(20);
@@ -71,6 +71,7 @@ void FillQueries(SystemTables& tables, Rows* rows) {
 }
 
 void FillNodes(SystemTables& tables, Rows* rows) {
+  if (tables.source() == nullptr) return;
   for (RuntimeNodeRow& n : tables.source()->Nodes()) {
     rows->push_back({Text(std::move(n.node_id)), Text(std::move(n.http_uri)),
                      Text(std::move(n.node_version)), int64_t{n.coordinator ? 1 : 0},
@@ -116,6 +117,9 @@ int Connect(sqlite3* db, void* aux, int, const char* const*, sqlite3_vtab** out,
   auto* m = static_cast<Module*>(aux);
   int rc = sqlite3_declare_vtab(db, m->def->schema);
   if (rc != SQLITE_OK) return rc;
+  // Reading it has no side effect: usable from the metadata views with an untrusted schema
+  // (SQLITE_DBCONFIG_TRUSTED_SCHEMA off).
+  sqlite3_vtab_config(db, SQLITE_VTAB_INNOCUOUS);
   auto* t = new VTab();
   t->module = m;
   *out = &t->base;

@@ -71,8 +71,8 @@ class SystemTablesSource {
   virtual std::vector<RuntimeNodeRow> Nodes() = 0;
 };
 
-/// The names the tables are registered under on each connection (statements name them
-/// system.runtime.queries and system.runtime.nodes; see trino-metadata.h for the mapping).
+/// The names the tables are registered under on each connection; statements name them
+/// system.runtime.queries and system.runtime.nodes (views in trino-metadata.cc).
 inline constexpr const char* kRuntimeQueriesTable = "qr_system_runtime_queries";
 inline constexpr const char* kRuntimeNodesTable = "qr_system_runtime_nodes";
 
@@ -80,9 +80,12 @@ inline constexpr const char* kRuntimeNodesTable = "qr_system_runtime_nodes";
 /// Thread-safety: like its connection, used by one executor thread at a time.
 class SystemTables {
  public:
-  /// Registers the tables on 'db', fed by 'source' (which must outlive 'db').
+  /// Registers the tables on 'db', fed by 'source' (which must outlive 'db'); without a
+  /// source (set_source()) they are empty.
   static Status Register(sqlite3* db, SystemTablesSource* source,
                          std::unique_ptr<SystemTables>* out);
+  /// Before the connection runs any statement.
+  void set_source(SystemTablesSource* source) { source_ = source; }
   ~SystemTables();
   SystemTables(const SystemTables&) = delete;
   SystemTables& operator=(const SystemTables&) = delete;
@@ -95,7 +98,7 @@ class SystemTables {
 
  private:
   explicit SystemTables(SystemTablesSource* source) : source_(source) {}
-  SystemTablesSource* const source_;
+  SystemTablesSource* source_;
   const SqlViewer* viewer_ = nullptr;
 };
 

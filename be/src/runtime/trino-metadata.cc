@@ -135,6 +135,9 @@ SELECT NULL AS TABLE_CAT, NULL AS TABLE_SCHEM, NULL AS TABLE_NAME, NULL AS COLUM
     {"system.metadata.catalogs", R"sql(
 SELECT @CATALOG@ AS catalog_name, @CATALOG@ AS connector_id, 'sqlite' AS connector_name
 UNION ALL SELECT 'system', 'system', 'system')sql"},
+    // The coordinator's own tables (system-tables.h), empty in an engine without one.
+    {"system.runtime.queries", "SELECT * FROM main.qr_system_runtime_queries"},
+    {"system.runtime.nodes", "SELECT * FROM main.qr_system_runtime_nodes"},
     {"system.metadata.table_comments", R"sql(
 SELECT table_cat AS catalog_name, table_schem AS schema_name, table_name,
        NULL AS comment FROM temp.qr_tables)sql"},
