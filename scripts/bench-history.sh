@@ -2,7 +2,8 @@
 # The query history's cost and speed (docs/benchmarks.md, "Query history"):
 #  1. SELECT 1 through coordinator-loadgen against coordinatord with the history off and on
 #     (--query_history_sync=batch, interval, none), interleaved in one run, --repeats times;
-#  2. with --strace, the daemon's syscalls per query (strace -c -f, history off and batch);
+#  2. with --strace, the daemon's syscalls per query (strace -c -f; history off, batch,
+#     interval);
 #  3. history-benchmark (the writer's records/s and MB/s per sync mode, Append()'s cost);
 #  4. the daemon's restart time over a history of --restart_mb MiB (0: skipped).
 #   scripts/bench-history.sh [--build DIR] [--dir DIR] [--seconds N] [--repeats N]
@@ -44,6 +45,7 @@ echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -
 start_daemon() {
   local label=$1
   shift
+  : > "$dir/stdout-$label"  # exists before the daemon's shell gets to the redirection
   "$daemon" --http_port=0 --data_dir="$dir/data" "$@" > "$dir/stdout-$label" \
     2> "$dir/stderr-$label" < /dev/null &
   pid=$!
@@ -88,8 +90,8 @@ for i in $(seq "$repeats"); do
 done
 
 if [ "$use_strace" = 1 ]; then
-  echo "=== syscalls per query (strace -c -f over 5000 queries of SELECT 1, 8 clients)"
-  for mode in off batch; do
+  echo "=== syscalls per query (strace -c -f, 5000 queries of SELECT 1, 8 clients)"
+  for mode in off batch interval; do
     rm -rf "$dir/history-$mode"
     # shellcheck disable=SC2046
     start_daemon "strace-$mode" $(history_flags "$mode")
@@ -102,7 +104,7 @@ if [ "$use_strace" = 1 ]; then
     stop_daemon
     # strace -c columns: % time, seconds, usecs/call, calls, [errors], syscall.
     awk -v m="$mode" '$NF == "total" {printf "%s: %.2f syscalls per query\n", m, $4 / 5000}
-         $NF ~ /^(fdatasync|write|futex)$/ {printf "%s:   %s %.3f per query\n", m, $NF, $4 / 5000}' \
+         $NF ~ /^(fdatasync|write|futex|pwrite64)$/ {printf "%s:   %s %.3f per query\n", m, $NF, $4 / 5000}' \
         "$dir/strace-$mode"
   done
 fi

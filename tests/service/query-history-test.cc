@@ -132,6 +132,28 @@ TEST(QueryHistoryRecordTest, Crc32cMatchesTheStandardCheckValue) {
   EXPECT_EQ(Crc32c("56789", Crc32c("1234")), 0xe3069283u);
 }
 
+TEST(QueryHistoryRecordTest, Crc32cMatchesABitwiseReferenceAtEveryLengthAndAlignment) {
+  auto reference = [](std::string_view data) {
+    uint32_t crc = ~0u;
+    for (unsigned char c : data) {
+      crc ^= c;
+      for (int k = 0; k < 8; ++k) crc = (crc & 1) ? (crc >> 1) ^ 0x82f63b78u : crc >> 1;
+    }
+    return ~crc;
+  };
+  std::string data;
+  for (int i = 0; i < 300; ++i) data.push_back(static_cast<char>(i * 131 + 7));
+  for (size_t start = 0; start < 9; ++start) {
+    for (size_t length = 0; start + length <= data.size(); length += 7) {
+      std::string_view part = std::string_view(data).substr(start, length);
+      EXPECT_EQ(Crc32c(part), reference(part)) << start << "+" << length;
+      // Continued in two pieces, the same.
+      const size_t half = length / 2;
+      EXPECT_EQ(Crc32c(part.substr(half), Crc32c(part.substr(0, half))), reference(part));
+    }
+  }
+}
+
 TEST(QueryHistoryRecordTest, EveryFlippedByteIsCorrupt) {
   std::string buf;
   EncodeHistoryRecord(MakeRecord(3), &buf);

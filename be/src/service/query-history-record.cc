@@ -3,6 +3,10 @@
 #include <array>
 #include <cstring>
 
+#if defined(__x86_64__)
+#include <nmmintrin.h>
+#endif
+
 namespace qr {
 namespace {
 
@@ -141,10 +145,40 @@ bool DecodePayload(std::string_view payload, QueryHistoryRecord* r) {
 
 }  // namespace
 
-uint32_t Crc32c(std::string_view data, uint32_t crc) {
+namespace {
+
+uint32_t Crc32cSoftware(std::string_view data, uint32_t crc) {
   crc = ~crc;
   for (unsigned char c : data) crc = kCrc32cTable[(crc ^ c) & 0xff] ^ (crc >> 8);
   return ~crc;
+}
+
+#if defined(__x86_64__)
+/// SSE 4.2's crc32 instruction computes CRC-32C, 8 bytes per instruction: start-up reads
+/// the newest segments at memory speed instead of ~0.5 GB/s.
+__attribute__((target("sse4.2"))) uint32_t Crc32cHardware(std::string_view data, uint32_t crc) {
+  uint64_t c = ~crc;
+  const char* p = data.data();
+  size_t n = data.size();
+  for (; n >= 8; p += 8, n -= 8) {
+    uint64_t v;
+    std::memcpy(&v, p, 8);
+    c = _mm_crc32_u64(c, v);
+  }
+  auto c32 = static_cast<uint32_t>(c);
+  for (; n > 0; ++p, --n) c32 = _mm_crc32_u8(c32, static_cast<unsigned char>(*p));
+  return ~c32;
+}
+#endif
+
+}  // namespace
+
+uint32_t Crc32c(std::string_view data, uint32_t crc) {
+#if defined(__x86_64__)
+  static const bool hardware = __builtin_cpu_supports("sse4.2");
+  if (hardware) return Crc32cHardware(data, crc);
+#endif
+  return Crc32cSoftware(data, crc);
 }
 
 void EncodeHistoryRecord(const QueryHistoryRecord& record, std::string* out) {
@@ -160,8 +194,7 @@ void EncodeHistoryRecord(const QueryHistoryRecord& record, std::string* out) {
   std::memcpy(out->data() + header, fields.data(), kHistoryFrameHeaderBytes);
 }
 
-HistoryFrameResult DecodeHistoryFrame(std::string_view data, QueryHistoryRecord* record,
-                                      size_t* consumed) {
+HistoryFrameResult CheckHistoryFrame(std::string_view data, size_t* consumed) {
   if (data.size() < kHistoryFrameHeaderBytes) return HistoryFrameResult::kTruncated;
   const uint32_t length = GetU32(data.data());
   const uint32_t payload_crc = GetU32(data.data() + 4);
@@ -170,11 +203,22 @@ HistoryFrameResult DecodeHistoryFrame(std::string_view data, QueryHistoryRecord*
     return HistoryFrameResult::kCorrupt;
   }
   if (data.size() - kHistoryFrameHeaderBytes < length) return HistoryFrameResult::kTruncated;
-  const std::string_view payload = data.substr(kHistoryFrameHeaderBytes, length);
-  if (Crc32c(payload) != payload_crc || !DecodePayload(payload, record)) {
+  if (Crc32c(data.substr(kHistoryFrameHeaderBytes, length)) != payload_crc) {
     return HistoryFrameResult::kCorrupt;
   }
   *consumed = kHistoryFrameHeaderBytes + length;
+  return HistoryFrameResult::kOk;
+}
+
+HistoryFrameResult DecodeHistoryFrame(std::string_view data, QueryHistoryRecord* record,
+                                      size_t* consumed) {
+  size_t size = 0;
+  HistoryFrameResult r = CheckHistoryFrame(data, &size);
+  if (r != HistoryFrameResult::kOk) return r;
+  const std::string_view payload =
+      data.substr(kHistoryFrameHeaderBytes, size - kHistoryFrameHeaderBytes);
+  if (!DecodePayload(payload, record)) return HistoryFrameResult::kCorrupt;
+  *consumed = size;
   return HistoryFrameResult::kOk;
 }
 

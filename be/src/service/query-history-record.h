@@ -58,6 +58,10 @@ enum class HistoryFrameResult {
   kCorrupt,    // a checksum or a field does not match
 };
 
+/// Checks the frame at the start of 'data' (its length and both checksums) without decoding
+/// it; '*consumed' is its size when kOk.
+HistoryFrameResult CheckHistoryFrame(std::string_view data, size_t* consumed);
+
 /// Decodes the frame at the start of 'data' into 'record'.
 HistoryFrameResult DecodeHistoryFrame(std::string_view data, QueryHistoryRecord* record,
                                       size_t* consumed);

@@ -172,6 +172,8 @@ class QueryHistory {
       write_errors_{0}, segments_created_{0}, segments_deleted_{0};
   std::array<std::atomic<int64_t>, kSyncBucketsSeconds.size() + 1> sync_buckets_{};
   std::atomic<int64_t> sync_ns_sum_{0};
+  /// When the last warning about drops was logged (steady clock, ms).
+  std::atomic<int64_t> last_drop_warning_ms_{0};
   std::thread writer_;
   std::thread syncer_;
 };
