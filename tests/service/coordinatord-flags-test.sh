@@ -43,6 +43,13 @@ expect_refused "--catalog_name: the catalog name 'Hive' is not a lower-case iden
   --catalog_name=Hive
 expect_refused "--catalog_name: the catalog name 'system' is Trino's" --catalog_name=system
 expect_refused "cannot write log files in --log_dir=$work/missing" --log_dir="$work/missing"
+expect_refused "--query_history_sync must be batch, interval or none" --query_history_sync=often
+expect_refused "--query_history_segment_mb must be in" --query_history_segment_mb=0
+expect_refused "--query_history_queue_size must be positive" --query_history_queue_size=0
+expect_refused "--query_history_max_mb must be >= 0" --query_history_max_mb=-1
+touch "$work/not-a-directory"
+expect_refused "--query_history_dir: cannot create the query history directory" \
+  --sample_scale_factor=0.001 --query_history_dir="$work/not-a-directory"
 mkdir -p "$work/readonly" && chmod 0555 "$work/readonly"
 if [ "$(id -u)" -ne 0 ]; then  # root writes through 0555
   expect_refused "cannot write log files in --log_dir=$work/readonly" --log_dir="$work/readonly"

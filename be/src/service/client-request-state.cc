@@ -47,6 +47,32 @@ ClientRequestState::ClientRequestState(const UniqueId& id,
       submit_steady_(std::chrono::steady_clock::now()),
       last_activity_ns_(submit_steady_.time_since_epoch().count()) {}
 
+ClientRequestState::ClientRequestState(const UniqueId& id,
+                                       std::shared_ptr<const std::string> statement,
+                                       SessionInfo session, const Restored& restored)
+    : id_(id),
+      slug_(MakeSlug()),
+      statement_(std::move(statement)),
+      session_(std::move(session)),
+      submit_wall_(restored.submit_wall),
+      // The steady clock of an earlier run means nothing now: place the submission as far
+      // in the past as the wall clock says, so that durations come out as recorded.
+      submit_steady_(std::chrono::steady_clock::now() -
+                     (std::chrono::system_clock::now() - restored.submit_wall)),
+      last_activity_ns_(submit_steady_.time_since_epoch().count()),
+      restored_queued_ms_(restored.queued_ms) {
+  MutexLock l(&lock_);
+  state_ = restored.state;
+  error_ = restored.error;
+  end_time_ = submit_steady_ + std::chrono::milliseconds(restored.elapsed_ms);
+  end_wall_ = restored.end_wall;
+  final_delivered_ = true;
+  rows_delivered_ = restored.rows_delivered;
+  bytes_delivered_ = restored.bytes_delivered;
+  rows_produced_final_ = restored.rows_produced;
+  cpu_time_ns_final_ = restored.cpu_time_ns;
+}
+
 bool ClientRequestState::SlugMatches(std::string_view candidate) const {
   // Constant time in the content: a wrong guess learns nothing from the timing.
   if (candidate.size() != slug_.size()) return false;
@@ -82,7 +108,8 @@ ClientRequestState::Info ClientRequestState::GetInfo() const {
   if (exec_ && exec_->exec_start().time_since_epoch().count() != 0) {
     exec_start = exec_->exec_start();
   }
-  info.queued_ms = MillisBetween(submit_steady_, exec_start.value_or(end_time_.value_or(now)));
+  const auto queue_end = exec_start.value_or(end_time_.value_or(now));
+  info.queued_ms = restored_queued_ms_.value_or(MillisBetween(submit_steady_, queue_end));
   info.elapsed_ms = MillisBetween(submit_steady_, end_time_.value_or(now));
   info.end_wall_time = end_wall_;
   info.error = error_;

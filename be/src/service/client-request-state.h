@@ -79,6 +79,19 @@ class ClientRequestState {
   ClientRequestState(const UniqueId& id, std::shared_ptr<const std::string> statement,
                      SessionInfo session, StatementPlan plan = {});
 
+  /// How a request of an earlier run ended, as the query history recorded it.
+  struct Restored {
+    State state = State::kFinished;
+    std::optional<QueryError> error;
+    std::chrono::system_clock::time_point submit_wall, end_wall;
+    int64_t queued_ms = 0, elapsed_ms = 0;
+    int64_t rows_delivered = 0, bytes_delivered = 0, rows_produced = 0, cpu_time_ns = 0;
+  };
+  /// A completed request read back from the query history at start-up, for the pages and
+  /// lookups only: terminal, its final page delivered, with the recorded times and counters.
+  ClientRequestState(const UniqueId& id, std::shared_ptr<const std::string> statement,
+                     SessionInfo session, const Restored& restored);
+
   const UniqueId& query_id() const { return id_; }
   /// 16 hex digits, random, a capability of the nextUri; compare with SlugMatches().
   const std::string& slug() const { return slug_; }
@@ -190,6 +203,8 @@ class ClientRequestState {
   const std::chrono::steady_clock::time_point submit_steady_;
   std::atomic<int64_t> last_activity_ns_;
   std::atomic<bool> ever_fetched_{false};
+  /// Set for a restored request: its queued time is the recorded one, not a computed one.
+  const std::optional<int64_t> restored_queued_ms_;
 
   /// Protects everything below.
   mutable Mutex lock_;

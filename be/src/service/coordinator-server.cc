@@ -1,5 +1,7 @@
 #include "service/coordinator-server.h"
 
+#include <algorithm>
+#include <chrono>
 #include <utility>
 
 #include <sqlite3.h>
@@ -9,6 +11,7 @@
 #include "runtime/registry-flags.h"
 #include "runtime/sample-db.h"
 #include "service/debug-pages.h"
+#include "service/query-history-convert.h"
 #include "http/tls-context.h"
 
 namespace qr {
@@ -88,6 +91,28 @@ Status CoordinatorServer::ConfigureResources() {
   return Status::OK();
 }
 
+Status CoordinatorServer::OpenHistory(std::vector<std::shared_ptr<ClientRequestState>>* restored) {
+  if (options_.history.dir.empty()) return Status::OK();
+  const auto start = std::chrono::steady_clock::now();
+  // Opening creates the directory (or says why it cannot) and starts a new, empty segment;
+  // nothing is appended before the coordinator exists, so the read below sees only the past.
+  Status s = QueryHistory::Open(options_.history, &history_);
+  if (!s.ok()) return Internal("--query_history_dir: " + s.message());
+  std::vector<QueryHistoryRecord> records;
+  const size_t wanted = static_cast<size_t>(std::max(0, options_.coordinator.query_log_size));
+  s = ReadQueryHistory(options_.history.dir, wanted, &records, &history_restored_);
+  if (!s.ok()) return Internal("--query_history_dir: " + s.message());
+  for (auto& record : records) restored->push_back(RestoreFromHistory(std::move(record)));
+  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                      std::chrono::steady_clock::now() - start).count();
+  LOG(INFO) << "Query history " << options_.history.dir << ": " << restored->size()
+            << " completed queries restored from " << history_restored_.segments
+            << " segments (" << history_restored_.bytes << " bytes) in " << ms << " ms; "
+            << history_restored_.torn_tails << " torn tails and "
+            << history_restored_.corrupt_segments << " corrupt segments skipped";
+  return Status::OK();
+}
+
 Status CoordinatorServer::ReloadPasswordFile() {
   if (authenticator_ == nullptr) return InvalidArgument("authentication is off");
   PasswordFile file;
@@ -129,8 +154,12 @@ Status CoordinatorServer::Start() {
   QueryCoordinator::Options coordinator_options = options_.coordinator;
   coordinator_options.exec_defaults.memory_budget = result_memory_.get();
   coordinator_options.exec_defaults.max_memory_bytes = options_.query_max_memory_bytes;
+  std::vector<std::shared_ptr<ClientRequestState>> restored;
+  QR_RETURN_IF_ERROR(OpenHistory(&restored));
+  coordinator_options.history = history_.get();
   coordinator_ = std::make_unique<QueryCoordinator>(coordinator_options, exec_mgr_.get(),
                                                     engine_.get());
+  coordinator_->RestoreCompleted(std::move(restored));
   runtime_tables_->set_coordinator(coordinator_.get());
   webserver_ = std::make_unique<Webserver>(std::move(http));
   StatementService::Options protocol = options_.protocol;
@@ -163,6 +192,7 @@ int CoordinatorServer::Shutdown(int64_t grace_ms) {
   // call the coordinator back through their result buffers until they are joined.
   engine_.reset();  // joins the executor threads; they release their query references
   coordinator_.reset();
+  history_.reset();  // writes and syncs the last records
   if (exec_mgr_ && !exec_mgr_->WaitForDrain(10000)) {
     LOG(WARNING) << exec_mgr_->num_live() << " executor query states still live at exit";
   }

@@ -9,6 +9,7 @@
 #include "runtime/sqlite-engine.h"
 #include "service/access-control.h"
 #include "service/query-coordinator.h"
+#include "service/query-history.h"
 #include "service/runtime-tables.h"
 #include "service/statement-service.h"
 #include "http/http-auth.h"
@@ -46,6 +47,9 @@ class CoordinatorServer {
     int64_t query_max_spill_bytes = int64_t{2} << 30;
     Webserver::Options http;
     QueryCoordinator::Options coordinator;
+    /// The durable query history (docs/operations.md#query-history); an empty 'dir' turns
+    /// it off. Its newest records (up to the query log's size) are shown again after a start.
+    QueryHistory::Options history;
     StatementService::Options protocol;
     /// Comma-separated users who may see and cancel every query (and, with authentication,
     /// act as other users).
@@ -93,6 +97,10 @@ class CoordinatorServer {
   /// Null before Start().
   const MemoryBudget* result_memory() const { return result_memory_.get(); }
   const SpillBudget* spill_budget() const { return spill_budget_.get(); }
+  /// Null when the query history is off (or before Start()).
+  const QueryHistory* history() const { return history_.get(); }
+  /// What Start() read back from the query history.
+  const HistoryReadStats& history_restored() const { return history_restored_; }
   /// "http" or "https".
   const char* scheme() const { return options_.tls_cert_file.empty() ? "http" : "https"; }
 
@@ -110,6 +118,11 @@ class CoordinatorServer {
   std::unique_ptr<SqliteEngine> engine_;
   /// Sets up the SQLite heap limit and the accounted temporary-file directory.
   Status ConfigureResources();
+  /// Declared before the coordinator, which appends to it until it is gone.
+  std::unique_ptr<QueryHistory> history_;
+  HistoryReadStats history_restored_;
+  /// Reads the history back and opens it for writing; 'restored' gets the requests.
+  Status OpenHistory(std::vector<std::shared_ptr<ClientRequestState>>* restored);
   std::unique_ptr<QueryCoordinator> coordinator_;
   /// Sets up authentication and TLS in 'http'.
   Status ConfigureSecurity(Webserver::Options* http);

@@ -20,6 +20,7 @@
 #include "runtime/trino-metadata.h"
 #include "service/coordinator-server.h"
 #include "service/coordinatord-help.h"
+#include "service/query-history.h"
 #include "service/version.h"
 #include "http/client-address.h"
 #include "http/file-limit.h"
@@ -100,6 +101,31 @@ DEFINE_int64(max_spill_mb, 8192,
 DEFINE_int64(query_max_spill_mb, 2048,
              "Temporary-file bytes of one query (EXCEEDED_SPILL_LIMIT beyond).");
 DEFINE_int32(query_log_size, 200, "Completed queries kept for the debug pages.");
+DEFINE_string(query_history_dir, "",
+              "Directory of the durable query history: every completed query is appended to "
+              "it, and the newest --query_log_size are shown again after a restart (empty: "
+              "off).");
+DEFINE_string(query_history_sync, "batch",
+              "How the query history is written: 'batch' (each record at once, grouped with "
+              "those that arrive meanwhile; one fdatasync for all written since the last), "
+              "'interval' (written and synced within --query_history_sync_interval_ms) or "
+              "'none' (written within the interval, syncing left to the kernel).");
+DEFINE_int32(query_history_sync_interval_ms, 1000,
+             "With --query_history_sync=interval or none, the longest a completed query's "
+             "record waits to be written (and, with interval, synced).");
+DEFINE_int32(query_history_segment_mb, 64,
+             "A query history segment file is closed and a new one started past this size.");
+DEFINE_int64(query_history_max_age_s, 7 * 24 * 3600,
+             "Closed query history segments older than this are deleted (0: no age limit).");
+DEFINE_int32(query_history_max_segments, 1000,
+             "Closed query history segments kept at most; the oldest go first (0: no limit).");
+DEFINE_int64(query_history_max_mb, 1024,
+             "Bytes of closed query history segments kept at most; the oldest go first (0: no "
+             "limit).");
+DEFINE_int32(query_history_queue_size, 50000,
+             "Completed queries waiting for the history writer at most; beyond, records are "
+             "dropped (counted in qr_history_dropped_records_total, with a warning) rather than "
+             "making queries wait for the disk.");
 DEFINE_int32(shutdown_grace_period_s, 30,
              "On SIGTERM/SIGINT, how long running queries get to finish before being canceled.");
 DEFINE_string(default_user, "", "User for requests that name none (empty: they get 401).");
@@ -172,6 +198,22 @@ bool ValidateBytes(const char* flag, int64_t v) {
           static_cast<long long>(v));
   return false;
 }
+bool ValidateNonNegative64(const char* flag, int64_t v) {
+  if (v >= 0) return true;
+  fprintf(stderr, "--%s must be >= 0, got %lld\n", flag, static_cast<long long>(v));
+  return false;
+}
+bool ValidateSegmentMb(const char* flag, int32_t v) {
+  if (v >= 1 && v <= 4096) return true;
+  fprintf(stderr, "--%s must be in [1, 4096] (MiB), got %d\n", flag, v);
+  return false;
+}
+bool ValidateHistorySync(const char* flag, const std::string& v) {
+  qr::HistorySyncMode mode;
+  if (qr::ParseHistorySyncMode(v, &mode)) return true;
+  fprintf(stderr, "--%s must be batch, interval or none, got '%s'\n", flag, v.c_str());
+  return false;
+}
 bool ValidateNetworks(const char* flag, const std::string& v) {
   qr::IpNetworks networks;
   qr::Status s = qr::IpNetworks::Parse(v, &networks);
@@ -220,6 +262,13 @@ DEFINE_validator(exec_time_limit_s, &ValidateNonNegative);
 DEFINE_validator(max_page_retries, &ValidateNonNegative);
 DEFINE_validator(query_log_size, &ValidateNonNegative);
 DEFINE_validator(shutdown_grace_period_s, &ValidateNonNegative);
+DEFINE_validator(query_history_sync, &ValidateHistorySync);
+DEFINE_validator(query_history_sync_interval_ms, &ValidatePositive);
+DEFINE_validator(query_history_segment_mb, &ValidateSegmentMb);
+DEFINE_validator(query_history_max_age_s, &ValidateNonNegative64);
+DEFINE_validator(query_history_max_segments, &ValidateNonNegative);
+DEFINE_validator(query_history_max_mb, &ValidateNonNegative64);
+DEFINE_validator(query_history_queue_size, &ValidatePositive);
 DEFINE_validator(auth_max_failures, &ValidatePositive);
 DEFINE_validator(auth_failure_window_s, &ValidatePositive);
 DEFINE_validator(auth_verify_threads, &ValidatePositive);
@@ -267,6 +316,15 @@ CoordinatorServer::Options OptionsFromFlags() {
   o.coordinator.exec_time_limit_ms = int64_t{FLAGS_exec_time_limit_s} * 1000;
   o.coordinator.max_page_retries = FLAGS_max_page_retries;
   o.coordinator.query_log_size = FLAGS_query_log_size;
+  o.history.dir = FLAGS_query_history_dir;
+  ParseHistorySyncMode(FLAGS_query_history_sync, &o.history.sync);  // validated
+  o.history.sync_interval_ms = FLAGS_query_history_sync_interval_ms;
+  o.history.segment_bytes = int64_t{FLAGS_query_history_segment_mb} << 20;
+  o.history.max_age_s = FLAGS_query_history_max_age_s;
+  o.history.max_segments = FLAGS_query_history_max_segments;
+  o.history.max_total_bytes = std::min<int64_t>(FLAGS_query_history_max_mb, int64_t{1} << 40)
+                              << 20;
+  o.history.queue_capacity = static_cast<size_t>(FLAGS_query_history_queue_size);
   o.protocol.default_user = FLAGS_default_user;
   o.protocol.trust_forwarded_headers = FLAGS_http_trust_forwarded_headers;
   o.http_trusted_proxies = FLAGS_http_trusted_proxies;

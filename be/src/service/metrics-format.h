@@ -3,6 +3,11 @@
 #include <cstdint>
 #include <string>
 
+namespace qr {
+class QueryHistory;
+struct HistoryReadStats;
+}  // namespace qr
+
 /// Writing the Prometheus text exposition format (version 0.0.4): every family as '# HELP',
 /// '# TYPE', then all of its samples, as the format requires.
 
@@ -47,5 +52,10 @@ inline void Scalar(const char* name, const char* type, const char* help, int64_t
 /// descriptors, threads, start time: the names Prometheus' client libraries use) and
 /// qr_build_info{version,revision}.
 void AppendProcessMetrics(std::string* out);
+
+/// The query history writer's qr_history_* families (records, bytes, batches, syncs, drops,
+/// the sync latency histogram, what the start read back); zeros when 'history' is null (off).
+void AppendHistoryMetrics(const QueryHistory* history, const HistoryReadStats& restored,
+                          std::string* out);
 
 }  // namespace qr::metrics

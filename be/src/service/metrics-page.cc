@@ -359,6 +359,7 @@ std::string RenderMetrics(CoordinatorServer* server) {
   AppendRegistryMetrics(coordinator, *server->exec_mgr(), server->options().metrics_per_shard,
                         &out);
   metrics::AppendProcessMetrics(&out);
+  metrics::AppendHistoryMetrics(server->history(), server->history_restored(), &out);
   if (server->authenticator() != nullptr) AppendAuthMetrics(*server->authenticator(), &out);
   return out;
 }

@@ -8,6 +8,8 @@
 
 #include "runtime/registry-flags.h"
 #include "service/access-control.h"
+#include "service/query-history-convert.h"
+#include "service/query-history.h"
 #include "util/status.h"
 
 namespace qr {
@@ -357,6 +359,8 @@ void QueryCoordinator::RecordCompletion(const ClientRequestState& req) {
   }
   latency_buckets_[bucket].fetch_add(1, std::memory_order_relaxed);
   latency_sum_ms_.fetch_add(info.elapsed_ms, std::memory_order_relaxed);
+  // No lock held: the writer takes the record (never waiting for the disk).
+  if (options_.history != nullptr) options_.history->Append(MakeHistoryRecord(req, info));
   LOG(INFO) << "Query " << PrintId(req.query_id()) << " ended: "
             << DescribeUser(req.user(), req.principal()) << ", state "
             << ClientRequestState::StateName(info.state) << ", " << info.elapsed_ms << " ms, "
@@ -375,6 +379,20 @@ std::vector<std::shared_ptr<ClientRequestState>> QueryCoordinator::InFlight() co
 std::vector<std::shared_ptr<ClientRequestState>> QueryCoordinator::Completed() const {
   MutexLock l(&log_lock_);
   return std::vector<std::shared_ptr<ClientRequestState>>(log_.rbegin(), log_.rend());
+}
+
+void QueryCoordinator::RestoreCompleted(
+    std::vector<std::shared_ptr<ClientRequestState>> requests) {
+  MutexLock l(&log_lock_);
+  const size_t limit = static_cast<size_t>(std::max(0, options_.query_log_size));
+  for (auto& req : requests) {
+    log_index_[req->query_id()] = req;
+    log_.push_back(std::move(req));
+    if (log_.size() > limit) {
+      log_index_.erase(log_.front()->query_id());
+      log_.pop_front();
+    }
+  }
 }
 
 int QueryCoordinator::Shutdown(int64_t grace_ms) {

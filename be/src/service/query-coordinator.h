@@ -20,6 +20,8 @@
 
 namespace qr {
 
+class QueryHistory;
+
 /// The server core of coordinatord, with no HTTP inside: submits statements, hands out result
 /// pages, cancels, admits queries under limits, expires abandoned ones, keeps a bounded log of
 /// completed queries, and counts what happens.
@@ -35,7 +37,9 @@ namespace qr {
 ///   3. a ClientRequestState's lock (DequeueLocked() reads states under 'admission_lock_');
 ///   4. that request's ResultBuffer lock (read under 3: see runtime/result-buffer.h);
 ///   5. a registry shard lock, a leaf (Complete() deletes from the registry under
-///      'log_lock_', Shutdown() counts it under 'admission_lock_').
+///      'log_lock_', Shutdown() counts it under 'admission_lock_');
+///   6. the QueryHistory's queue lock, a leaf taken with none of the above held
+///      (RecordCompletion()).
 /// Callbacks run with none of 2-5 held: waiters (which take 1), the ResultBuffer's change
 /// callback, QueryState::Cancel() and SqliteEngine::Execute().
 class QueryCoordinator {
@@ -70,6 +74,9 @@ class QueryCoordinator {
     /// How often the expiration thread looks; 0 derives it from the timeouts.
     int64_t expiration_interval_ms = 0;
     int num_shards = 0;  // 0: --registry_num_shards
+    /// Where completed queries are recorded durably (null: nowhere). Borrowed: must outlive
+    /// the coordinator.
+    QueryHistory* history = nullptr;
     QueryContext exec_defaults;
   };
 
@@ -106,6 +113,9 @@ class QueryCoordinator {
   std::vector<std::shared_ptr<ClientRequestState>> InFlight() const;
   /// Completed requests, newest first.
   std::vector<std::shared_ptr<ClientRequestState>> Completed() const;
+  /// Puts completed requests of an earlier run (oldest first, from the query history) into
+  /// the completed-query log, as if they had just completed; the log keeps its size limit.
+  void RestoreCompleted(std::vector<std::shared_ptr<ClientRequestState>> requests);
 
   /// Graceful shutdown: new submissions and queued queries fail with SERVER_SHUTTING_DOWN,
   /// in-flight ones get until 'grace_ms' to finish (executing, and their clients fetching

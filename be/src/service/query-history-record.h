@@ -1,0 +1,69 @@
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "runtime/query-error.h"
+#include "util/unique-id.h"
+
+namespace qr {
+
+/// One completed query as the durable history keeps it (docs/operations.md#query-history):
+/// who ran what, how it ended, when, and what it cost. Plain data; the statement is shared
+/// with the request that produced it, so handing a record to the writer copies no SQL text.
+struct QueryHistoryRecord {
+  UniqueId query_id;
+  std::string user;
+  std::string source;
+  std::string client_info;
+  std::vector<std::string> client_tags;
+  std::shared_ptr<const std::string> statement;
+  /// ClientRequestState::State of the terminal state (FINISHED, FAILED, CANCELED).
+  uint8_t state = 0;
+  /// Wall clock, milliseconds since the Unix epoch.
+  int64_t submit_time_ms = 0;
+  int64_t end_time_ms = 0;
+  int64_t queued_ms = 0;
+  int64_t elapsed_ms = 0;
+  int64_t rows_delivered = 0;
+  int64_t bytes_delivered = 0;
+  int64_t rows_produced = 0;
+  int64_t cpu_time_ns = 0;
+  std::optional<QueryError> error;
+};
+
+/// CRC-32C (Castagnoli) of 'data', continuing from 'crc' (0 to start).
+uint32_t Crc32c(std::string_view data, uint32_t crc = 0);
+
+/// The on-disk framing of one record: a 12-byte header (payload length, CRC-32C of the
+/// payload, CRC-32C of the length) followed by the payload. The length has its own checksum
+/// so that a torn or corrupt length is never trusted to skip ahead.
+constexpr size_t kHistoryFrameHeaderBytes = 12;
+/// A record's payload is at most this large (the statement is capped well below it by
+/// --max_statement_bytes); a longer length is corruption.
+constexpr uint32_t kMaxHistoryPayloadBytes = 64u << 20;
+
+/// Appends 'record', framed, to 'out'.
+void EncodeHistoryRecord(const QueryHistoryRecord& record, std::string* out);
+
+/// What DecodeHistoryFrame() found at an offset.
+enum class HistoryFrameResult {
+  kOk,         // a record; '*consumed' bytes were used
+  kTruncated,  // the data ends inside a frame (a torn tail after a crash)
+  kCorrupt,    // a checksum or a field does not match
+};
+
+/// Checks the frame at the start of 'data' (its length and both checksums) without decoding
+/// it; '*consumed' is its size when kOk.
+HistoryFrameResult CheckHistoryFrame(std::string_view data, size_t* consumed);
+
+/// Decodes the frame at the start of 'data' into 'record'.
+HistoryFrameResult DecodeHistoryFrame(std::string_view data, QueryHistoryRecord* record,
+                                      size_t* consumed);
+
+}  // namespace qr

@@ -1,0 +1,130 @@
+#!/usr/bin/env python3
+"""The query history survives SIGKILL (issue 18, item 1).
+
+Clients run queries against a real coordinatord with --query_history_dir; once enough have
+finished, the daemon is SIGKILLed under load and started again over the same directory. Every
+query a client saw finish more than one sync interval before the kill must be listed again by
+/queries?json, and the start-up must have found no corrupt record (a torn tail is allowed: it
+is what a write cut short leaves). Runs once per sync mode (batch, interval).
+
+    coordinatord-history-kill-test.py PATH-TO-COORDINATORD
+"""
+
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+
+CLIENTS = 8
+QUERIES_BEFORE_KILL = 1000
+SYNC_INTERVAL_MS = 200
+USER = "loader"
+DEADLINE_S = 120
+
+
+def start(daemon, work, mode, tag):
+    out = open(os.path.join(work, f"stdout-{tag}"), "w+")
+    err = open(os.path.join(work, f"stderr-{tag}"), "w")
+    proc = subprocess.Popen(
+        [daemon, "--http_port=0", f"--data_dir={work}/data", "--sample_scale_factor=0.001",
+         f"--query_history_dir={work}/history-{mode}", f"--query_history_sync={mode}",
+         f"--query_history_sync_interval_ms={SYNC_INTERVAL_MS}", "--query_log_size=1000000",
+         f"--admin_users={USER}", "--max_in_flight_queries_per_user=1000"],
+        stdout=out, stderr=err, stdin=subprocess.DEVNULL)
+    deadline = time.monotonic() + DEADLINE_S
+    while time.monotonic() < deadline:
+        out.seek(0)
+        m = re.search(r"listening on http://[^:]*:(\d+) ", out.read())
+        if m:
+            return proc, int(m.group(1))
+        if proc.poll() is not None:
+            sys.exit(f"FAIL: coordinatord exited: {open(err.name).read()}")
+        time.sleep(0.05)  # polling the daemon's stdout for its port, bounded
+    proc.kill()
+    sys.exit("FAIL: coordinatord did not start")
+
+
+def request(method, url, body=None):
+    req = urllib.request.Request(url, data=body, method=method, headers={"X-Trino-User": USER})
+    with urllib.request.urlopen(req, timeout=30) as resp:
+        return json.loads(resp.read())
+
+
+def client_loop(port, stop, done, cond):
+    """Runs queries until 'stop'; appends (query id, when the client saw it finish)."""
+    base = f"http://127.0.0.1:{port}"
+    n = 0
+    while not stop.is_set():
+        n += 1
+        try:
+            answer = request("POST", base + "/v1/statement", f"SELECT {n}".encode())
+            while "nextUri" in answer:
+                answer = request("GET", answer["nextUri"])
+        except Exception:  # the daemon was killed
+            return
+        if answer["stats"]["state"] == "FINISHED":
+            with cond:
+                done.append((answer["id"], time.monotonic()))
+                cond.notify_all()
+
+
+def run(daemon, work, mode):
+    proc, port = start(daemon, work, mode, mode + "-1")
+    stop, cond, done = threading.Event(), threading.Condition(), []
+    clients = [threading.Thread(target=client_loop, args=(port, stop, done, cond))
+               for _ in range(CLIENTS)]
+    for c in clients:
+        c.start()
+    with cond:
+        if not cond.wait_for(lambda: len(done) >= QUERIES_BEFORE_KILL, timeout=DEADLINE_S):
+            proc.kill()
+            stop.set()
+            sys.exit(f"FAIL ({mode}): only {len(done)} queries finished")
+        kill_time = time.monotonic()
+        os.kill(proc.pid, signal.SIGKILL)
+        finished = list(done)
+    proc.wait()
+    stop.set()
+    for c in clients:
+        c.join()
+    required = {qid for qid, t in finished if t < kill_time - SYNC_INTERVAL_MS / 1000}
+
+    proc, port = start(daemon, work, mode, mode + "-2")
+    try:
+        page = request("GET", f"http://127.0.0.1:{port}/queries?json")
+        metrics = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=30).read()
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait()
+    listed = {q["query_id"] for q in page["completed"]}
+    missing = required - listed
+    if missing:
+        sys.exit(f"FAIL ({mode}): {len(missing)} of {len(required)} queries finished before "
+                 f"the kill are not in the history, e.g. {sorted(missing)[:3]}")
+    counters = dict(re.findall(rb"^(qr_history_restored_\w+) (\d+)$", metrics, re.M))
+    if counters.get(b"qr_history_restored_corrupt_segments") != b"0":
+        sys.exit(f"FAIL ({mode}): corrupt records after SIGKILL: {counters}")
+    print(f"ok ({mode}): {len(required)} of {len(finished)} finished queries were due, all "
+          f"restored ({len(listed)} listed; torn tails: "
+          f"{counters.get(b'qr_history_restored_torn_tails', b'?').decode()})")
+
+
+def main():
+    daemon = sys.argv[1]
+    work = tempfile.mkdtemp(prefix="qr-history-kill-test.")
+    try:
+        for mode in ("batch", "interval"):
+            run(daemon, work, mode)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
