@@ -98,7 +98,8 @@ TEST_F(TrinoMetadataTest, ShowCatalogsSchemasAndTables) {
   EXPECT_EQ(Columns("SHOW SCHEMAS"), std::vector<std::string>{"Schema varchar"});
   EXPECT_EQ(Rows("SHOW SCHEMAS"), Json::parse(R"js([["information_schema"],["main"]])js"));
   EXPECT_EQ(Rows("SHOW SCHEMAS FROM sqlite LIKE 'ma%'"), Json::parse(R"js([["main"]])js"));
-  EXPECT_EQ(Rows("SHOW SCHEMAS IN system"), Json::parse(R"js([["jdbc"],["metadata"]])js"));
+  EXPECT_EQ(Rows("SHOW SCHEMAS IN system"),
+            Json::parse(R"js([["jdbc"],["metadata"],["runtime"]])js"));
   EXPECT_EQ(Columns("SHOW TABLES"), std::vector<std::string>{"Table varchar"});
   EXPECT_EQ(Rows("SHOW TABLES"), Json::parse(R"js([["events"],["v_events"]])js"));
   EXPECT_EQ(Rows("SHOW TABLES FROM sqlite.main LIKE 'v\\_%' ESCAPE '\\'"),
@@ -159,7 +160,7 @@ TEST_F(TrinoMetadataTest, JdbcDriverQueries) {
                  "ORDER BY TABLE_CATALOG, TABLE_SCHEM"),
             Json::parse(R"js([["main","sqlite"]])js"));
   EXPECT_EQ(Rows("SELECT TABLE_SCHEM, TABLE_CATALOG\nFROM system.jdbc.schemas\n"
-                 "ORDER BY TABLE_CATALOG, TABLE_SCHEM").size(), 4u);
+                 "ORDER BY TABLE_CATALOG, TABLE_SCHEM").size(), 5u);
   EXPECT_EQ(Rows("SELECT TABLE_CAT, TABLE_SCHEM, TABLE_NAME, TABLE_TYPE, REMARKS,\n"
                  "  TYPE_CAT, TYPE_SCHEM, TYPE_NAME,   SELF_REFERENCING_COL_NAME, REF_GENERATION\n"
                  "FROM system.jdbc.tables\n"

@@ -243,5 +243,62 @@ TEST_F(RuntimeTablesTest, AnAggregateShowsLiveCpuAndProgressBeforeItsFirstRow) {
   EXPECT_EQ(client.Cancel().status, 204);
 }
 
+TEST_F(RuntimeTablesTest, KillQueryCancelsWithItsMessageUnderTheCancelRules) {
+  const std::string file = data_dir_ + "/kill-query.passwd";
+  {
+    std::ofstream out(file);
+    for (const char* user : {"alice", "bob", "root"}) {
+      std::string line;
+      ASSERT_TRUE(MakePasswordEntryLine(user, std::string(user) + "-pw", kMinPasswordIterations,
+                                        &line)
+                      .ok());
+      out << line << "\n";
+    }
+  }
+  CoordinatorServer::Options o = DefaultOptions();
+  o.auth_password_file = file;
+  o.allow_insecure_auth = true;
+  o.admin_users = "root";
+  Start(o);
+  auto as = [](const std::string& user) {
+    StatementOptions so;
+    so.user = "";
+    so.headers = {{"Authorization", "Basic " + Base64Encode(user + ":" + user + "-pw")}};
+    return so;
+  };
+  StatementClient alice(port_, as("alice"));
+  ASSERT_EQ(alice.Submit(kEndlessQuery).status, 200);
+  const std::string id = alice.result().id;
+  auto kill = [&](const std::string& user, const std::string& call) {
+    return RunStatement(port_, call, as(user));
+  };
+  // Bob may not see alice's query: answered as if it did not exist, and it keeps running.
+  StatementResult denied =
+      kill("bob", "CALL system.runtime.kill_query(query_id => '" + id + "', message => 'x')");
+  EXPECT_EQ(denied.final_state, "FAILED");
+  EXPECT_EQ(denied.error_name(), "NOT_FOUND") << denied.error.dump();
+  UniqueId uid;
+  ASSERT_TRUE(ParseId(id, &uid).ok());
+  std::shared_ptr<ClientRequestState> req = server_->coordinator()->Find(uid);
+  ASSERT_NE(req, nullptr);
+  EXPECT_FALSE(ClientRequestState::IsTerminal(req->state()));
+  // Positional arguments, the admin: the query ends with the message.
+  StatementResult killed =
+      kill("root", "CALL system.runtime.kill_query('" + id + "', 'too slow, sorry')");
+  EXPECT_EQ(killed.final_state, "FINISHED") << killed.error.dump();
+  ASSERT_TRUE(ClientRequestState::IsTerminal(req->state()));
+  while (!alice.done()) alice.Advance();
+  EXPECT_EQ(alice.result().final_state, "FAILED");
+  EXPECT_EQ(alice.result().error_name(), "USER_CANCELED");
+  EXPECT_EQ(alice.result().error.value("message", ""), "Query killed. Message: too slow, sorry");
+  // Killing it again, a malformed call, an unknown procedure.
+  StatementResult again = kill("alice", "CALL system.runtime.kill_query(query_id => '" + id + "')");
+  EXPECT_EQ(again.error_name(), "GENERIC_USER_ERROR") << again.error.dump();
+  EXPECT_NE(again.error.value("message", "").find("not running"), std::string::npos);
+  EXPECT_EQ(kill("alice", "CALL system.runtime.kill_query(message => 'no id')").error_name(),
+            "SYNTAX_ERROR");
+  EXPECT_EQ(kill("alice", "CALL system.runtime.other('x')").error_name(), "NOT_SUPPORTED");
+}
+
 }  // namespace
 }  // namespace qr::testing

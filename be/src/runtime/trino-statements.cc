@@ -63,8 +63,8 @@ std::optional<std::string> UnsupportedTrinoStatement(std::string_view sql) {
     msg = "START TRANSACTION is not supported: every statement runs alone in its own read-only "
           "snapshot of the database.";
   } else if (first == "CALL") {
-    msg = "CALL is not supported: cancel a query with DELETE on its nextUri or POST "
-          "/cancel_query?query_id=ID.";
+    msg = "CALL cannot run as the SQL of a prepared statement: send CALL "
+          "system.runtime.kill_query(...) as a statement of its own.";
   } else if (first == "EXPLAIN" && second == "ANALYZE") {
     msg = "EXPLAIN ANALYZE is not supported. Use EXPLAIN for the plan (SQLite's, as text).";
   } else {

@@ -53,6 +53,9 @@ std::shared_ptr<ClientRequestState> QueryCoordinator::Submit(
   StatementPlan plan = PlanStatement(*statement, session);
   std::optional<QueryError> plan_error = std::move(plan.error);
   plan.error.reset();
+  if (!plan_error && plan.kill_query_id) {
+    plan_error = KillQuery(*plan.kill_query_id, plan.kill_message, session);
+  }
   auto req = std::make_shared<ClientRequestState>(GenerateQueryId(), std::move(statement),
                                                   std::move(session), std::move(plan));
   // Ids are random 96-bit values; a collision is a bug worth crashing on.
@@ -287,8 +290,9 @@ bool QueryCoordinator::FailRequest(const std::shared_ptr<ClientRequestState>& re
   return TerminateRequest(req, State::kFailed, std::move(error));
 }
 
-bool QueryCoordinator::CancelRequest(const std::shared_ptr<ClientRequestState>& req) {
-  return TerminateRequest(req, State::kCanceled, QueryError::UserCanceled());
+bool QueryCoordinator::CancelRequest(const std::shared_ptr<ClientRequestState>& req,
+                                     QueryError reason) {
+  return TerminateRequest(req, State::kCanceled, std::move(reason));
 }
 
 bool QueryCoordinator::TerminateRequest(const std::shared_ptr<ClientRequestState>& req,
@@ -301,6 +305,29 @@ bool QueryCoordinator::TerminateRequest(const std::shared_ptr<ClientRequestState
   }
   Complete(req);
   return true;
+}
+
+std::optional<QueryError> QueryCoordinator::KillQuery(const std::string& query_id,
+                                                      const std::string& message,
+                                                      const SessionInfo& caller) {
+  UniqueId id;
+  std::shared_ptr<ClientRequestState> target;
+  if (ParseId(query_id, &id).ok()) target = Find(id);
+  // Another user's query is answered as if it did not exist, as /cancel_query does.
+  if (!target || (!caller.sees_all_queries && target->user() != caller.user)) {
+    return QueryError::NotFound("Target query not found: " + QuoteForError(query_id, 100));
+  }
+  QueryError killed = QueryError::UserCanceled();
+  killed.message = message.empty() ? "Query killed. No message provided."
+                                   : "Query killed. Message: " + message;
+  if (!CancelRequest(target, std::move(killed))) {
+    return QueryError::GenericUser("Target query is not running: " + PrintId(id));
+  }
+  LOG(INFO) << "Query " << PrintId(id) << " of "
+            << DescribeUser(target->user(), target->principal()) << " killed by "
+            << DescribeUser(caller.user, caller.principal)
+            << " (system.runtime.kill_query): " << QuoteForError(message, 300);
+  return std::nullopt;
 }
 
 Status QueryCoordinator::Cancel(const UniqueId& id, std::string_view who) {

@@ -106,8 +106,15 @@ class QueryCoordinator {
   /// Ends 'req' as FAILED with 'error': cancels its execution (if any), takes it out of the
   /// admission queue (if queued) and completes it. False if it was already terminal.
   bool FailRequest(const std::shared_ptr<ClientRequestState>& req, QueryError error);
-  /// Ends 'req' as CANCELED with USER_CANCELED, the same way. False if already terminal.
-  bool CancelRequest(const std::shared_ptr<ClientRequestState>& req);
+  /// Ends 'req' as CANCELED with 'reason' (USER_CANCELED), the same way. False if already
+  /// terminal.
+  bool CancelRequest(const std::shared_ptr<ClientRequestState>& req,
+                     QueryError reason = QueryError::UserCanceled());
+  /// CALL system.runtime.kill_query: cancels query 'query_id' for 'caller' with 'message',
+  /// under /cancel_query's rules (with authentication, a non-admin only their own queries;
+  /// another's is NOT_FOUND as if it did not exist). The error for the CALL, or nullopt.
+  std::optional<QueryError> KillQuery(const std::string& query_id, const std::string& message,
+                                      const SessionInfo& caller);
 
   /// In-flight requests (a registry snapshot: no lock held while the caller works).
   std::vector<std::shared_ptr<ClientRequestState>> InFlight() const;

@@ -1,6 +1,7 @@
 #include "service/session-statements.h"
 
 #include <absl/strings/ascii.h>
+#include <absl/strings/str_join.h>
 
 #include <array>
 #include <cctype>
@@ -365,6 +366,68 @@ int CountPlaceholders(std::string_view sql) {
   return n;
 }
 
+/// CALL system.runtime.kill_query(query_id => 'id', message => 'text'), with named or
+/// positional arguments (the message is optional), as Trino's procedure.
+void PlanCall(Lexer* lex, StatementPlan* plan) {
+  constexpr const char* kForm =
+      "CALL system.runtime.kill_query(query_id => 'id', message => 'text')";
+  std::vector<std::string> path(1);
+  if (!lex->Identifier(&path.back())) {
+    plan->error = SyntaxError("CALL", kForm);
+    return;
+  }
+  while (lex->Symbol('.')) {
+    path.emplace_back();
+    if (!lex->Identifier(&path.back())) {
+      plan->error = SyntaxError("CALL", kForm);
+      return;
+    }
+  }
+  const bool kill = (path.size() == 3 && path[0] == "system" && path[1] == "runtime" &&
+                     path[2] == "kill_query") ||
+                    (path.size() == 2 && path[0] == "runtime" && path[1] == "kill_query");
+  if (!kill) {
+    plan->error = QueryError::NotSupported(
+        "Procedure " + absl::StrJoin(path, ".") +
+        " is not supported: the one procedure is system.runtime.kill_query(query_id => 'id', "
+        "message => 'text')");
+    return;
+  }
+  std::optional<std::string> id, message;
+  if (!lex->Symbol('(')) {
+    plan->error = SyntaxError("CALL", kForm);
+    return;
+  }
+  for (int position = 0; !lex->Symbol(')'); ++position) {
+    if (position > 0 && !lex->Symbol(',')) {
+      plan->error = SyntaxError("CALL", kForm);
+      return;
+    }
+    std::string name, value;
+    if (lex->Identifier(&name)) {
+      if (!lex->Symbol('=') || !lex->Symbol('>')) {
+        plan->error = SyntaxError("CALL", kForm);
+        return;
+      }
+    } else {
+      name = position == 0 ? "query_id" : position == 1 ? "message" : "";
+    }
+    std::optional<std::string>* slot =
+        name == "query_id" ? &id : name == "message" ? &message : nullptr;
+    if (slot == nullptr || slot->has_value() || !lex->String(&value)) {
+      plan->error = SyntaxError("CALL", kForm);
+      return;
+    }
+    *slot = std::move(value);
+  }
+  if (!lex->AtEnd() || !id) {
+    plan->error = SyntaxError("CALL", kForm);
+    return;
+  }
+  plan->kill_query_id = std::move(*id);
+  plan->kill_message = message.value_or("");
+}
+
 StatementPlan PlanStatement(std::string_view statement, const SessionInfo& session) {
   StatementPlan plan;
   ApplySessionProperties(session, &plan);
@@ -386,6 +449,8 @@ StatementPlan PlanStatement(std::string_view statement, const SessionInfo& sessi
     return plan;  // DESCRIBE table is not a session statement
   } else if (lex.Keyword("USE")) {
     PlanUse(&lex, &plan);
+  } else if (lex.Keyword("CALL")) {
+    PlanCall(&lex, &plan);
   } else if (lex.Keyword("SET")) {
     if (!lex.Keyword("SESSION")) return plan;
     PlanSetSession(&lex, &plan);

@@ -13,7 +13,8 @@
 
 /// Statements the coordinator answers from the session rather than SQLite's dialect:
 /// prepared statements (PREPARE, EXECUTE [IMMEDIATE] ... USING, DEALLOCATE PREPARE, DESCRIBE
-/// INPUT), USE, SET SESSION / RESET SESSION, and the transaction statements (NOT_SUPPORTED).
+/// INPUT), USE, SET SESSION / RESET SESSION, CALL system.runtime.kill_query, and the
+/// transaction statements (NOT_SUPPORTED).
 /// Like Trino, the server keeps no session: the client sends its prepared statements
 /// (X-Trino-Prepared-Statement), properties (X-Trino-Session), catalog and schema with every
 /// request, and these statements answer with response headers that tell it what to change.
@@ -36,6 +37,11 @@ struct StatementPlan {
   int64_t exec_time_limit_ms = 0;
   /// DESCRIBE OUTPUT: describe the result columns of 'sql' instead of running it.
   bool describe_output = false;
+  /// CALL system.runtime.kill_query(query_id => ..., message => ...): the query the
+  /// coordinator cancels, under the rules of /cancel_query, and the message its client sees
+  /// (empty: none given).
+  std::optional<std::string> kill_query_id;
+  std::string kill_message;
   /// Set when the statement fails before it runs (an unknown prepared statement, a malformed
   /// parameter, an unknown session property).
   std::optional<QueryError> error;
