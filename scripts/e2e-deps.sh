@@ -6,7 +6,8 @@
 #   scripts/e2e-deps.sh [--force]
 # Node.js and npm come from Debian: scripts/install-deps.sh --e2e.
 set -euo pipefail
-cd "$(dirname "$0")/../tests/e2e"
+scripts_dir="$(cd "$(dirname "$0")" && pwd)"
+cd "$scripts_dir/../tests/e2e"
 
 force=0
 for arg in "$@"; do
@@ -25,7 +26,7 @@ if [ ! -f package-lock.json ]; then
   exit 1
 fi
 
-"$(dirname "$0")/fetch-trino-cli.sh" >/dev/null
+"$scripts_dir/fetch-trino-cli.sh" >/dev/null
 
 stamp=node_modules/.qr-e2e-deps.sha256
 want="$( (cat package.json package-lock.json; node --version) | sha256sum | cut -d' ' -f1)"
