@@ -51,7 +51,7 @@ SELECT table_cat AS table_catalog, table_schem AS table_schema, table_name,
 SELECT table_cat AS table_catalog, table_schem AS table_schema, table_name, column_name,
        ordinal_position, column_default,
        CASE WHEN not_null THEN 'NO' ELSE 'YES' END AS is_nullable,
-       qr_type_info(decl_type, 'name') AS data_type
+       qr_type_info(decl_type, 'name') AS data_type, NULL AS comment
   FROM temp.qr_columns WHERE table_cat = @CATALOG@)sql"},
     {"information_schema.views", R"sql(
 SELECT table_cat AS table_catalog, table_schem AS table_schema, table_name,

@@ -3,7 +3,9 @@
 Query parameters in both prepared-statement modes of the client (EXECUTE IMMEDIATE, and the
 legacy PREPARE / EXECUTE / DEALLOCATE PREPARE with the X-Trino-Prepared-Statement header), an
 injection attempt that must stay a value, USE, SET SESSION / RESET SESSION honoured by the
-server, transactions refused, and pandas.read_sql of a parameterized query.
+server, transactions refused, pandas.read_sql of a parameterized query, SQLAlchemy's
+inspect() over the trino dialect (schemas, tables, columns with their types), and the
+registry in SQL (system.runtime.queries, CALL system.runtime.kill_query).
 
 Run by tests/e2e/python/run-python-test.sh with QR_COORDINATORD naming the daemon binary.
 Every wait has a deadline; nothing sleeps for a fixed time.
@@ -18,6 +20,7 @@ import shutil
 import subprocess
 import tempfile
 import threading
+import time
 import unittest
 import warnings
 
@@ -182,6 +185,78 @@ class SessionTest(unittest.TestCase):
         with self.assertRaises(trino.exceptions.TrinoUserError) as ctx:
             fetch(connect(), "START TRANSACTION")
         self.assertEqual(ctx.exception.error_name, "NOT_SUPPORTED")
+
+
+class SqlAlchemyTest(unittest.TestCase):
+    """What Superset and other SQLAlchemy tools do to browse: the trino dialect's inspect()."""
+
+    def test_inspect_lists_schemas_tables_and_typed_columns(self):
+        try:
+            import sqlalchemy
+        except ImportError:
+            self.skipTest("sqlalchemy is not installed (scripts/py-deps.sh)")
+        engine = sqlalchemy.create_engine(
+            "trino://py-e2e@%s:%d/sqlite" % (DAEMON["host"], DAEMON["port"]))
+        try:
+            inspector = sqlalchemy.inspect(engine)
+            self.assertIn("main", inspector.get_schema_names())
+            tables = inspector.get_table_names(schema="main")
+            for table in ("nation", "region", "orders", "lineitem"):
+                self.assertIn(table, tables)
+            columns = {c["name"]: c for c in inspector.get_columns("lineitem", schema="main")}
+            self.assertEqual(len(columns), 16)
+            # The dialect's own classes for some types (its DOUBLE): compared by name.
+            types = {name: type(c["type"]).__name__ for name, c in columns.items()}
+            self.assertEqual(types["l_orderkey"], "BIGINT")
+            self.assertEqual(types["l_quantity"], "DOUBLE")
+            self.assertEqual(types["l_shipdate"], "DATE")
+            self.assertEqual(types["l_comment"], "VARCHAR")
+            self.assertEqual(columns["l_comment"]["type"].length, 44)
+            self.assertFalse(columns["l_comment"]["nullable"])
+            with engine.connect() as conn:
+                rows = conn.execute(sqlalchemy.text(
+                    "SELECT n_name FROM nation WHERE n_nationkey = :k"), {"k": 3}).fetchall()
+            self.assertEqual(rows, [("CANADA",)])
+        finally:
+            engine.dispose()
+
+
+class RuntimeTablesTest(unittest.TestCase):
+
+    def test_queries_table_lists_a_running_query_and_kill_query_ends_it(self):
+        runner = connect()
+        cur = runner.cursor()
+        errors = queue.Queue()
+
+        def run():
+            try:
+                cur.execute(ENDLESS)
+                cur.fetchall()
+                errors.put(None)
+            except trino.exceptions.TrinoQueryError as e:
+                errors.put(e)
+
+        thread = threading.Thread(target=run, daemon=True)
+        thread.start()
+        admin = connect()
+        query_id = None
+        deadline = time.monotonic() + 60
+        while query_id is None and time.monotonic() < deadline:
+            rows = fetch(admin, "SELECT query_id FROM system.runtime.queries "
+                                "WHERE state = 'RUNNING' AND query LIKE 'WITH RECURSIVE%'")
+            if rows:
+                query_id = rows[0][0]
+        self.assertIsNotNone(query_id, "the endless query never showed as RUNNING")
+        # A procedure call is a statement of its own (not the SQL of EXECUTE): the id, hex
+        # digits and a colon, goes in as a literal.
+        self.assertRegex(query_id, r"^[0-9a-f]{16}:[0-9a-f]{16}$")
+        fetch(admin, "CALL system.runtime.kill_query(query_id => '%s', message => 'e2e')"
+              % query_id)
+        error = errors.get(timeout=60)
+        self.assertIsNotNone(error)
+        self.assertEqual(error.error_name, "USER_CANCELED")
+        self.assertIn("Query killed. Message: e2e", error.message)
+        thread.join(timeout=60)
 
 
 if __name__ == "__main__":
