@@ -380,7 +380,7 @@ TEST_F(SqliteEngineTest, TrinoOnlyStatementsAreNotSupportedWithAnAlternative) {
       {"EXECUTE IMMEDIATE 'SELECT ?' USING 1", "EXECUTE IMMEDIATE"},
       {"DEALLOCATE PREPARE st", "literals"},
       {"START TRANSACTION", "read-only snapshot"},
-      {"CALL system.runtime.kill_query(query_id => 'x')", "cancel_query"},
+      {"CALL system.runtime.kill_query(query_id => 'x')", "as a statement of its own"},
       {"EXPLAIN ANALYZE SELECT 1", "Use EXPLAIN"},
   };
   for (const auto& [sql, hint] : cases) {
