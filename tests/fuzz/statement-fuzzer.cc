@@ -168,19 +168,27 @@ void CheckErrorLocation(std::string_view sql, const QueryError& e) {
   FUZZ_CHECK(e.column <= CodePoints(line) + 1, "error column past its line's end", e.message);
 }
 
-void CheckValue(const Json& v, const std::string& type, const std::string& page) {
+/// A type's name without its parameters: "varchar(25)" -> "varchar", "decimal(12,2)" ->
+/// "decimal", "timestamp(3)" -> "timestamp".
+std::string_view BaseType(std::string_view type) { return type.substr(0, type.find('(')); }
+
+void CheckValue(const Json& v, const std::string& full_type, const std::string& page) {
   if (v.is_null()) return;
+  const std::string_view type = BaseType(full_type);
   if (type == "bigint") {
     FUZZ_CHECK(v.is_number_integer(), "bigint value not an integer", page);
   } else if (type == "double") {
     FUZZ_CHECK(v.is_number() || v == "NaN" || v == "Infinity" || v == "-Infinity",
                "double value not a number", page);
-  } else if (type == "varchar" || type == "varbinary") {
-    FUZZ_CHECK(v.is_string(), "varchar/varbinary value not a string", page);
+  } else if (type == "varchar" || type == "varbinary" || type == "date" ||
+             type == "timestamp" || type == "decimal") {
+    // Dates, timestamps and decimals are strings in Trino's protocol, as text is.
+    FUZZ_CHECK(v.is_string(), "varchar/varbinary/date/timestamp/decimal value not a string",
+               page);
   } else if (type == "boolean") {
     FUZZ_CHECK(v.is_boolean(), "boolean value not true/false", page);
   } else {
-    FUZZ_CHECK(type == "unknown", "unexpected column type", type);
+    FUZZ_CHECK(type == "unknown", "unexpected column type", full_type);
     FUZZ_CHECK(false, "non-null value in an unknown column", page);
   }
 }
@@ -205,8 +213,10 @@ void CheckPage(const qr::ResultPage& page, const std::vector<qr::Column>* column
 void CheckColumns(const std::vector<qr::Column>& columns) {
   for (const qr::Column& c : columns) {
     FUZZ_CHECK(!c.name.empty(), "empty column name");
-    FUZZ_CHECK(c.type == "bigint" || c.type == "double" || c.type == "varchar" ||
-                   c.type == "varbinary" || c.type == "boolean" || c.type == "unknown",
+    const std::string_view type = BaseType(c.type);
+    FUZZ_CHECK(type == "bigint" || type == "double" || type == "varchar" ||
+                   type == "varbinary" || type == "boolean" || type == "unknown" ||
+                   type == "date" || type == "timestamp" || type == "decimal",
                "unexpected column type", c.type);
     FUZZ_CHECK(Json::accept(c.type_signature_json), "typeSignature is not JSON",
                c.type_signature_json);
