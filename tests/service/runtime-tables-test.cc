@@ -32,6 +32,33 @@ class RuntimeTablesTest : public ServiceTest {
     ASSERT_NE(server_, nullptr);
     port_ = server_->port();
   }
+  /// Starts with authentication: alice, bob and root (the admin), each with password
+  /// "<user>-pw", in password file 'name' of the data directory.
+  void StartWithAuthentication(const std::string& name) {
+    const std::string file = data_dir_ + "/" + name;
+    {
+      std::ofstream out(file);
+      for (const char* user : {"alice", "bob", "root"}) {
+        std::string line;
+        ASSERT_TRUE(MakePasswordEntryLine(user, std::string(user) + "-pw",
+                                          kMinPasswordIterations, &line)
+                        .ok());
+        out << line << "\n";
+      }
+    }
+    CoordinatorServer::Options o = DefaultOptions();
+    o.auth_password_file = file;
+    o.allow_insecure_auth = true;
+    o.admin_users = "root";
+    Start(o);
+  }
+  /// A client authenticated as 'user' (no user header: the authenticated user is the user).
+  static StatementOptions As(const std::string& user) {
+    StatementOptions so;
+    so.user = "";
+    so.headers = {{"Authorization", "Basic " + Base64Encode(user + ":" + user + "-pw")}};
+    return so;
+  }
   /// Runs 'sql' to FINISHED as 'options' and returns its rows.
   std::vector<json> Rows(const std::string& sql, StatementOptions options = {}) {
     StatementResult r = RunStatement(port_, sql, std::move(options));
@@ -176,37 +203,16 @@ TEST_F(RuntimeTablesTest, EveryQueryIsListedExactlyOnceWhileQueriesComplete) {
 }
 
 TEST_F(RuntimeTablesTest, WithAuthenticationANonAdminSeesOnlyTheirOwnQueries) {
-  const std::string file = data_dir_ + "/runtime-tables.passwd";
-  {
-    std::ofstream out(file);
-    for (const char* user : {"alice", "bob", "root"}) {
-      std::string line;
-      ASSERT_TRUE(MakePasswordEntryLine(user, std::string(user) + "-pw", kMinPasswordIterations,
-                                        &line)
-                      .ok());
-      out << line << "\n";
-    }
-  }
-  CoordinatorServer::Options o = DefaultOptions();
-  o.auth_password_file = file;
-  o.allow_insecure_auth = true;
-  o.admin_users = "root";
-  Start(o);
-  auto as = [](const std::string& user) {
-    StatementOptions so;
-    so.user = "";
-    so.headers = {{"Authorization", "Basic " + Base64Encode(user + ":" + user + "-pw")}};
-    return so;
-  };
+  StartWithAuthentication("runtime-tables.passwd");
   for (const char* user : {"alice", "bob"}) {
-    ASSERT_EQ(RunStatement(port_, "SELECT 1", as(user)).final_state, "FINISHED");
+    ASSERT_EQ(RunStatement(port_, "SELECT 1", As(user)).final_state, "FINISHED");
   }
   const std::string users =
       std::string("SELECT DISTINCT user FROM ") + kQueries + " ORDER BY user";
-  std::vector<json> alice = Rows(users, as("alice"));
+  std::vector<json> alice = Rows(users, As("alice"));
   ASSERT_EQ(alice.size(), 1u);
   EXPECT_EQ(alice[0][0], "alice");
-  std::vector<json> root = Rows(users, as("root"));
+  std::vector<json> root = Rows(users, As("root"));
   ASSERT_EQ(root.size(), 3u) << "the admin sees everyone's";
   EXPECT_EQ(root[0][0], "alice");
   EXPECT_EQ(root[1][0], "bob");
@@ -244,33 +250,12 @@ TEST_F(RuntimeTablesTest, AnAggregateShowsLiveCpuAndProgressBeforeItsFirstRow) {
 }
 
 TEST_F(RuntimeTablesTest, KillQueryCancelsWithItsMessageUnderTheCancelRules) {
-  const std::string file = data_dir_ + "/kill-query.passwd";
-  {
-    std::ofstream out(file);
-    for (const char* user : {"alice", "bob", "root"}) {
-      std::string line;
-      ASSERT_TRUE(MakePasswordEntryLine(user, std::string(user) + "-pw", kMinPasswordIterations,
-                                        &line)
-                      .ok());
-      out << line << "\n";
-    }
-  }
-  CoordinatorServer::Options o = DefaultOptions();
-  o.auth_password_file = file;
-  o.allow_insecure_auth = true;
-  o.admin_users = "root";
-  Start(o);
-  auto as = [](const std::string& user) {
-    StatementOptions so;
-    so.user = "";
-    so.headers = {{"Authorization", "Basic " + Base64Encode(user + ":" + user + "-pw")}};
-    return so;
-  };
-  StatementClient alice(port_, as("alice"));
+  StartWithAuthentication("kill-query.passwd");
+  StatementClient alice(port_, As("alice"));
   ASSERT_EQ(alice.Submit(kEndlessQuery).status, 200);
   const std::string id = alice.result().id;
   auto kill = [&](const std::string& user, const std::string& call) {
-    return RunStatement(port_, call, as(user));
+    return RunStatement(port_, call, As(user));
   };
   // Bob may not see alice's query: answered as if it did not exist, and it keeps running.
   StatementResult denied =
