@@ -139,10 +139,17 @@ bool IsKnownError(const QueryError& e) {
       {1, "SYNTAX_ERROR", qr::ErrorType::kUserError},
       {4, "PERMISSION_DENIED", qr::ErrorType::kUserError},
       {13, "NOT_SUPPORTED", qr::ErrorType::kUserError},
+      {44, "CATALOG_NOT_FOUND", qr::ErrorType::kUserError},
+      {45, "SCHEMA_NOT_FOUND", qr::ErrorType::kUserError},
       {46, "TABLE_NOT_FOUND", qr::ErrorType::kUserError},
       {47, "COLUMN_NOT_FOUND", qr::ErrorType::kUserError},
+      {59, "INVALID_LITERAL", qr::ErrorType::kUserError},
+      {80, "INVALID_PARAMETER_USAGE", qr::ErrorType::kUserError},
       {131072, "GENERIC_INSUFFICIENT_RESOURCES", qr::ErrorType::kInsufficientResources},
+      {131073, "EXCEEDED_GLOBAL_MEMORY_LIMIT", qr::ErrorType::kInsufficientResources},
       {131075, "EXCEEDED_TIME_LIMIT", qr::ErrorType::kInsufficientResources},
+      {131078, "EXCEEDED_SPILL_LIMIT", qr::ErrorType::kInsufficientResources},
+      {131079, "EXCEEDED_LOCAL_MEMORY_LIMIT", qr::ErrorType::kInsufficientResources},
   };
   for (const Known& k : kKnown) {
     if (e.code == k.code && e.name == k.name && e.type == k.type) return true;
