@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs the npm packages of the end-to-end tests (tests/e2e) exactly as pinned by
-# tests/e2e/package-lock.json, with `npm ci`, and fetches the pinned Trino CLI jar
-# (scripts/fetch-trino-cli.sh). Quick no-op when node_modules was installed from
+# tests/e2e/package-lock.json, with `npm ci`, and fetches the pinned Trino CLI and JDBC
+# driver jars (scripts/fetch-trino-jar.sh). Quick no-op when node_modules was installed from
 # the same package.json and lockfile (a hash stamp in node_modules). Non-interactive.
 #   scripts/e2e-deps.sh [--force]
 # Node.js and npm come from Debian: scripts/install-deps.sh --e2e.
@@ -26,7 +26,8 @@ if [ ! -f package-lock.json ]; then
   exit 1
 fi
 
-"$scripts_dir/fetch-trino-cli.sh" >/dev/null
+"$scripts_dir/fetch-trino-jar.sh" cli >/dev/null
+"$scripts_dir/fetch-trino-jar.sh" jdbc >/dev/null
 
 stamp=node_modules/.qr-e2e-deps.sha256
 want="$( (cat package.json package-lock.json; node --version) | sha256sum | cut -d' ' -f1)"

@@ -14,7 +14,7 @@ packages=(
 )
 for arg in "$@"; do
   case "$arg" in
-    --e2e) packages+=(nodejs npm openssl python3 python3-venv openjdk-17-jre-headless) ;;
+    --e2e) packages+=(nodejs npm openssl python3 python3-venv openjdk-17-jdk-headless) ;;
     --browser) packages+=(chromium) ;;
     --bench) packages+=(valgrind python3-matplotlib nginx-light) ;;
     *) echo "install-deps.sh: unknown option '$arg' (accepted: --e2e --browser --bench)" >&2; exit 2 ;;

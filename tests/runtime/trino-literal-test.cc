@@ -92,6 +92,22 @@ TEST(TrinoLiteralTest, ParsesTypedLiteralsThePythonClientSends) {
   EXPECT_EQ(p[11].bytes, "v");
 }
 
+TEST(TrinoLiteralTest, ParsesTheTypedNullsTheJdbcDriverSends) {
+  std::vector<SqlParameter> p = Parse(
+      "CAST(NULL AS VARCHAR), cast ( null as decimal(10, 2) ), "
+      "CAST(NULL AS TIMESTAMP(3) WITH TIME ZONE), 7");
+  ASSERT_EQ(p.size(), 4u);
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(p[i].kind, SqlParameter::Kind::kNull) << i;
+  EXPECT_EQ(p[0].type, "varchar");
+  EXPECT_EQ(p[1].type, "decimal");
+  EXPECT_EQ(p[2].type, "timestamp");
+  EXPECT_EQ(p[3].integer, 7);
+  // Only NULL may be cast; anything else is an expression, which parameters are not.
+  EXPECT_EQ(ParseError("CAST(1 AS VARCHAR)").name, "NOT_SUPPORTED");
+  EXPECT_EQ(ParseError("CAST(NULL AS VARCHAR").name, "NOT_SUPPORTED");
+  EXPECT_EQ(ParseError("CAST(NULL AS ')')").name, "NOT_SUPPORTED");
+}
+
 TEST(TrinoLiteralTest, RejectsMalformedValuesWithTheirReason) {
   EXPECT_EQ(ParseError("DATE '2023-02-29'").name, "INVALID_LITERAL");
   EXPECT_EQ(ParseError("DATE 'yesterday'").name, "INVALID_LITERAL");

@@ -181,6 +181,7 @@ TEST_F(TrinoMetadataTest, JdbcDriverQueries) {
       "'events' ESCAPE '\\' AND COLUMN_NAME LIKE '%' ESCAPE '\\'\n"
       "ORDER BY TABLE_CAT, TABLE_SCHEM, TABLE_NAME, ORDINAL_POSITION");
   ASSERT_EQ(cols.size(), 6u);
+  EXPECT_EQ(cols[0][4], -5);  // java.sql.Types.BIGINT: negative codes are not NULL
   EXPECT_EQ(cols[1], Json::parse(R"js(["sqlite","main","events","day",91,"date",10,null,null,
       null,0,null,null,null,null,null,2,"NO",null,null,null,null,"NO","NO"])js"));
   EXPECT_EQ(cols[3], Json::parse(R"js(["sqlite","main","events","amount",3,"decimal(10,2)",10,

@@ -2,17 +2,23 @@
 """The query history survives SIGKILL (issue 18, item 1).
 
 Clients run queries against a real coordinatord with --query_history_dir; once enough have
-finished, the daemon is SIGKILLed under load and started again over the same directory. Every
-query a client saw finish more than one sync interval (plus a grace for a loaded machine's
-scheduling, SCHEDULING_GRACE_S) before the kill must be listed again by
-/queries?json, and the start-up must have found no corrupt record (a torn tail is allowed: it
-is what a write cut short leaves). Runs once per sync mode (batch, interval).
+finished, the test takes the set of queries the clients saw finish, reads from /metrics how
+many queries had ended by then, waits until the history writer has written at least that
+many records (the writer takes records in the order queries end, so those include every
+query of the set), and SIGKILLs the daemon while the clients keep running. It then starts the
+daemon again over the same directory: every query of the set must be listed again by
+/queries?json, and the start-up must have found no corrupt record (a torn tail is allowed:
+it is what a write cut short leaves). Runs once per sync mode (batch, interval).
+
+The test waits on the daemon's counters, never on time: on a loaded machine the writer may
+run late, which is a performance question (docs/benchmarks.md), not a lost record.
 
     coordinatord-history-kill-test.py PATH-TO-COORDINATORD
 """
 
 import json
 import os
+import queue
 import re
 import shutil
 import signal
@@ -25,38 +31,46 @@ import urllib.request
 
 CLIENTS = 8
 QUERIES_BEFORE_KILL = 1000
-# Queries that must already be due (finished a sync interval and the grace before the kill)
-# when it comes: the test proves something on a fast machine as on a slow one.
-DUE_BEFORE_KILL = 200
 SYNC_INTERVAL_MS = 200
-# The writer is a thread like any other: on a loaded 2-core CI machine, under the sanitizers,
-# it may run this much later than its interval says. A query must be in the history once it
-# finished one interval plus this before the kill.
-SCHEDULING_GRACE_S = 1.0
 USER = "loader"
 DEADLINE_S = 120
 
 
 def start(daemon, work, mode, tag):
-    out = open(os.path.join(work, f"stdout-{tag}"), "w+")
+    """Starts coordinatord; returns (process, port) once it listens."""
     err = open(os.path.join(work, f"stderr-{tag}"), "w")
     proc = subprocess.Popen(
         [daemon, "--http_port=0", f"--data_dir={work}/data", "--sample_scale_factor=0.001",
          f"--query_history_dir={work}/history-{mode}", f"--query_history_sync={mode}",
          f"--query_history_sync_interval_ms={SYNC_INTERVAL_MS}", "--query_log_size=1000000",
          f"--admin_users={USER}", "--max_in_flight_queries_per_user=1000"],
-        stdout=out, stderr=err, stdin=subprocess.DEVNULL)
-    deadline = time.monotonic() + DEADLINE_S
-    while time.monotonic() < deadline:
-        out.seek(0)
-        m = re.search(r"listening on http://[^:]*:(\d+) ", out.read())
+        stdout=subprocess.PIPE, stderr=err, stdin=subprocess.DEVNULL, text=True)
+    lines = queue.Queue()
+
+    def read():  # drains stdout until the daemon exits, so it never blocks on a full pipe
+        for line in proc.stdout:
+            lines.put(line)
+        lines.put(None)
+
+    threading.Thread(target=read, daemon=True).start()
+    while True:
+        try:
+            line = lines.get(timeout=DEADLINE_S)
+        except queue.Empty:
+            proc.kill()
+            sys.exit("FAIL: coordinatord did not start")
+        if line is None:
+            sys.exit(f"FAIL: coordinatord exited: {open(err.name).read()}")
+        m = re.search(r"listening on http://[^:]*:(\d+) ", line)
         if m:
             return proc, int(m.group(1))
-        if proc.poll() is not None:
-            sys.exit(f"FAIL: coordinatord exited: {open(err.name).read()}")
-        time.sleep(0.05)  # polling the daemon's stdout for its port, bounded
-    proc.kill()
-    sys.exit("FAIL: coordinatord did not start")
+
+
+def metrics(port):
+    """The unlabelled samples of /metrics, by name."""
+    text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=30).read()
+    return {k.decode(): int(float(v)) for k, v in
+            re.findall(rb"^([a-z_]+) ([0-9.e+]+)$", text, re.M)}
 
 
 def request(method, url, body=None):
@@ -90,32 +104,40 @@ def run(daemon, work, mode):
                for _ in range(CLIENTS)]
     for c in clients:
         c.start()
-    margin = SYNC_INTERVAL_MS / 1000 + SCHEDULING_GRACE_S
-
-    def ready():
-        # Re-evaluated at every finished query (each notifies).
-        due_by = time.monotonic() - margin
-        return (len(done) >= QUERIES_BEFORE_KILL and
-                sum(1 for _, t in done if t < due_by) >= DUE_BEFORE_KILL)
-
     with cond:
-        if not cond.wait_for(ready, timeout=DEADLINE_S):
+        if not cond.wait_for(lambda: len(done) >= QUERIES_BEFORE_KILL, timeout=DEADLINE_S):
             proc.kill()
             stop.set()
             sys.exit(f"FAIL ({mode}): only {len(done)} queries finished")
-        kill_time = time.monotonic()
+        required = {qid for qid, _ in done}
+    # Every query of 'required' ended before this read, so it is counted in 'ended'.
+    m = metrics(port)
+    ended = m["qr_queries_finished_total"] + m["qr_queries_failed_total"] + \
+        m["qr_queries_canceled_total"]
+    deadline = time.monotonic() + DEADLINE_S
+    while m["qr_history_records_total"] + m["qr_history_dropped_records_total"] < ended:
+        if time.monotonic() > deadline:
+            proc.kill()
+            stop.set()
+            sys.exit(f"FAIL ({mode}): the writer wrote {m['qr_history_records_total']} of "
+                     f"{ended} records in {DEADLINE_S} s")
+        m = metrics(port)  # each scrape is a round trip to the daemon: a bounded poll
+    if m["qr_history_dropped_records_total"] != 0:
+        proc.kill()
+        stop.set()
+        sys.exit(f"FAIL ({mode}): the writer dropped records: {m}")
+    with cond:
         os.kill(proc.pid, signal.SIGKILL)
-        finished = list(done)
+        finished = len(done)
     proc.wait()
     stop.set()
     for c in clients:
         c.join()
-    required = {qid for qid, t in finished if t < kill_time - margin}
 
     proc, port = start(daemon, work, mode, mode + "-2")
     try:
         page = request("GET", f"http://127.0.0.1:{port}/queries?json")
-        metrics = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=30).read()
+        restored = metrics(port)
     finally:
         proc.send_signal(signal.SIGTERM)
         proc.wait()
@@ -124,12 +146,11 @@ def run(daemon, work, mode):
     if missing:
         sys.exit(f"FAIL ({mode}): {len(missing)} of {len(required)} queries finished before "
                  f"the kill are not in the history, e.g. {sorted(missing)[:3]}")
-    counters = dict(re.findall(rb"^(qr_history_restored_\w+) (\d+)$", metrics, re.M))
-    if counters.get(b"qr_history_restored_corrupt_segments") != b"0":
-        sys.exit(f"FAIL ({mode}): corrupt records after SIGKILL: {counters}")
-    print(f"ok ({mode}): {len(required)} of {len(finished)} finished queries were due, all "
-          f"restored ({len(listed)} listed; torn tails: "
-          f"{counters.get(b'qr_history_restored_torn_tails', b'?').decode()})")
+    if restored.get("qr_history_restored_corrupt_segments") != 0:
+        sys.exit(f"FAIL ({mode}): corrupt records after SIGKILL: {restored}")
+    print(f"ok ({mode}): all {len(required)} queries written before the kill were restored "
+          f"({finished} finished by the kill, {len(listed)} listed; torn tails: "
+          f"{restored.get('qr_history_restored_torn_tails')})")
 
 
 def main():

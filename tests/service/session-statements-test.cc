@@ -157,5 +157,27 @@ TEST(SessionStatementsTest, TransactionsAreNotSupported) {
   }
 }
 
+TEST(SessionStatementsTest, SessionStatementsHaveTrinosUpdateTypeAndQueriesNone) {
+  const SessionInfo session = WithPrepared("st", "SELECT 1");
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"PREPARE x FROM SELECT 1", "PREPARE"},
+      {"DEALLOCATE PREPARE st", "DEALLOCATE"},
+      {"USE main", "USE"},
+      {"SET SESSION query_max_execution_time = '10s'", "SET SESSION"},
+      {"RESET SESSION query_max_execution_time", "RESET SESSION"},
+      {"CALL system.runtime.kill_query(query_id => '20260101_000000_00000_abcde')", "CALL"},
+  };
+  for (const auto& [sql, type] : cases) {
+    const StatementPlan plan = PlanStatement(sql, session);
+    ASSERT_FALSE(plan.error) << sql << ": " << plan.error->message;
+    ASSERT_NE(plan.update_type, nullptr) << sql;
+    EXPECT_EQ(std::string(plan.update_type), type) << sql;
+  }
+  // Queries, EXECUTE (it runs a query) and DESCRIBE answer rows: no update type.
+  for (const char* sql : {"SELECT 1", "EXECUTE st", "DESCRIBE OUTPUT st", "DESCRIBE nation"}) {
+    EXPECT_EQ(PlanStatement(sql, session).update_type, nullptr) << sql;
+  }
+}
+
 }  // namespace
 }  // namespace qr

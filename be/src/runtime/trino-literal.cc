@@ -16,7 +16,7 @@ namespace {
 constexpr char kAccepted[] =
     "Parameters must be literals: NULL, TRUE, FALSE, numbers, 'strings', X'hex', DATE "
     "'YYYY-MM-DD', TIME '...', TIMESTAMP '...', DECIMAL/DOUBLE/REAL/BIGINT/INTEGER/SMALLINT/"
-    "TINYINT/VARCHAR/CHAR/UUID/JSON '...', infinity() or nan()";
+    "TINYINT/VARCHAR/CHAR/UUID/JSON '...', infinity(), nan() or CAST(NULL AS type)";
 
 /// 's' without leading and trailing ASCII whitespace. (Debian's Abseil has its own
 /// string_view, so its helpers do not take std::string_view.)
@@ -270,6 +270,32 @@ bool NumericLiteral(std::string_view text, size_t* pos, bool negative, SqlParame
   return true;
 }
 
+/// CAST(NULL AS type), as the JDBC driver's setNull() sends it: a NULL of that type. 'pos' is
+/// just after CAST; on success it moves past the closing parenthesis.
+bool CastOfNull(std::string_view text, size_t* pos, SqlParameter* out) {
+  size_t p = SkipBlanks(text, *pos);
+  if (p >= text.size() || text[p] != '(') return false;
+  p = SkipBlanks(text, p + 1);
+  if (WordAt(text, p) != "NULL") return false;
+  p = SkipBlanks(text, p + 4);
+  if (WordAt(text, p) != "AS") return false;
+  p = SkipBlanks(text, p + 2);
+  const std::string type = WordAt(text, p);
+  if (type.empty()) return false;
+  // The type's arguments (DECIMAL(10, 2), TIMESTAMP(3) WITH TIME ZONE) up to the CAST's ')'.
+  int depth = 0;
+  for (p += type.size(); p < text.size(); ++p) {
+    if (text[p] == '\'' || text[p] == '"') return false;
+    if (text[p] == '(') ++depth;
+    if (text[p] == ')' && depth-- == 0) break;
+  }
+  if (p >= text.size()) return false;
+  *out = SqlParameter();
+  out->type = Lower(type);
+  *pos = p + 1;
+  return true;
+}
+
 }  // namespace
 
 bool ParseStringLiteral(std::string_view text, size_t* pos, std::string* out) {
@@ -327,6 +353,8 @@ bool ParseTrinoLiteral(std::string_view text, size_t* pos, SqlParameter* out,
       p = after;
     } else if (word == "INFINITY" || word == "NAN") {
       if (!NumericLiteral(text, &p, false, out, error)) return false;
+    } else if (word == "CAST" && CastOfNull(text, &after, out)) {
+      p = after;
     } else if (!word.empty() && ParseStringLiteral(text, &after, &value)) {
       if (!TypedLiteral(word, value, out, error)) return false;
       p = after;

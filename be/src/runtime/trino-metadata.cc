@@ -1,6 +1,7 @@
 #include "runtime/trino-metadata.h"
 
 #include <cstring>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -152,7 +153,7 @@ void TypeInfoFunction(sqlite3_context* ctx, int /*argc*/, sqlite3_value** argv) 
   const auto* field = reinterpret_cast<const char*>(sqlite3_value_text(argv[1]));
   const ColumnType type = TypeFromDecl(decl);
   const std::string_view f = field != nullptr ? field : "";
-  int64_t value = -1;  // -1: NULL
+  std::optional<int64_t> value;  // none: NULL (java.sql.Types codes can be negative)
   if (f == "name") {
     const std::string name = TypeName(type);
     sqlite3_result_text(ctx, name.data(), static_cast<int>(name.size()), SQLITE_TRANSIENT);
@@ -167,7 +168,9 @@ void TypeInfoFunction(sqlite3_context* ctx, int /*argc*/, sqlite3_value** argv) 
       case ColumnKind::kDate: value = 10; break;
       case ColumnKind::kTimestamp: value = 23; break;
       case ColumnKind::kDecimal: value = type.precision; break;
-      case ColumnKind::kVarchar: value = type.length > 0 ? type.length : -1; break;
+      case ColumnKind::kVarchar:
+        if (type.length > 0) value = type.length;
+        break;
       default: break;
     }
   } else if (f == "digits") {
@@ -180,10 +183,10 @@ void TypeInfoFunction(sqlite3_context* ctx, int /*argc*/, sqlite3_value** argv) 
   } else if (f == "octets") {
     if (type.kind == ColumnKind::kVarchar && type.length > 0) value = int64_t{type.length} * 4;
   }
-  if (value < 0) {
-    sqlite3_result_null(ctx);
+  if (value.has_value()) {
+    sqlite3_result_int64(ctx, *value);
   } else {
-    sqlite3_result_int64(ctx, value);
+    sqlite3_result_null(ctx);
   }
 }
 

@@ -73,7 +73,16 @@ void AddSessionHeaders(const ClientRequestState& req, HttpResponse* resp) {
   }
 }
 
+/// "updateType":"PREPARE", for a session statement; nothing for a query.
+void AppendUpdateType(const ClientRequestState& req, std::string* out) {
+  if (req.plan().update_type == nullptr) return;
+  out->append("\"updateType\":\"");
+  out->append(req.plan().update_type);
+  out->append("\",");
+}
+
 void AppendTail(const ClientRequestState& req, const char* state, std::string* out) {
+  AppendUpdateType(req, out);
   AppendStatsJson(state, req.GetInfo(), out);
   out->append(",\"warnings\":[]}");
 }
@@ -159,6 +168,7 @@ void RenderSubmitted(const ClientRequestState& req, const ResultsUris& uris,
   std::string& out = resp->body;
   AppendHead(req, uris, &out);
   AppendNextUri(req, uris, /*queued=*/true, 0, &out);
+  AppendUpdateType(req, &out);
   ClientRequestState::Info info = req.GetInfo();
   AppendStatsJson("QUEUED", info, &out);
   out.append(",\"warnings\":[]}");

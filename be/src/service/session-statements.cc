@@ -434,11 +434,13 @@ StatementPlan PlanStatement(std::string_view statement, const SessionInfo& sessi
   if (plan.error) return plan;
   Lexer lex(statement);
   if (lex.Keyword("PREPARE")) {
+    plan.update_type = "PREPARE";
     PlanPrepare(&lex, &plan);
   } else if (lex.Keyword("EXECUTE")) {
     PlanExecute(&lex, session, &plan);
     return plan;
   } else if (lex.Keyword("DEALLOCATE")) {
+    plan.update_type = "DEALLOCATE";
     PlanDeallocate(&lex, session, &plan);
   } else if (lex.Keyword("DESCRIBE") || lex.Keyword("DESC")) {
     if (lex.Keyword("INPUT")) {
@@ -448,14 +450,18 @@ StatementPlan PlanStatement(std::string_view statement, const SessionInfo& sessi
     }
     return plan;  // DESCRIBE table is not a session statement
   } else if (lex.Keyword("USE")) {
+    plan.update_type = "USE";
     PlanUse(&lex, &plan);
   } else if (lex.Keyword("CALL")) {
+    plan.update_type = "CALL";
     PlanCall(&lex, &plan);
   } else if (lex.Keyword("SET")) {
     if (!lex.Keyword("SESSION")) return plan;
+    plan.update_type = "SET SESSION";
     PlanSetSession(&lex, &plan);
   } else if (lex.Keyword("RESET")) {
     if (!lex.Keyword("SESSION")) return plan;
+    plan.update_type = "RESET SESSION";
     PlanResetSession(&lex, &plan);
   } else if ((lex.Keyword("START") && lex.Keyword("TRANSACTION")) || lex.Keyword("COMMIT") ||
              lex.Keyword("ROLLBACK")) {

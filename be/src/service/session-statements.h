@@ -32,6 +32,10 @@ struct StatementPlan {
   std::vector<SqlParameter> parameters;
   /// Sent with every answer of the query: X-Trino-Added-Prepare, X-Trino-Set-Session, ...
   std::vector<std::pair<std::string, std::string>> response_headers;
+  /// Trino's `updateType` of a session statement ("PREPARE", "USE", ...), sent with every
+  /// answer; null for a query. The JDBC driver applies the response headers above only to a
+  /// statement that has one.
+  const char* update_type = nullptr;
   /// The execution time limit the session asks for (query_max_execution_time,
   /// query_max_run_time); 0: none. The server's limit still applies when it is lower.
   int64_t exec_time_limit_ms = 0;

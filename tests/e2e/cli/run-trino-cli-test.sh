@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The Trino CLI (scripts/fetch-trino-cli.sh: a pinned, checksum-checked jar) against a real
+# The Trino CLI (scripts/fetch-trino-jar.sh cli: a pinned, checksum-checked jar) against a real
 # coordinatord serving a small sample database: SHOW CATALOGS, SHOW TABLES, DESCRIBE, a query
 # with --output-format CSV, EXPLAIN, and a failing query's error.
 #   tests/e2e/cli/run-trino-cli-test.sh path/to/coordinatord path/to/source
@@ -13,7 +13,7 @@ if ! command -v java >/dev/null 2>&1; then
   exit 77
 fi
 cache="${QR_CACHE_DIR:-$HOME/.cache/qr-coordinatord}"
-if ! jar="$("$source_dir/scripts/fetch-trino-cli.sh" "$cache" 2>/dev/null)" ||
+if ! jar="$("$source_dir/scripts/fetch-trino-jar.sh" cli "$cache" 2>/dev/null)" ||
     [ ! -f "$jar" ]; then
   echo "SKIP: the Trino CLI jar is not in $cache (run scripts/e2e-deps.sh)"
   exit 77
