@@ -113,6 +113,37 @@ TEST_F(ProtocolSessionTest, SessionStatementsAnswerWithTheirHeaders) {
   EXPECT_FALSE(refused.HasHeader("X-Trino-Set-Session"));
 }
 
+TEST_F(ProtocolSessionTest, ShowSessionListsThePropertiesWithTheSessionsValues) {
+  StatementOptions o;
+  o.post_headers = {{"X-Trino-Session", "query_max_run_time=5m,other_client_property=x"}};
+  StatementResult r;
+  TestResponse post = Run("SHOW SESSION", o, &r);
+  ASSERT_TRUE(r.failure.empty()) << r.failure;
+  ASSERT_EQ(r.final_state, "FINISHED") << r.error.dump();
+  EXPECT_FALSE(post.HasHeader("X-Trino-Set-Session"));
+  ASSERT_EQ(r.columns.size(), 5u);
+  EXPECT_EQ(r.columns[0]["name"], "Name");
+  EXPECT_EQ(r.columns[4]["name"], "Description");
+  ASSERT_EQ(r.rows.size(), 2u);
+  EXPECT_EQ(r.rows[0][0], "query_max_execution_time");
+  EXPECT_EQ(r.rows[0][1], "");
+  EXPECT_EQ(r.rows[1][0], "query_max_run_time");
+  EXPECT_EQ(r.rows[1][1], "5m");
+  EXPECT_EQ(r.rows[1][3], "varchar");
+  Run("SHOW SESSION LIKE '%run%';", o, &r);
+  ASSERT_EQ(r.rows.size(), 1u) << r.error.dump();
+  EXPECT_EQ(r.rows[0][0], "query_max_run_time");
+  Run("SHOW SESSION LIKE 'query\\_max\\_e%' ESCAPE '\\'", o, &r);
+  ASSERT_EQ(r.rows.size(), 1u) << r.error.dump();
+  EXPECT_EQ(r.rows[0][0], "query_max_execution_time");
+  // A value that is not text stays a value: quoted, never pasted into the SQL.
+  o.post_headers = {{"X-Trino-Session", "query_max_run_time=1m%27)%3B--"}};
+  Run("SHOW SESSION", o, &r);
+  EXPECT_EQ(r.error_name(), "INVALID_SESSION_PROPERTY");
+  Run("SHOW SESSION LIKE", {}, &r);
+  EXPECT_EQ(r.error_name(), "SYNTAX_ERROR");
+}
+
 TEST_F(ProtocolSessionTest, TheSessionsTimeLimitEndsAQuery) {
   StatementOptions o;
   o.post_headers = {{"X-Trino-Session", "query_max_execution_time=200ms"}};

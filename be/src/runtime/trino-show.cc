@@ -210,7 +210,9 @@ TrinoTranslation Show(sqlite3* db, Parser* p, std::string_view catalog) {
   }
   if (p->Word("session")) {
     if (!LikeFilter(p, "name", &like) || !p->AtEnd()) return SyntaxError("after SESSION");
-    // No session property is settable yet: the columns Trino answers with, and no rows.
+    // The coordinator answers SHOW SESSION from the client's session before the engine sees
+    // it (service/session-properties.h); the engine alone has no session: Trino's columns,
+    // no rows.
     return Select(
         "SELECT name AS \"Name\", value AS \"Value\", dflt AS \"Default\", type AS \"Type\", "
         "description AS \"Description\" FROM (SELECT '' AS name, '' AS value, '' AS dflt, "

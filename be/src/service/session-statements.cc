@@ -9,6 +9,7 @@
 
 #include "runtime/sqlite-connection.h"
 #include "service/client-request-state.h"
+#include "service/session-properties.h"
 #include "service/statement-service.h"
 
 namespace qr {
@@ -22,20 +23,8 @@ const std::shared_ptr<const std::string>& DoneSql() {
   return *sql;
 }
 
-/// Session properties we honour: both lower the execution time limit of the session's
-/// queries (the server's --exec_time_limit_s still applies when it is lower).
-constexpr std::array<const char*, 2> kProperties = {"query_max_execution_time",
-                                                    "query_max_run_time"};
-
 /// Schemas USE accepts: SQLite's one database, and the metadata schema.
 constexpr std::array<const char*, 2> kSchemas = {"main", "information_schema"};
-
-bool IsKnownProperty(std::string_view name) {
-  for (const char* p : kProperties) {
-    if (name == p) return true;
-  }
-  return false;
-}
 
 /// Percent-encodes all but unreserved characters, as the clients' decoders (URL decoding,
 /// '+' or %20 for a space) expect in X-Trino-Added-Prepare and X-Trino-Set-Session.
@@ -281,7 +270,7 @@ bool PropertyName(Lexer* lex, const char* statement, StatementPlan* plan, std::s
     return false;
   }
   while (lex->Symbol('.') && lex->Identifier(&part)) *name += "." + part;
-  if (!IsKnownProperty(*name)) {
+  if (!IsKnownSessionProperty(*name)) {
     plan->error = QueryError::InvalidSessionProperty(
         "Session property '" + *name + "' does not exist; the supported properties are " +
         SupportedSessionProperties());
@@ -328,9 +317,30 @@ void PlanResetSession(Lexer* lex, StatementPlan* plan) {
 
 /// The limit the session's properties ask for, into 'plan'. Properties we do not know are
 /// ignored (clients send their own); a known one with a bad value fails the query.
+/// SHOW SESSION [LIKE 'pattern' [ESCAPE 'c']], after SHOW SESSION.
+void PlanShowSession(Lexer* lex, const SessionInfo& session, StatementPlan* plan) {
+  std::optional<std::string> like, escape;
+  if (lex->Keyword("LIKE")) {
+    like.emplace();
+    if (!lex->String(&*like)) {
+      plan->error = SyntaxError("SHOW SESSION", "a string literal after LIKE");
+      return;
+    }
+    if (lex->Keyword("ESCAPE") && !lex->String(&escape.emplace())) {
+      plan->error = SyntaxError("SHOW SESSION", "a string literal after ESCAPE");
+      return;
+    }
+  }
+  if (!lex->AtEnd() && !lex->Rest().empty()) {
+    plan->error = SyntaxError("SHOW SESSION", "LIKE 'pattern' [ESCAPE 'c'] or the end");
+    return;
+  }
+  plan->sql = std::make_shared<const std::string>(ShowSessionSql(session, like, escape));
+}
+
 void ApplySessionProperties(const SessionInfo& session, StatementPlan* plan) {
   for (const auto& [name, value] : session.properties) {
-    if (!IsKnownProperty(name)) continue;
+    if (!IsKnownSessionProperty(name)) continue;
     int64_t ms = 0;
     if ((plan->error = CheckPropertyValue(name, value, &ms))) return;
     if (plan->exec_time_limit_ms == 0 || ms < plan->exec_time_limit_ms) {
@@ -340,12 +350,6 @@ void ApplySessionProperties(const SessionInfo& session, StatementPlan* plan) {
 }
 
 }  // namespace
-
-std::string SupportedSessionProperties() {
-  std::string out;
-  for (const char* p : kProperties) out += (out.empty() ? "" : ", ") + std::string(p);
-  return out;
-}
 
 int CountPlaceholders(std::string_view sql) {
   int n = 0;
@@ -463,6 +467,9 @@ StatementPlan PlanStatement(std::string_view statement, const SessionInfo& sessi
     if (!lex.Keyword("SESSION")) return plan;
     plan.update_type = "RESET SESSION";
     PlanResetSession(&lex, &plan);
+  } else if (lex.Keyword("SHOW")) {
+    if (lex.Keyword("SESSION")) PlanShowSession(&lex, session, &plan);
+    return plan;  // other SHOW statements are answered by the engine (runtime/trino-show)
   } else if ((lex.Keyword("START") && lex.Keyword("TRANSACTION")) || lex.Keyword("COMMIT") ||
              lex.Keyword("ROLLBACK")) {
     plan.error = QueryError::NotSupported(

@@ -55,9 +55,6 @@ struct StatementPlan {
 /// sent (only the session's properties apply).
 StatementPlan PlanStatement(std::string_view statement, const SessionInfo& session);
 
-/// The session properties we honour, for messages and docs: "query_max_execution_time, ...".
-std::string SupportedSessionProperties();
-
 /// Number of '?' placeholders in 'sql' outside string literals, quoted identifiers and
 /// comments.
 int CountPlaceholders(std::string_view sql);
