@@ -99,7 +99,8 @@ if [ "$callgrind" -eq 1 ]; then
   cg_entries=1000
   entries_json=""
   for v in BareStdFind BareFlatFind GlobalMutex ShardedQueryMap64 ShardedQueryMap256 SpinLockShards256 ShardedQueryMap256Std \
-           LegacySpinShards64Std TbbConcurrentHashMap LibcuckooMap; do
+           LegacySpinShards64Std TbbConcurrentHashMap LibcuckooMap BoostConcurrentFlatMap \
+           GetCostShard256 GetCostSlot256 GetCostEnter256 GetCostExit256; do
     cg_out="$out/callgrind.$v.out"
     if valgrind --tool=callgrind --callgrind-out-file="$cg_out" --collect-atstart=no \
          '--toggle-collect=*CallgrindGetLoop*' "$bin" --callgrind_variant="$v" \

@@ -22,6 +22,7 @@ import re
 import sys
 
 import benchdoc
+import benchpeers
 from benchdoc import median, table
 
 DOC = benchdoc.DocSection("## Registry micro-benchmarks (process-wide-locks-benchmark)",
@@ -49,6 +50,7 @@ class Results:
         with open(path) as f:
             data = json.load(f)
         self.context = data.get("context", {})
+        self.raw = [b for b in data.get("benchmarks", []) if b.get("run_type") != "aggregate"]
         grouped = {}
         self.variants = {}  # operation -> variants in first-seen order
         for b in data.get("benchmarks", []):
@@ -176,7 +178,8 @@ def machine_section(res, machine, command):
                          "minutes (callgrind and rendering not included)")
     lines.append(f"- Run at {ctx.get('date', '?')} on {ctx.get('num_cpus', '?')} CPUs; "
                  f"google-benchmark library build: {ctx.get('library_build_type', '?')}; "
-                 f"oneTBB: {ctx.get('tbb', '?')}; libcuckoo: {ctx.get('libcuckoo', '?')}")
+                 f"oneTBB: {ctx.get('tbb', '?')}; libcuckoo: {ctx.get('libcuckoo', '?')}; "
+                 f"boost::concurrent_flat_map: {ctx.get('boost_concurrent_flat_map', '?')}")
     lines.append(f"- Every number is the median of {res.repetitions} repetitions, made as "
                  f"{ctx.get('passes', '1')} whole passes over all benchmarks one after the other "
                  "(so a burst of load from other processes hits one repetition of every "
@@ -629,7 +632,9 @@ def main():
     candidates = [c for c in args.candidates.split(",") if c]
 
     parts = [machine_section(res, machine, args.command),
-             targets_section(res, callgrind, candidates)]
+             benchpeers.round_trip_section(res),
+             targets_section(res, callgrind, candidates),
+             benchpeers.peers_section(res, default_variant(res))]
     if not args.no_plot and (res.variants.get("ReadHeavy") or res.variants.get("LookupOnly")):
         plot(res, args.plot, args.plotted.split(","))
         parts.append(f"### Throughput against threads\n\n![throughput against threads per "

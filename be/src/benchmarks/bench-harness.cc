@@ -9,7 +9,10 @@
 #include <deque>
 #include <memory>
 #include <random>
+#include <string>
 #include <thread>
+#include <tuple>
+#include <utility>
 
 #include <glog/logging.h>
 
@@ -236,6 +239,109 @@ bool SetThreadRealtime() {
   sched_param param{};
   param.sched_priority = sched_get_priority_min(SCHED_FIFO);
   return pthread_setschedparam(pthread_self(), SCHED_FIFO, &param) == 0;
+}
+
+namespace {
+
+/// The first two CPUs of the process's affinity mask (-1 where missing).
+std::pair<int, int> TwoAllowedCpus() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  std::pair<int, int> cpus{-1, -1};
+  if (sched_getaffinity(0, sizeof(set), &set) != 0) return cpus;
+  for (int c = 0; c < CPU_SETSIZE; ++c) {
+    if (!CPU_ISSET(c, &set)) continue;
+    if (cpus.first < 0) {
+      cpus.first = c;
+    } else {
+      cpus.second = c;
+      break;
+    }
+  }
+  return cpus;
+}
+
+void PinTo(int cpu) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET(cpu, &set);
+  pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+}
+
+inline void CpuPause() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+
+}  // namespace
+
+CacheLineRoundTrip MeasureCacheLineRoundTrip(int batches, int round_trips) {
+  CacheLineRoundTrip r;
+  std::tie(r.cpu_a, r.cpu_b) = TwoAllowedCpus();
+  if (r.cpu_b < 0) return r;
+  // The line: odd values are the ping's, even ones the pong's answers; kDone ends the pong.
+  struct alignas(128) Line {
+    std::atomic<uint64_t> value{0};
+  };
+  constexpr uint64_t kDone = ~uint64_t{0};
+  Line line;
+  std::vector<double> ns_per_trip;
+  std::thread pong([&] {
+    PinTo(r.cpu_b);
+    uint64_t seen = 0;
+    for (;;) {
+      uint64_t v;
+      while ((v = line.value.load(std::memory_order_acquire)) == seen) CpuPause();
+      if (v == kDone) return;
+      seen = v + 1;
+      line.value.store(seen, std::memory_order_release);
+    }
+  });
+  std::thread ping([&] {
+    PinTo(r.cpu_a);
+    uint64_t v = 0;
+    for (int b = 0; b < batches; ++b) {
+      const auto t0 = std::chrono::steady_clock::now();
+      for (int i = 0; i < round_trips; ++i) {
+        line.value.store(++v, std::memory_order_release);
+        ++v;
+        while (line.value.load(std::memory_order_acquire) != v) CpuPause();
+      }
+      const auto t1 = std::chrono::steady_clock::now();
+      ns_per_trip.push_back(std::chrono::duration<double, std::nano>(t1 - t0).count() /
+                            round_trips);
+    }
+    line.value.store(kDone, std::memory_order_release);
+  });
+  ping.join();
+  pong.join();
+  std::nth_element(ns_per_trip.begin(), ns_per_trip.begin() + ns_per_trip.size() / 2,
+                   ns_per_trip.end());
+  r.ns = ns_per_trip[ns_per_trip.size() / 2];
+  return r;
+}
+
+namespace {
+std::atomic<double> placement_far_ns{150};
+}  // namespace
+
+void SetPlacementFarNs(double ns) { placement_far_ns.store(ns, std::memory_order_relaxed); }
+double PlacementFarNs() { return placement_far_ns.load(std::memory_order_relaxed); }
+
+const char* PlacementName(double round_trip_ns) {
+  if (round_trip_ns <= 0) return "n/a";
+  return round_trip_ns < PlacementFarNs() ? "near" : "far";
+}
+
+void ReportPlacement(const CacheLineRoundTrip& before, const CacheLineRoundTrip& after,
+                     benchmark::State* state) {
+  state->counters["rtt_before_ns"] = before.ns;
+  state->counters["rtt_after_ns"] = after.ns;
+  const std::string a = PlacementName(before.ns);
+  const std::string b = PlacementName(after.ns);
+  state->counters["placement_far"] = (a == "far") * 0.5 + (b == "far") * 0.5;
+  state->SetLabel("placement:" + (a == b ? a : std::string("mixed")));
 }
 
 double Quantile(std::vector<uint32_t>* samples, double q) {

@@ -132,6 +132,40 @@ int GetThreadNice();
 /// returns false (and changes nothing) without it.
 bool SetThreadRealtime();
 
+/// The machine under a benchmark point: the round trip of one cache line between two CPUs.
+/// On a VM the two vCPUs may share a cache (~60 ns) or not (~340 ns), and the hypervisor flips
+/// between the two by itself, which moves every multi-threaded result; each point and pass is
+/// marked with the state it ran in, so that the machine can be told from the maps.
+struct CacheLineRoundTrip {
+  /// Median ns of one round trip (this CPU writes the line, the other CPU reads it and writes
+  /// back, this one reads that); 0 if fewer than two CPUs are allowed.
+  double ns = 0;
+  /// The two CPUs the threads were pinned to.
+  int cpu_a = -1;
+  int cpu_b = -1;
+};
+
+/// Ping-pongs one cache line between the first two CPUs this process may run on: two new
+/// threads pinned to them hand a counter back and forth, 'batches' timed batches of
+/// 'round_trips' round trips each; the median batch. Takes about a millisecond. With one CPU
+/// allowed, returns ns = 0 without starting a thread.
+CacheLineRoundTrip MeasureCacheLineRoundTrip(int batches = 7, int round_trips = 1000);
+
+/// The round trip (ns) from which on a placement is "far" (--placement_far_ns; default 150,
+/// between this VM's ~60 ns and ~340 ns states).
+void SetPlacementFarNs(double ns);
+double PlacementFarNs();
+
+/// The placement state of a round trip: "near" (the CPUs share a cache: below
+/// PlacementFarNs()), "far" (a transfer crosses caches or sockets) or "n/a" (0: one CPU).
+const char* PlacementName(double round_trip_ns);
+
+/// Sets the counters of a point's machine state: rtt_before_ns, rtt_after_ns (the round trips
+/// measured before and after the point's timed rounds), placement_far (1 if both were far,
+/// 0 if both near, 0.5 if it flipped during the point) and a label "placement:near|far|mixed".
+void ReportPlacement(const CacheLineRoundTrip& before, const CacheLineRoundTrip& after,
+                     benchmark::State* state);
+
 /// The 'q'-quantile (0..1) of 'samples' (reordered).
 double Quantile(std::vector<uint32_t>* samples, double q);
 

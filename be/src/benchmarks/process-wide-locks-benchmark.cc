@@ -73,6 +73,9 @@ DEFINE_int32(passes, 1,
              "repetitions spread over the run, so a burst of load from other processes hits one "
              "repetition of each variant instead of all repetitions of one (render-benchmarks.py "
              "takes the median over the passes)");
+DEFINE_double(placement_far_ns, 150,
+              "A cache-line round trip between the two CPUs from this many ns on marks a point "
+              "'placement:far' (the CPUs share no cache), below it 'near'");
 DEFINE_string(callgrind_variant, "",
               "Run only the uncontended Get loop of this variant (for callgrind) and exit");
 DEFINE_int32(callgrind_entries, 1000, "Live entries for --callgrind_variant");
@@ -299,6 +302,21 @@ void RegisterLifecycleBenchmarks() {
   }
 }
 
+/// BM_CacheLineRoundTrip<Machine>/pass:P/at:start|end: the cache-line round trip between the
+/// two CPUs at the start and at the end of pass P (MeasureCacheLineRoundTrip, 21 batches).
+void RegisterRoundTrip(int pass, const char* at) {
+  const std::string name =
+      "BM_CacheLineRoundTrip<Machine>/pass:" + std::to_string(pass) + "/at:" + at;
+  benchmark::RegisterBenchmark(name.c_str(), [](benchmark::State& state) {
+    CacheLineRoundTrip r;
+    for (auto _ : state) r = MeasureCacheLineRoundTrip(21, 1000);
+    state.counters["round_trip_ns"] = r.ns;
+    state.counters["cpu_a"] = r.cpu_a;
+    state.counters["cpu_b"] = r.cpu_b;
+    state.SetLabel(std::string("placement:") + PlacementName(r.ns));
+  })->Iterations(1);
+}
+
 void AddContext() {
   benchmark::AddCustomContext("registry_num_shards", std::to_string(FLAGS_registry_num_shards));
   benchmark::AddCustomContext("hardware_concurrency",
@@ -313,9 +331,22 @@ void AddContext() {
 #else
   benchmark::AddCustomContext("libcuckoo", "no (libcuckoo-dev not found at configure time)");
 #endif
+#ifdef QR_HAVE_BOOST_CFM
+  benchmark::AddCustomContext("boost_concurrent_flat_map", "yes (Boost 1.88)");
+#else
+  benchmark::AddCustomContext("boost_concurrent_flat_map",
+                              "no (Boost 1.88 headers not found at configure time: "
+                              "scripts/fetch-boost-headers.sh)");
+#endif
   benchmark::AddCustomContext("mix_round_ms", std::to_string(FLAGS_mix_round_ms));
   benchmark::AddCustomContext("mix_rounds", std::to_string(FLAGS_mix_rounds));
   benchmark::AddCustomContext("passes", std::to_string(FLAGS_passes));
+  const CacheLineRoundTrip rtt = MeasureCacheLineRoundTrip(21, 1000);
+  benchmark::AddCustomContext(
+      "cache_line_round_trip_at_start",
+      std::to_string(static_cast<int>(rtt.ns)) + " ns (CPUs " + std::to_string(rtt.cpu_a) + "/" +
+          std::to_string(rtt.cpu_b) + ", placement:" + PlacementName(rtt.ns) + ")");
+  benchmark::AddCustomContext("placement_far_ns", std::to_string(FLAGS_placement_far_ns));
 }
 
 }  // namespace
@@ -329,6 +360,7 @@ int main(int argc, char** argv) {
     return RunCallgrindGets(FLAGS_callgrind_variant, FLAGS_callgrind_entries,
                             FLAGS_callgrind_ops);
   }
+  SetPlacementFarNs(FLAGS_placement_far_ns);
   AddContext();
   MapBenchmarkOptions options;
   options.threads = ParseInts(FLAGS_mix_threads);
@@ -344,8 +376,10 @@ int main(int argc, char** argv) {
   options.get_min_time_s = FLAGS_get_min_time_s;
   options.get_vs_bare_rounds = FLAGS_get_vs_bare_rounds;
   for (int pass = 0; pass < FLAGS_passes; ++pass) {
+    RegisterRoundTrip(pass, "start");
     RegisterLifecycleBenchmarks();
     RegisterMapBenchmarks(options);
+    RegisterRoundTrip(pass, "end");
   }
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();

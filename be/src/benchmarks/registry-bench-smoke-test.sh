@@ -12,7 +12,7 @@ work=$(mktemp -d /tmp/qr-registry-bench-smoke.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 
 variants='GlobalMutex|ShardedQueryMap256|BareFlatFind|GlobalBoostMutex|SpinLock4ShardsExclusive'
-variants+='|QueryExecMgr4Shards|QueryExecMgr256Shards'
+variants+='|QueryExecMgr4Shards|QueryExecMgr256Shards|BoostConcurrentFlatMap|Machine'
 "$bench" --passes=2 --mix_threads=1,2 --mix_entries=1000 --mix_round_ms=20 \
   --iteration_round_ms=20 --grid=5x100 --grid_min_time_s=0.01 --get_min_time_s=0.01 \
   --get_vs_bare_rounds=10 --iteration_probe_realtime=false \
@@ -23,7 +23,7 @@ variants+='|QueryExecMgr4Shards|QueryExecMgr256Shards'
   { cat "$work/err"; exit 1; }
 
 python3 - "$work/run.json" <<'PY'
-import json, sys
+import json, os, sys
 runs = json.load(open(sys.argv[1]))["benchmarks"]
 seen, errors = set(), []
 # Operations and probes are summed over the two passes: a 20 ms round on a loaded machine
@@ -36,10 +36,15 @@ for b in runs:
     seen.add(kind)
     if kind in ("BM_LookupOnly", "BM_ReadHeavy", "BM_Churn", "BM_HotQuery"):
         ops[name] = ops.get(name, 0) + b.get("ops_per_s", 0)
+        if "rtt_before_ns" not in b or "placement:" not in b.get("label", ""):
+            errors.append(f"{name}: no placement state")
         if b.get("write_failures", 0) != 0:
             errors.append(f"{name}: {b['write_failures']} failed writes")
     if kind.startswith("BM_GetVsBare") and not b.get("ratio_to_bare", 0) > 0:
         errors.append(f"{name}: no ratio")
+    if (kind == "BM_CacheLineRoundTrip" and len(os.sched_getaffinity(0)) >= 2
+            and not b.get("round_trip_ns", 0) > 0):
+        errors.append(f"{name}: no round trip (fewer than two CPUs?)")
     if kind == "BM_LookupDuringIteration":
         seen.add("mode:" + name.split("/mode:")[1].split("/")[0])
         probes[name] = probes.get(name, 0) + b.get("probes", 0)
@@ -47,7 +52,7 @@ errors += [f"{n}: no operations in either pass" for n, v in ops.items() if not v
 errors += [f"{n}: no probes in either pass" for n, v in probes.items() if not v > 0]
 for want in ("BM_LookupOnly", "BM_ReadHeavy", "BM_Churn", "BM_HotQuery", "BM_QueryLifecycle",
              "BM_RequestLifecycle", "BM_LookupDuringIteration", "BM_UncontendedGet",
-             "BM_GetVsBare", "BM_GetVsBareDependent",
+             "BM_GetVsBare", "BM_GetVsBareDependent", "BM_CacheLineRoundTrip",
              "mode:lock_held", "mode:snapshot", "mode:none"):
     if want not in seen:
         errors.append(f"{want}: did not run")
@@ -58,7 +63,7 @@ print(f"{len(runs)} runs checked")
 PY
 
 python3 "$render" --json "$work/run.json" --doc "$work/doc.md" --no-plot
-for section in "Targets of the issue" "Fixed-thread mixes" "Lookups while another thread" \
+for section in "cache-line round trip" "Targets of the issue" "Fixed-thread mixes" "Lookups while another thread" \
                "Uncontended single-thread Get" "Executor side" "Coordinator side"; do
   grep -q "$section" "$work/doc.md" || { echo "rendered document lacks '$section'"; exit 1; }
 done

@@ -1,0 +1,102 @@
+#pragma once
+
+// ShardedQueryMap::Get taken apart, for the single-thread cost breakdown of docs/benchmarks.md
+// ("Where an uncontended Get's time goes"): GetCostMap<T, kUpTo> does the steps of the default
+// Get up to 'kUpTo' and leaves the rest out, on the same shard layout and inner map:
+//
+//   kShard  shard selection (Fibonacci hash of 'hi', rotate, mask), find, copy-out
+//   kSlot   + the reader slot choice (the CPU id from the thread's rseq area, masked)
+//   kEnter  + the seq_cst fetch_add on the slot's 'entered' counter and the load of the writer
+//           flag (the reader half of ShardLock's Dekker handshake)
+//   kExit   + the seq_cst fetch_add on 'exited' and the second load of the flag: ShardLock's
+//           whole reader path without its (never taken) slow paths
+//
+// The differences between neighbours are what each step costs. Lookups only: Add and Delete
+// take no lock (they run before the timing, single-threaded), so these variants are not
+// thread-safe and only run the single-thread benchmarks.
+
+#include <atomic>
+#include <bit>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+#include <glog/logging.h>
+
+#include "util/shard-lock.h"
+#include "util/sharded-query-map-util.h"
+#include "util/unique-id.h"
+
+namespace qr::bench {
+
+enum class GetSteps { kShard, kSlot, kEnter, kExit };
+
+template <typename T, GetSteps kUpTo, typename Inner>
+class GetCostMap {
+ public:
+  explicit GetCostMap(int num_shards)
+      : mask_(static_cast<uint64_t>(num_shards) - 1),
+        shard_bits_(std::countr_zero(static_cast<uint64_t>(num_shards))),
+        shards_(std::make_unique<Shard[]>(num_shards)) {}
+
+  bool Add(const UniqueId& id, T v) { return ShardFor(id).map.try_emplace(id, v).second; }
+  bool Delete(const UniqueId& id) { return ShardFor(id).map.erase(id) == 1; }
+
+  [[gnu::always_inline]] bool Get(const UniqueId& id, T* out) const {
+    Shard& s = ShardFor(id);
+    uint32_t slot = 0;
+    if constexpr (kUpTo >= GetSteps::kSlot) {
+      slot = CurrentSlot(s);
+      asm volatile("" : : "r"(slot));  // kSlot: computed and kept, as lock_shared() keeps it.
+    }
+    if constexpr (kUpTo >= GetSteps::kEnter) {
+      s.slots[slot].entered.fetch_add(1, std::memory_order_seq_cst);
+      if (s.writer.load(std::memory_order_seq_cst) != 0) [[unlikely]] LOG(FATAL) << "writer";
+    }
+    auto it = s.map.find(id);
+    const bool found = it != s.map.end();
+    if (found) *out = it->second;
+    if constexpr (kUpTo >= GetSteps::kExit) {
+      s.slots[slot].exited.fetch_add(1, std::memory_order_seq_cst);
+      if (s.writer.load(std::memory_order_seq_cst) == 2) [[unlikely]] LOG(FATAL) << "writer";
+    }
+    return found;
+  }
+
+ private:
+  struct alignas(64) Slot {
+    std::atomic<uint64_t> entered{0};
+    std::atomic<uint64_t> exited{0};
+  };
+  // ShardLock's fields that the reader path touches, then the map, as in ShardedQueryMap.
+  struct alignas(128) Shard {
+    std::atomic<uint32_t> writer{0};
+    const uint32_t slot_mask = ShardLock::NumSlots() - 1;
+    const std::unique_ptr<Slot[]> slots{new Slot[ShardLock::NumSlots()]};
+    Inner map;
+  };
+
+  /// ShardLock::CurrentSlot(), copied (it is private there).
+  [[gnu::always_inline]] static uint32_t CurrentSlot(const Shard& s) {
+#ifdef QR_SHARD_LOCK_RSEQ
+    if (__rseq_size != 0) [[likely]] {
+      uintptr_t thread_pointer;
+      asm("mov %%fs:0, %0" : "=r"(thread_pointer));
+      const auto* cpu_id = reinterpret_cast<const uint32_t*>(
+          thread_pointer + __rseq_offset + offsetof(struct rseq, cpu_id));
+      return __atomic_load_n(cpu_id, __ATOMIC_RELAXED) & s.slot_mask;
+    }
+#endif
+    return 0;
+  }
+
+  Shard& ShardFor(const UniqueId& id) const {
+    return shards_[std::rotl(id.hi * ShardedQueryMap<T>::kFibonacci, shard_bits_) & mask_];
+  }
+
+  const uint64_t mask_;
+  const int shard_bits_;
+  std::unique_ptr<Shard[]> shards_;
+};
+
+}  // namespace qr::bench
