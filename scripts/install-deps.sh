@@ -11,6 +11,7 @@ packages=(
   libssl-dev
   libtbb-dev libcuckoo-dev
   prometheus
+  etcd-server etcd-client
 )
 for arg in "$@"; do
   case "$arg" in
