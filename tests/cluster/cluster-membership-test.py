@@ -249,6 +249,15 @@ def main():
         if len(set(after)) != 2 or 0 in after:
             fail(f"member ids after re-registration: {after}")
         print(f"ok: etcd restarted empty, re-registered as {after}")
+
+        # A clean stop (revoking the lease): exit status 0, and under the sanitizers no report.
+        for c in coordinators:
+            c.proc.send_signal(signal.SIGTERM)
+            rc = c.proc.wait(timeout=DEADLINE_S)
+            err = open(c.err.name).read()
+            if rc != 0 or "Sanitizer" in err:
+                fail(f"coordinatord {c.tag} stopped with {rc}: {err[-3000:]}")
+        print("ok: clean stops")
         return 0
     finally:
         for c in coordinators:
