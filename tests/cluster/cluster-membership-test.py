@@ -256,7 +256,9 @@ def main():
             rc = c.proc.wait(timeout=DEADLINE_S)
             err = open(c.err.name).read()
             if rc != 0 or "Sanitizer" in err:
-                fail(f"coordinatord {c.tag} stopped with {rc}: {err[-3000:]}")
+                report = err.find("Sanitizer")
+                shown = err[max(0, report - 100):report + 6000] if report >= 0 else err[-3000:]
+                fail(f"coordinatord {c.tag} stopped with {rc}: {shown}")
         print("ok: clean stops")
         return 0
     finally:
