@@ -14,6 +14,7 @@ packages=(
   libssl-dev
   libtbb-dev libcuckoo-dev
   prometheus
+  etcd-server etcd-client
 )
 for arg in "$@"; do
   case "$arg" in

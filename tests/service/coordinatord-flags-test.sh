@@ -47,6 +47,14 @@ expect_refused "--query_history_sync must be batch, interval or none" --query_hi
 expect_refused "--query_history_segment_mb must be in" --query_history_segment_mb=0
 expect_refused "--query_history_queue_size must be positive" --query_history_queue_size=0
 expect_refused "--query_history_max_mb must be >= 0" --query_history_max_mb=-1
+expect_refused "--etcd_endpoints: etcd endpoint 'localhost' is not host:port" \
+  --etcd_endpoints=localhost
+expect_refused "--etcd_endpoints: etcd endpoint 'a:99999' is not host:port" \
+  --etcd_endpoints=127.0.0.1:2379,a:99999
+expect_refused "--cluster_name must be 1 to 64 letters" --cluster_name=a/b
+expect_refused "--advertised_uri must be http://host:port" --advertised_uri=ftp://x:1
+expect_refused "--cluster_lease_ttl_s must be in [2, 600]" --cluster_lease_ttl_s=1
+expect_refused "--cluster_max_members must be in [1, 65535]" --cluster_max_members=70000
 touch "$work/not-a-directory"
 expect_refused "--query_history_dir: cannot create the query history directory" \
   --sample_scale_factor=0.001 --query_history_dir="$work/not-a-directory"

@@ -322,5 +322,19 @@ TEST(ShardedQueryMapTest, StressAgainstPerThreadModels) {
   EXPECT_GE(acquisitions, uint64_t{kThreads} * kOpsPerThread);
 }
 
+// A query's owner (a cluster member id, in 'lo') never moves it to another shard: the
+// registry's shard choice is the same for an owned id as for the id without an owner.
+TEST(ShardedQueryMapTest, QueryOwnerDoesNotChangeTheShard) {
+  for (int num_shards : {1, 16, 256, 4096}) {
+    IntMap map(num_shards);
+    for (int i = 0; i < 10000; ++i) {
+      const UniqueId id = GenerateQueryId();
+      for (uint32_t owner : {1u, 2u, 513u, kMaxQueryOwner}) {
+        ASSERT_EQ(map.ShardIndex(WithQueryOwner(id, owner)), map.ShardIndex(id));
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace qr

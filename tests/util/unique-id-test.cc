@@ -100,3 +100,48 @@ TEST(UniqueIdTest, HashSeparatesIdsThatDifferOnlyInLo) {
 
 }  // namespace
 }  // namespace qr
+
+namespace qr {
+namespace {
+
+TEST(QueryOwnerTest, OwnerRoundTripsThroughIdAndText) {
+  for (uint32_t owner : {1u, 2u, 7u, 1024u, 40000u, kMaxQueryOwner}) {
+    for (int i = 0; i < 100; ++i) {
+      const UniqueId id = GenerateQueryId(owner);
+      EXPECT_EQ(QueryOwner(id), owner);
+      UniqueId parsed;
+      ASSERT_TRUE(ParseId(PrintId(id), &parsed).ok());
+      EXPECT_EQ(QueryOwner(parsed), owner) << PrintId(id);
+    }
+  }
+}
+
+TEST(QueryOwnerTest, NoOwnerIsZero) {
+  EXPECT_EQ(QueryOwner(GenerateQueryId(0)), 0u);
+  EXPECT_EQ(QueryOwner(WithQueryOwner(GenerateQueryId(5), 0)), 0u);
+}
+
+TEST(QueryOwnerTest, OnlyTheOwnerBitsChange) {
+  const UniqueId id{0x0123456789abcdefULL, 0xfedcba9876543210ULL};
+  const UniqueId owned = WithQueryOwner(id, 0x1234);
+  EXPECT_EQ(owned.hi, id.hi);
+  // Fragment bits (0..31) and the random bits below the owner (32..47) stay.
+  EXPECT_EQ(owned.lo & 0x0000ffffffffffffULL, id.lo & 0x0000ffffffffffffULL);
+  EXPECT_EQ(owned.lo, 0x1234ba9876543210ULL);
+  EXPECT_EQ(QueryOwner(owned), 0x1234u);
+  // Re-owning replaces, never ORs.
+  EXPECT_EQ(QueryOwner(WithQueryOwner(owned, 0x0001)), 0x0001u);
+  EXPECT_EQ(WithQueryOwner(owned, 0x0001).lo & 0x0000ffffffffffffULL,
+            id.lo & 0x0000ffffffffffffULL);
+}
+
+TEST(QueryOwnerTest, OwnedIdsKeepFragmentBitsZeroAndDiffer) {
+  std::vector<UniqueId> ids;
+  for (int i = 0; i < 1000; ++i) ids.push_back(GenerateQueryId(3));
+  for (const UniqueId& id : ids) EXPECT_EQ(id.lo & 0xffffffffULL, 0u);
+  std::sort(ids.begin(), ids.end());
+  EXPECT_EQ(std::adjacent_find(ids.begin(), ids.end()), ids.end());
+}
+
+}  // namespace
+}  // namespace qr

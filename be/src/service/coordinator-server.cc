@@ -12,6 +12,7 @@
 #include "runtime/sample-db.h"
 #include "service/debug-pages.h"
 #include "service/query-history-convert.h"
+#include "service/version.h"
 #include "http/tls-context.h"
 
 namespace qr {
@@ -174,16 +175,35 @@ Status CoordinatorServer::Start() {
   const std::string bound = (host.find(':') != std::string::npos ? "[" + host + "]" : host) +
                             ":" + std::to_string(webserver_->port());
   runtime_tables_->set_node(bound, std::string(scheme()) + "://" + bound);
+  StartMembership(bound);
   LOG(INFO) << "coordinatord serving " << database_path_ << " on " << scheme() << "://"
             << options_.http.bind_address << ":" << webserver_->port() << " with "
             << options_.num_query_threads << " query threads";
   return Status::OK();
 }
 
+void CoordinatorServer::StartMembership(const std::string& bound) {
+  if (options_.cluster.endpoints.empty()) return;
+  Membership::Options o = options_.cluster;
+  if (o.advertised_uri.empty()) o.advertised_uri = std::string(scheme()) + "://" + bound;
+  o.version = QR_VERSION;
+  o.start_time_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                        std::chrono::system_clock::now().time_since_epoch()).count();
+  LOG(INFO) << "Cluster " << o.cluster_name << ": joining through etcd at "
+            << o.endpoints.front() << (o.endpoints.size() > 1 ? " (and others)" : "") << " as "
+            << o.advertised_uri;
+  membership_ = std::make_unique<Membership>(std::move(o));
+  membership_->set_on_member_id([c = coordinator_.get()](uint32_t id) { c->set_member_id(id); });
+  runtime_tables_->set_membership(membership_.get());
+  membership_->Start();
+}
+
 int CoordinatorServer::Shutdown(int64_t grace_ms) {
   if (shut_down_) return 0;
   shut_down_ = true;
   int canceled = coordinator_ ? coordinator_->Shutdown(grace_ms) : 0;
+  // Leave the cluster once no query of ours runs (revokes the lease: the others see it now).
+  if (membership_) membership_->Stop();
   // Stop serving before the coordinator goes away: no handler may run against freed state.
   if (webserver_) webserver_->Stop();
   // Then the verification threads: their late callbacks find the webserver stopped.
@@ -191,6 +211,7 @@ int CoordinatorServer::Shutdown(int64_t grace_ms) {
   // The engine before the coordinator: executor threads still finishing (canceled) queries
   // call the coordinator back through their result buffers until they are joined.
   engine_.reset();  // joins the executor threads; they release their query references
+  membership_.reset();  // after the executors: system.runtime.nodes reads it
   coordinator_.reset();
   history_.reset();  // writes and syncs the last records
   if (exec_mgr_ && !exec_mgr_->WaitForDrain(10000)) {

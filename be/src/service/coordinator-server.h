@@ -3,6 +3,7 @@
 #include <memory>
 #include <string>
 
+#include "cluster/membership.h"
 #include "runtime/memory-budget.h"
 #include "runtime/query-exec-mgr.h"
 #include "runtime/spill-accounting.h"
@@ -69,6 +70,10 @@ class CoordinatorServer {
     /// /metrics also lists every registry shard (2 registries x shards x 5 series); by
     /// default only per-registry aggregates.
     bool metrics_per_shard = false;
+    /// Membership of a cluster in etcd (docs/operations.md#cluster); no 'endpoints': the
+    /// coordinator runs alone. An empty 'advertised_uri' is the scheme and the bound address;
+    /// Start() sets 'version' and 'start_time_ms'.
+    Membership::Options cluster;
   };
 
   explicit CoordinatorServer(Options options);
@@ -101,6 +106,8 @@ class CoordinatorServer {
   const QueryHistory* history() const { return history_.get(); }
   /// What Start() read back from the query history.
   const HistoryReadStats& history_restored() const { return history_restored_; }
+  /// Null when the coordinator runs alone (no etcd endpoints) or before Start().
+  const Membership* membership() const { return membership_.get(); }
   /// "http" or "https".
   const char* scheme() const { return options_.tls_cert_file.empty() ? "http" : "https"; }
 
@@ -113,6 +120,10 @@ class CoordinatorServer {
   /// files give their bytes back to these until the last one is gone.
   std::unique_ptr<MemoryBudget> result_memory_;
   std::unique_ptr<SpillBudget> spill_budget_;
+  /// Lists the members in system.runtime.nodes: declared before the runtime tables.
+  std::unique_ptr<Membership> membership_;
+  /// Joins the cluster when 'options_.cluster' names etcd endpoints.
+  void StartMembership(const std::string& bound);
   /// Feeds the engine's system tables: declared before it, so it outlives its executors.
   std::unique_ptr<CoordinatorRuntimeTables> runtime_tables_;
   std::unique_ptr<SqliteEngine> engine_;

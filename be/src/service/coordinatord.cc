@@ -13,10 +13,12 @@
 #include <algorithm>
 #include <cstdio>
 #include <string>
+#include <vector>
 
 #include <gflags/gflags.h>
 #include <glog/logging.h>
 
+#include "cluster/etcd-client.h"
 #include "runtime/trino-metadata.h"
 #include "service/coordinator-server.h"
 #include "service/coordinatord-help.h"
@@ -25,6 +27,7 @@
 #include "http/client-address.h"
 #include "http/file-limit.h"
 #include "util/sharded-query-map-util.h"
+#include "util/unique-id.h"
 
 DEFINE_string(http_bind_address, "127.0.0.1", "Address the HTTP server binds to.");
 DEFINE_int32(http_port, 8080, "HTTP port (0 picks a free one and prints it).");
@@ -160,6 +163,22 @@ DEFINE_string(http_trusted_proxies, "",
               "Comma-separated addresses and CIDRs (IPv4, IPv6) of proxies trusted to name the "
               "client in X-Forwarded-For: failed logins of a request through one of them count "
               "against the last untrusted hop, not the proxy (empty: none).");
+DEFINE_string(etcd_endpoints, "",
+              "Join a cluster of coordinators through etcd's v3 HTTP/JSON gateway at these "
+              "comma-separated host:port (empty: run alone). docs/operations.md#cluster.");
+DEFINE_string(cluster_name, "default",
+              "The cluster to join (its etcd keys are under /coordinatord/<name>/): letters, "
+              "digits, '.', '_' and '-', at most 64.");
+DEFINE_string(advertised_uri, "",
+              "How other members and clients reach this coordinator, http[s]://host:port "
+              "(empty: the scheme and the bound address and port).");
+DEFINE_int32(cluster_lease_ttl_s, 10,
+             "TTL of the member's etcd lease: a member that stops renewing it (killed, cut off) "
+             "leaves the others' view this long after its last renewal.");
+DEFINE_int32(cluster_max_members, 1024,
+             "Member ids are 1..this (query ids carry the owner's; at most 65535).");
+DEFINE_int32(etcd_request_timeout_ms, 2000,
+             "Bound of each request to etcd; a failed one is retried with backoff.");
 
 namespace {
 
@@ -233,8 +252,58 @@ bool ValidatePort(const char* flag, int32_t v) {
   return false;
 }
 
+bool ValidateEtcdEndpoints(const char* flag, const std::string& v) {
+  std::vector<std::string> endpoints;
+  if (v.empty()) return true;
+  qr::Status s = qr::ParseEtcdEndpoints(v, &endpoints);
+  if (s.ok()) return true;
+  fprintf(stderr, "--%s: %s\n", flag, s.message().c_str());
+  return false;
+}
+bool ValidateClusterName(const char* flag, const std::string& v) {
+  const bool ok = !v.empty() && v.size() <= 64 &&
+                  v.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                      "0123456789._-") == std::string::npos;
+  if (ok) return true;
+  fprintf(stderr, "--%s must be 1 to 64 letters, digits, '.', '_' or '-', got '%s'\n", flag,
+          v.c_str());
+  return false;
+}
+bool ValidateAdvertisedUri(const char* flag, const std::string& v) {
+  auto has_authority = [&](std::string_view scheme) {
+    return v.starts_with(scheme) && v.size() > scheme.size() &&
+           v.find_first_of("/?# ", scheme.size()) == std::string::npos;
+  };
+  if (v.empty() || has_authority("http://") || has_authority("https://")) return true;
+  fprintf(stderr, "--%s must be http://host:port or https://host:port (no path), got '%s'\n",
+          flag, v.c_str());
+  return false;
+}
+bool ValidateLeaseTtl(const char* flag, int32_t v) {
+  // etcd grants at least ~2 s whatever is asked; past 10 minutes a dead member lingers.
+  if (v >= 2 && v <= 600) return true;
+  fprintf(stderr, "--%s must be in [2, 600] seconds, got %d\n", flag, v);
+  return false;
+}
+bool ValidateMaxMembers(const char* flag, int32_t v) {
+  if (v >= 1 && v <= static_cast<int32_t>(qr::kMaxQueryOwner)) return true;
+  fprintf(stderr, "--%s must be in [1, %u], got %d\n", flag, qr::kMaxQueryOwner, v);
+  return false;
+}
+bool ValidateEtcdTimeout(const char* flag, int32_t v) {
+  if (v >= 100 && v <= 60000) return true;
+  fprintf(stderr, "--%s must be in [100, 60000] ms, got %d\n", flag, v);
+  return false;
+}
+
 }  // namespace
 
+DEFINE_validator(etcd_endpoints, &ValidateEtcdEndpoints);
+DEFINE_validator(cluster_name, &ValidateClusterName);
+DEFINE_validator(advertised_uri, &ValidateAdvertisedUri);
+DEFINE_validator(cluster_lease_ttl_s, &ValidateLeaseTtl);
+DEFINE_validator(cluster_max_members, &ValidateMaxMembers);
+DEFINE_validator(etcd_request_timeout_ms, &ValidateEtcdTimeout);
 DEFINE_validator(http_port, &ValidatePort);
 DEFINE_validator(catalog_name, &ValidateCatalog);
 DEFINE_validator(num_http_threads, &ValidateThreads);
@@ -338,6 +407,14 @@ CoordinatorServer::Options OptionsFromFlags() {
   o.auth.max_pending_verifications = static_cast<size_t>(FLAGS_auth_max_pending_verifications);
   o.tls_cert_file = FLAGS_tls_cert_file;
   o.tls_key_file = FLAGS_tls_key_file;
+  if (!FLAGS_etcd_endpoints.empty()) {
+    (void)ParseEtcdEndpoints(FLAGS_etcd_endpoints, &o.cluster.endpoints);  // validated
+  }
+  o.cluster.cluster_name = FLAGS_cluster_name;
+  o.cluster.advertised_uri = FLAGS_advertised_uri;
+  o.cluster.lease_ttl_s = FLAGS_cluster_lease_ttl_s;
+  o.cluster.max_member_id = static_cast<uint32_t>(FLAGS_cluster_max_members);
+  o.cluster.request_timeout = std::chrono::milliseconds(FLAGS_etcd_request_timeout_ms);
   return o;
 }
 

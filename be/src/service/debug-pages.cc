@@ -360,12 +360,18 @@ void HandleMetrics(const Ctx& ctx, HttpRequest&, ResponseCallback respond) {
   respond(std::move(r));
 }
 
+/// OK (or 503 SHUTTING_DOWN), and in a cluster a second line with the membership: etcd being
+/// unreachable does not make a coordinator unhealthy, it still serves its queries.
 void HandleHealthz(const Ctx& ctx, HttpRequest&, ResponseCallback respond) {
-  if (ctx->coordinator->shutting_down()) {
-    respond(TextResponse(503, "SHUTTING_DOWN\n"));
-  } else {
-    respond(TextResponse(200, "OK\n"));
+  const bool down = ctx->coordinator->shutting_down();
+  std::string body = down ? "SHUTTING_DOWN\n" : "OK\n";
+  if (const Membership* membership = ctx->server->membership()) {
+    const Membership::Snapshot s = membership->GetSnapshot();
+    body += "cluster: " + std::string(ClusterStateName(s.state)) + ", member " +
+            std::to_string(s.member_id) + ", " + std::to_string(s.members.size()) +
+            " members\n";
   }
+  respond(TextResponse(down ? 503 : 200, std::move(body)));
 }
 
 Ctx MakeContext(const debug_pages::Options& options, CoordinatorServer* server) {

@@ -4,6 +4,7 @@
 #include <string>
 
 namespace qr {
+class Membership;
 class QueryHistory;
 struct HistoryReadStats;
 }  // namespace qr
@@ -57,5 +58,9 @@ void AppendProcessMetrics(std::string* out);
 /// the sync latency histogram, what the start read back); zeros when 'history' is null (off).
 void AppendHistoryMetrics(const QueryHistory* history, const HistoryReadStats& restored,
                           std::string* out);
+
+/// The cluster membership's qr_cluster_* families (state, member id, members, etcd errors,
+/// lease renewals, registrations); state "disabled" and zeros when 'membership' is null.
+void AppendClusterMetrics(const Membership* membership, std::string* out);
 
 }  // namespace qr::metrics

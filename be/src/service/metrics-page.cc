@@ -360,6 +360,7 @@ std::string RenderMetrics(CoordinatorServer* server) {
                         &out);
   metrics::AppendProcessMetrics(&out);
   metrics::AppendHistoryMetrics(server->history(), server->history_restored(), &out);
+  metrics::AppendClusterMetrics(server->membership(), &out);
   if (server->authenticator() != nullptr) AppendAuthMetrics(*server->authenticator(), &out);
   return out;
 }

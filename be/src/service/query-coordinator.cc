@@ -56,9 +56,10 @@ std::shared_ptr<ClientRequestState> QueryCoordinator::Submit(
   if (!plan_error && plan.kill_query_id) {
     plan_error = KillQuery(*plan.kill_query_id, plan.kill_message, session);
   }
-  auto req = std::make_shared<ClientRequestState>(GenerateQueryId(), std::move(statement),
-                                                  std::move(session), std::move(plan));
-  // Ids are random 96-bit values; a collision is a bug worth crashing on.
+  auto req = std::make_shared<ClientRequestState>(GenerateQueryId(member_id()),
+                                                  std::move(statement), std::move(session),
+                                                  std::move(plan));
+  // Ids are random 80-bit values (96 with no owner); a collision is a bug worth crashing on.
   CHECK(registry_.Add(req->query_id(), req).ok());
   submitted_.fetch_add(1, std::memory_order_relaxed);
   LOG(INFO) << "Query " << PrintId(req->query_id()) << " submitted by "

@@ -132,6 +132,10 @@ class QueryCoordinator {
   /// Returns the number canceled.
   int Shutdown(int64_t grace_ms);
   bool shutting_down() const { return shutting_down_.load(std::memory_order_acquire); }
+  /// The owner new query ids carry (QueryOwner() in util/unique-id.h): this coordinator's
+  /// member id in its cluster, 0 when it runs alone or has none yet. Thread-safe.
+  void set_member_id(uint32_t id) { member_id_.store(id, std::memory_order_relaxed); }
+  uint32_t member_id() const { return member_id_.load(std::memory_order_relaxed); }
 
   /// Runs one expiration pass now (the background thread calls it periodically).
   void ExpireQueries();
@@ -187,6 +191,9 @@ class QueryCoordinator {
   SqliteEngine* const engine_;
   ClientRequestStateMap registry_;
   std::atomic<bool> shutting_down_{false};
+  /// Relaxed: an id minted just before a change may name the earlier owner, as it would have
+  /// a moment earlier.
+  std::atomic<uint32_t> member_id_{0};
 
   /// Protects the admission state.
   mutable Mutex admission_lock_;

@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cluster/membership.h"
 #include "service/client-request-state.h"
 #include "service/query-coordinator.h"
 #include "service/version.h"
@@ -96,16 +97,38 @@ std::vector<RuntimeQueryRow> CoordinatorRuntimeTables::Queries(const SqlViewer& 
 }
 
 std::vector<RuntimeNodeRow> CoordinatorRuntimeTables::Nodes() {
-  RuntimeNodeRow n;
+  RuntimeNodeRow self;
   {
     MutexLock l(&lock_);
-    n.node_id = node_id_;
-    n.http_uri = http_uri_;
+    self.node_id = node_id_;
+    self.http_uri = http_uri_;
   }
-  n.node_version = QR_VERSION;
-  n.coordinator = true;
-  n.state = "active";
-  return {n};
+  self.node_version = QR_VERSION;
+  self.coordinator = true;
+  self.state = "active";
+  const Membership* membership = membership_.load(std::memory_order_acquire);
+  if (membership == nullptr) return {self};
+  // In a cluster a node is named by its member id, the owner that query ids carry.
+  const Membership::Snapshot cluster = membership->GetSnapshot();
+  std::vector<RuntimeNodeRow> out;
+  bool self_listed = false;
+  for (const ClusterMember& m : cluster.members) {
+    RuntimeNodeRow n;
+    n.node_id = std::to_string(m.id);
+    n.http_uri = m.uri;
+    n.node_version = m.version;
+    n.coordinator = true;
+    n.state = "active";
+    self_listed = self_listed || m.id == cluster.member_id;
+    out.push_back(std::move(n));
+  }
+  // Not (yet, or no longer) in etcd's view, but serving: listed, under its state.
+  if (!self_listed) {
+    if (cluster.member_id != 0) self.node_id = std::to_string(cluster.member_id);
+    self.state = ClusterStateName(cluster.state);
+    out.push_back(std::move(self));
+  }
+  return out;
 }
 
 }  // namespace qr

@@ -9,9 +9,11 @@
 
 namespace qr {
 
+class Membership;
 class QueryCoordinator;
 
-/// system.runtime.queries and system.runtime.nodes of one coordinator: its registry's
+/// system.runtime.queries and system.runtime.nodes of one coordinator (and, in a cluster, the
+/// members it knows of): its registry's
 /// Snapshot() (taken shard by shard) and its completed-query log, each query listed once,
 /// filtered by who asks (AccessControl's rule: with authentication, a non-admin sees only
 /// their own queries).
@@ -25,6 +27,10 @@ class CoordinatorRuntimeTables : public SystemTablesSource {
     http_uri_ = std::move(http_uri);
   }
 
+  /// With a cluster, system.runtime.nodes lists its members as the watch last saw them
+  /// (this one always). Must outlive every query of the engine.
+  void set_membership(const Membership* m) { membership_.store(m, std::memory_order_release); }
+
   /// The coordinator whose queries are shown; must outlive every query of the engine.
   void set_coordinator(QueryCoordinator* c) { coordinator_.store(c, std::memory_order_release); }
 
@@ -36,6 +42,7 @@ class CoordinatorRuntimeTables : public SystemTablesSource {
   std::string node_id_ QR_GUARDED_BY(lock_);
   std::string http_uri_ QR_GUARDED_BY(lock_);
   std::atomic<QueryCoordinator*> coordinator_{nullptr};
+  std::atomic<const Membership*> membership_{nullptr};
 };
 
 }  // namespace qr

@@ -45,6 +45,31 @@ struct UniqueIdHash {
 /// Thread-safety: thread-safe.
 UniqueId GenerateQueryId();
 
+/// Owner-routed ids (a cluster of coordinators, docs/operations.md#cluster): the member id of
+/// the coordinator that owns a query is kept in bits 48..63 of 'lo', above the fragment bits
+/// (0..31) and 16 random bits (32..47). 'hi' stays random, so the registry's shard choice (from
+/// 'hi' alone) is the same with or without an owner. 0 means no owner: a coordinator that runs
+/// alone, or one that has no member id yet.
+inline constexpr int kQueryOwnerShift = 48;
+inline constexpr uint32_t kMaxQueryOwner = 0xffff;
+
+/// 'id' with 'owner' (at most kMaxQueryOwner) in its owner bits; the other bits unchanged.
+constexpr UniqueId WithQueryOwner(UniqueId id, uint32_t owner) {
+  constexpr uint64_t kMask = uint64_t{kMaxQueryOwner} << kQueryOwnerShift;
+  id.lo = (id.lo & ~kMask) | ((uint64_t{owner} & kMaxQueryOwner) << kQueryOwnerShift);
+  return id;
+}
+
+/// The member id of the coordinator that owns 'id' (0: none).
+constexpr uint32_t QueryOwner(const UniqueId& id) {
+  return static_cast<uint32_t>(id.lo >> kQueryOwnerShift) & kMaxQueryOwner;
+}
+
+/// GenerateQueryId() owned by member 'owner' (0: no owner).
+inline UniqueId GenerateQueryId(uint32_t owner) {
+  return WithQueryOwner(GenerateQueryId(), owner);
+}
+
 /// A random 64-bit value from the same per-thread generator (not for secrets).
 uint64_t RandomU64();
 

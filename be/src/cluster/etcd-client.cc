@@ -1,0 +1,231 @@
+#include "cluster/etcd-client.h"
+
+#include <charconv>
+#include <utility>
+
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/beast/http.hpp>
+
+namespace qr {
+namespace {
+
+namespace beast = boost::beast;
+namespace http = beast::http;
+namespace net = boost::asio;
+using tcp = net::ip::tcp;
+
+/// No etcd answer we read (a member list, a lease) comes near this; a larger one is not etcd.
+constexpr uint64_t kMaxResponseBytes = 16 << 20;
+
+/// "host:port" -> host (without IPv6 brackets) and port; false when malformed.
+bool SplitHostPort(std::string_view endpoint, std::string* host, std::string* port) {
+  const size_t colon = endpoint.rfind(':');
+  if (colon == std::string_view::npos || colon == 0) return false;
+  std::string_view h = endpoint.substr(0, colon);
+  std::string_view p = endpoint.substr(colon + 1);
+  if (h.front() == '[') {
+    if (h.size() < 3 || h.back() != ']') return false;
+    h = h.substr(1, h.size() - 2);
+  } else if (h.find(':') != std::string_view::npos) {
+    return false;  // an IPv6 address needs brackets
+  }
+  int port_value = 0;
+  auto [end, ec] = std::from_chars(p.data(), p.data() + p.size(), port_value);
+  if (ec != std::errc() || end != p.data() + p.size() || port_value < 1 || port_value > 65535) {
+    return false;
+  }
+  *host = std::string(h);
+  *port = std::string(p);
+  return true;
+}
+
+}  // namespace
+
+Status ParseEtcdEndpoints(std::string_view list, std::vector<std::string>* out) {
+  out->clear();
+  while (!list.empty()) {
+    const size_t comma = list.find(',');
+    std::string_view entry = list.substr(0, comma);
+    list = comma == std::string_view::npos ? std::string_view() : list.substr(comma + 1);
+    std::string host, port;
+    if (!SplitHostPort(entry, &host, &port)) {
+      return InvalidArgument("etcd endpoint " + QuoteForError(entry) +
+                             " is not host:port (e.g. 127.0.0.1:2379 or [::1]:2379, "
+                             "comma-separated)");
+    }
+    out->emplace_back(entry);
+  }
+  if (out->empty()) return InvalidArgument("no etcd endpoint given (host:port,...)");
+  return Status::OK();
+}
+
+EtcdClient::EtcdClient(std::vector<std::string> endpoints, std::chrono::milliseconds timeout)
+    : endpoints_(std::move(endpoints)), timeout_(timeout) {}
+
+EtcdClient::~EtcdClient() = default;
+
+void EtcdClient::Cancel() {
+  canceled_.store(true);
+  // Runs on the client's thread, inside Run(): the stream is never touched from two threads.
+  net::post(ioc_, [this] { stream_.cancel(); });
+}
+
+Status EtcdClient::Cancelled() const { return Status(StatusCode::kCancelled, "canceled"); }
+
+void EtcdClient::Run() {
+  ioc_.restart();
+  ioc_.run();
+}
+
+void EtcdClient::CloseConnection() {
+  beast::error_code ignored;
+  stream_.socket().shutdown(tcp::socket::shutdown_both, ignored);
+  stream_.close();
+  buffer_.clear();
+  connected_ = false;
+}
+
+void EtcdClient::Fail() {
+  CloseConnection();
+  current_ = (current_ + 1) % endpoints_.size();
+}
+
+Status EtcdClient::Connect() {
+  if (connected_) return Status::OK();
+  if (canceled_.load()) return Cancelled();
+  std::string host, port;
+  if (!SplitHostPort(endpoints_[current_], &host, &port)) {
+    return InvalidArgument("bad etcd endpoint " + QuoteForError(endpoints_[current_]));
+  }
+  tcp::resolver resolver(ioc_);
+  beast::error_code ec;
+  tcp::resolver::results_type results;
+  resolver.async_resolve(host, port, [&](beast::error_code e, tcp::resolver::results_type r) {
+    ec = e;
+    results = std::move(r);
+  });
+  Run();
+  if (canceled_.load()) return Cancelled();
+  if (ec) return Status(StatusCode::kUnavailable, "resolving " + host + ": " + ec.message());
+  stream_.expires_after(timeout_);
+  stream_.async_connect(results, [&](beast::error_code e, const tcp::endpoint&) { ec = e; });
+  Run();
+  if (canceled_.load()) return Cancelled();
+  if (ec) {
+    stream_.close();
+    return Status(StatusCode::kUnavailable, "connecting: " + ec.message());
+  }
+  connected_ = true;
+  return Status::OK();
+}
+
+Status EtcdClient::WriteRequest(std::string_view path, const std::string& body) {
+  http::request<http::string_body> req{http::verb::post, std::string(path), 11};
+  req.set(http::field::host, endpoints_[current_]);
+  req.set(http::field::content_type, "application/json");
+  req.keep_alive(true);
+  req.body() = body;
+  req.prepare_payload();
+  beast::error_code ec;
+  stream_.expires_after(timeout_);
+  http::async_write(stream_, req, [&](beast::error_code e, size_t) { ec = e; });
+  Run();
+  if (canceled_.load()) return Cancelled();
+  if (ec) return Status(StatusCode::kUnavailable, "writing: " + ec.message());
+  return Status::OK();
+}
+
+Status EtcdClient::Call(std::string_view path, const std::string& body, std::string* response) {
+  Status last;
+  for (size_t failures = 0; failures < endpoints_.size();) {
+    if (canceled_.load()) return Cancelled();
+    const std::string endpoint = endpoints_[current_];
+    // A kept-alive connection the server closed while idle fails at once: one more try on a
+    // fresh connection to the same endpoint before it counts as that endpoint's failure.
+    const bool reused = connected_;
+    Status s = Connect();
+    if (s.ok()) s = WriteRequest(path, body);
+    if (s.ok()) {
+      http::response_parser<http::string_body> parser;
+      parser.body_limit(kMaxResponseBytes);
+      beast::error_code ec;
+      stream_.expires_after(timeout_);
+      http::async_read(stream_, buffer_, parser, [&](beast::error_code e, size_t) { ec = e; });
+      Run();
+      if (canceled_.load()) return Cancelled();
+      if (ec) {
+        s = Status(StatusCode::kUnavailable, "reading: " + ec.message());
+      } else if (parser.get().result_int() != 200) {
+        s = Status(StatusCode::kUnavailable,
+                   "HTTP " + std::to_string(parser.get().result_int()) + ": " +
+                       QuoteForError(parser.get().body(), 200));
+      } else {
+        if (!parser.get().keep_alive()) Fail();
+        *response = std::move(parser.get().body());
+        return Status::OK();
+      }
+    }
+    if (s.code() == StatusCode::kCancelled) return s;
+    last = Status(s.code(), "etcd " + endpoint + std::string(path) + ": " + s.message());
+    if (reused) {
+      CloseConnection();  // the same endpoint again, now on a fresh connection
+      continue;
+    }
+    Fail();
+    ++failures;
+  }
+  return last;
+}
+
+Status EtcdClient::Stream(std::string_view path, const std::string& body,
+                          const std::function<Status(std::string_view)>& on_message) {
+  const std::string endpoint = endpoints_[current_];
+  auto fail = [&](Status s) {
+    if (s.code() != StatusCode::kCancelled) {
+      s = Status(s.code(), "etcd " + endpoint + std::string(path) + ": " + s.message());
+    }
+    Fail();  // a stream is never reused
+    return s;
+  };
+  Status s = Connect();
+  if (s.ok()) s = WriteRequest(path, body);
+  if (!s.ok()) return fail(s);
+  http::response_parser<http::string_body> parser;
+  parser.body_limit(boost::none);  // a watch runs for as long as it is not canceled
+  beast::error_code ec;
+  stream_.expires_after(timeout_);
+  http::async_read_header(stream_, buffer_, parser, [&](beast::error_code e, size_t) { ec = e; });
+  Run();
+  if (canceled_.load()) return fail(Cancelled());
+  if (ec) return fail(Status(StatusCode::kUnavailable, "reading: " + ec.message()));
+  if (parser.get().result_int() != 200) {
+    return fail(Status(StatusCode::kUnavailable,
+                       "HTTP " + std::to_string(parser.get().result_int())));
+  }
+  stream_.expires_never();
+  std::string& pending = parser.get().body();
+  while (!parser.is_done()) {
+    http::async_read_some(stream_, buffer_, parser, [&](beast::error_code e, size_t) { ec = e; });
+    Run();
+    if (canceled_.load()) return fail(Cancelled());
+    if (ec) return fail(Status(StatusCode::kUnavailable, "reading: " + ec.message()));
+    // The body reader appends at the string's end, so consumed messages may be erased.
+    size_t start = 0;
+    for (size_t nl = pending.find('\n'); nl != std::string::npos;
+         nl = pending.find('\n', start)) {
+      std::string_view message(pending.data() + start, nl - start);
+      start = nl + 1;
+      if (message.find_first_not_of(" \r\t") == std::string_view::npos) continue;
+      s = on_message(message);
+      if (!s.ok()) return fail(s);
+    }
+    pending.erase(0, start);
+    if (pending.size() > kMaxResponseBytes) {
+      return fail(InvalidArgument("a watch message is larger than 16 MiB"));
+    }
+  }
+  return fail(Status(StatusCode::kUnavailable, "the stream ended"));
+}
+
+}  // namespace qr

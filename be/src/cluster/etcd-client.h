@@ -1,0 +1,78 @@
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/core/tcp_stream.hpp>
+
+#include "util/status.h"
+
+namespace qr {
+
+/// A client of etcd's v3 HTTP/JSON gateway (POST /v3/...; etcd-json.h builds the bodies) for
+/// one thread: one keep-alive HTTP/1.1 connection (Boost.Beast) to one of the endpoints at a
+/// time, on an io_context of its own, so a slow or unreachable etcd blocks only the thread
+/// that asked, never an I/O thread of the HTTP server. A failed request closes the connection
+/// and moves on to the next endpoint.
+/// Thread-safety: Call() and Stream() from one thread at a time; Cancel() from any thread.
+class EtcdClient {
+ public:
+  /// 'endpoints' are "host:port" (at least one); 'timeout' bounds each Call() attempt and the
+  /// connect and header of a Stream().
+  EtcdClient(std::vector<std::string> endpoints, std::chrono::milliseconds timeout);
+  ~EtcdClient();
+
+  EtcdClient(const EtcdClient&) = delete;
+  EtcdClient& operator=(const EtcdClient&) = delete;
+
+  /// POSTs 'body' to 'path' and returns the 200 answer's body in '*response'; tries each
+  /// endpoint once (a kept-alive connection found closed is retried once on a fresh one).
+  /// kUnavailable when none answered, kCancelled after Cancel().
+  Status Call(std::string_view path, const std::string& body, std::string* response);
+
+  /// POSTs 'body' to a streaming 'path' (/v3/watch) and calls 'on_message' with each
+  /// newline-delimited message until the stream ends or fails (an error), 'on_message' fails
+  /// (its error), or Cancel(). Messages may come at any pace: only the connect and the
+  /// response header are bounded by the timeout.
+  Status Stream(std::string_view path, const std::string& body,
+                const std::function<Status(std::string_view)>& on_message);
+
+  /// Makes the running request and every later one fail with kCancelled. Idempotent.
+  void Cancel();
+
+  /// The endpoint the connection is (or will next be) opened to.
+  const std::string& endpoint() const { return endpoints_[current_]; }
+
+ private:
+  /// Connects to the current endpoint unless connected.
+  Status Connect();
+  /// Writes one POST request on the connection.
+  Status WriteRequest(std::string_view path, const std::string& body);
+  void CloseConnection();
+  /// Closes the connection and moves to the next endpoint.
+  void Fail();
+  /// Runs the io_context until the started operation's handler has run.
+  void Run();
+  Status Cancelled() const;
+
+  const std::vector<std::string> endpoints_;
+  const std::chrono::milliseconds timeout_;
+  size_t current_ = 0;
+  std::atomic<bool> canceled_{false};
+  boost::asio::io_context ioc_;
+  boost::beast::tcp_stream stream_{ioc_};
+  boost::beast::flat_buffer buffer_;
+  bool connected_ = false;
+};
+
+/// Splits "host:port,host:port" (IPv6 hosts in brackets) into endpoints; an error naming the
+/// bad entry when one has no host or no port in [1, 65535], or the list is empty.
+Status ParseEtcdEndpoints(std::string_view list, std::vector<std::string>* out);
+
+}  // namespace qr

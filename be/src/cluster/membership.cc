@@ -1,0 +1,297 @@
+#include "cluster/membership.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cstdio>
+#include <set>
+
+#include <glog/logging.h>
+#include <nlohmann/json.hpp>
+
+#include "cluster/etcd-client.h"
+#include "cluster/etcd-json.h"
+#include "util/unique-id.h"
+
+namespace qr {
+namespace {
+
+constexpr std::chrono::milliseconds kMinBackoff{100};
+
+/// The member id of a key '<prefix><id>'; 0 when the key is not a member key.
+uint32_t MemberIdOfKey(std::string_view prefix, std::string_view key) {
+  if (key.substr(0, prefix.size()) != prefix) return 0;
+  std::string_view rest = key.substr(prefix.size());
+  uint32_t id = 0;
+  auto [end, ec] = std::from_chars(rest.data(), rest.data() + rest.size(), id);
+  if (ec != std::errc() || end != rest.data() + rest.size()) return 0;
+  return id <= kMaxQueryOwner ? id : 0;
+}
+
+std::string MemberKey(const std::string& prefix, uint32_t id) {
+  char buf[16];
+  snprintf(buf, sizeof(buf), "%05u", id);
+  return prefix + buf;
+}
+
+}  // namespace
+
+const char* ClusterStateName(ClusterState state) {
+  switch (state) {
+    case ClusterState::kDisabled: return "disabled";
+    case ClusterState::kConnecting: return "connecting";
+    case ClusterState::kRegistered: return "registered";
+    case ClusterState::kUnreachable: return "unreachable";
+  }
+  return "unknown";
+}
+
+std::string EncodeMember(const ClusterMember& m) {
+  return nlohmann::json{{"id", m.id},
+                        {"uri", m.uri},
+                        {"version", m.version},
+                        {"start_time_ms", m.start_time_ms}}
+      .dump();
+}
+
+bool DecodeMember(std::string_view value, ClusterMember* m) {
+  auto j = nlohmann::json::parse(value, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object()) return false;
+  auto id = j.find("id"), uri = j.find("uri"), version = j.find("version"),
+       start = j.find("start_time_ms");
+  if (id == j.end() || !id->is_number_unsigned() || uri == j.end() || !uri->is_string() ||
+      version == j.end() || !version->is_string() || start == j.end() ||
+      !start->is_number_integer()) {
+    return false;
+  }
+  m->id = id->get<uint32_t>();
+  m->uri = uri->get<std::string>();
+  m->version = version->get<std::string>();
+  m->start_time_ms = start->get<int64_t>();
+  return true;
+}
+
+Membership::Membership(Options options)
+    : options_(std::move(options)),
+      members_prefix_("/coordinatord/" + options_.cluster_name + "/members/") {
+  lease_etcd_ = std::make_unique<EtcdClient>(options_.endpoints, options_.request_timeout);
+  watch_etcd_ = std::make_unique<EtcdClient>(options_.endpoints, options_.request_timeout);
+}
+
+Membership::~Membership() { Stop(); }
+
+void Membership::Start() {
+  started_ = true;
+  lease_thread_ = std::thread([this] { LeaseLoop(); });
+  watch_thread_ = std::thread([this] { WatchLoop(); });
+}
+
+void Membership::Stop() {
+  {
+    MutexLock l(&lock_);
+    if (stopping_) return;
+    stopping_ = true;
+  }
+  stop_cv_.NotifyAll();
+  lease_etcd_->Cancel();
+  watch_etcd_->Cancel();
+  if (!started_) return;
+  lease_thread_.join();
+  watch_thread_.join();
+  if (lease_ != 0) {
+    // A fresh client: the lease thread's is canceled. One attempt, bounded by the timeout.
+    EtcdClient etcd(options_.endpoints, options_.request_timeout);
+    std::string ignored;
+    Status s = etcd.Call("/v3/lease/revoke", etcd::LeaseIdRequest(lease_), &ignored);
+    LOG(INFO) << "Cluster " << options_.cluster_name << ": left as member " << member_id()
+              << (s.ok() ? "" : " (lease not revoked, it expires by itself: " + s.message() + ")");
+  }
+}
+
+Membership::Snapshot Membership::GetSnapshot() const {
+  Snapshot s;
+  s.member_id = member_id();
+  s.etcd_errors = etcd_errors_.load(std::memory_order_relaxed);
+  s.lease_renewals = lease_renewals_.load(std::memory_order_relaxed);
+  s.registrations = registrations_.load(std::memory_order_relaxed);
+  MutexLock l(&lock_);
+  s.state = state_;
+  s.last_error = last_error_;
+  s.members.reserve(members_.size());
+  for (const auto& [id, m] : members_) s.members.push_back(m);
+  return s;
+}
+
+void Membership::SetState(ClusterState state) {
+  MutexLock l(&lock_);
+  state_ = state;
+}
+
+void Membership::RecordError(const Status& s, bool lease_thread) {
+  if (s.code() == StatusCode::kCancelled) return;
+  etcd_errors_.fetch_add(1, std::memory_order_relaxed);
+  LOG(WARNING) << "Cluster " << options_.cluster_name << ": " << s.message()
+               << " (retrying with backoff; queries are served meanwhile)";
+  MutexLock l(&lock_);
+  last_error_ = s.message();
+  if (lease_thread && s.code() == StatusCode::kUnavailable) state_ = ClusterState::kUnreachable;
+}
+
+bool Membership::WaitFor(std::chrono::milliseconds d) {
+  const auto deadline = std::chrono::steady_clock::now() + d;
+  MutexLock l(&lock_);
+  while (!stopping_ && std::chrono::steady_clock::now() < deadline) {
+    stop_cv_.WaitUntil(&lock_, deadline);
+  }
+  return !stopping_;
+}
+
+std::chrono::milliseconds Membership::KeepAliveInterval() const {
+  return std::max(std::chrono::milliseconds(100),
+                  std::chrono::milliseconds(options_.lease_ttl_s * 1000 / 3));
+}
+
+Status Membership::ClaimMemberId(EtcdClient* etcd, int64_t lease) {
+  std::string body;
+  QR_RETURN_IF_ERROR(etcd->Call("/v3/kv/range", etcd::RangePrefixRequest(members_prefix_), &body));
+  std::vector<etcd::KeyValue> kvs;
+  int64_t revision = 0;
+  QR_RETURN_IF_ERROR(etcd::ParseRange(body, &kvs, &revision));
+  std::set<uint32_t> taken;
+  for (const auto& kv : kvs) taken.insert(MemberIdOfKey(members_prefix_, kv.key));
+  // The earlier id first: ids already handed out (to running queries) keep naming this member.
+  std::vector<uint32_t> candidates;
+  if (member_id() != 0) candidates.push_back(member_id());
+  for (uint32_t id = 1; id <= options_.max_member_id; ++id) {
+    if (!taken.contains(id) && id != member_id()) candidates.push_back(id);
+  }
+  ClusterMember self{0, options_.advertised_uri, options_.version, options_.start_time_ms};
+  for (uint32_t id : candidates) {
+    self.id = id;
+    bool won = false;
+    QR_RETURN_IF_ERROR(etcd->Call("/v3/kv/txn",
+                                  etcd::PutIfAbsentRequest(MemberKey(members_prefix_, id),
+                                                           EncodeMember(self), lease),
+                                  &body));
+    QR_RETURN_IF_ERROR(etcd::ParseTxnSucceeded(body, &won));
+    if (!won) continue;  // another member claimed it since the read
+    const uint32_t old = member_id_.exchange(id, std::memory_order_acq_rel);
+    LOG(INFO) << "Cluster " << options_.cluster_name << ": registered as member " << id
+              << " (" << options_.advertised_uri << ") on lease " << lease << " with a TTL of "
+              << options_.lease_ttl_s << " s";
+    if (old != id && on_member_id_) on_member_id_(id);
+    return Status::OK();
+  }
+  return Status(StatusCode::kResourceExhausted,
+                "no free member id: all of 1.." + std::to_string(options_.max_member_id) +
+                    " are taken (--cluster_max_members)");
+}
+
+Status Membership::Register(EtcdClient* etcd) {
+  std::string body;
+  QR_RETURN_IF_ERROR(
+      etcd->Call("/v3/lease/grant", etcd::LeaseGrantRequest(options_.lease_ttl_s), &body));
+  int64_t lease = 0, ttl = 0;
+  QR_RETURN_IF_ERROR(etcd::ParseLeaseGrant(body, &lease, &ttl));
+  Status s = ClaimMemberId(etcd, lease);
+  if (!s.ok()) {
+    std::string ignored;  // best effort: it expires by itself otherwise
+    (void)etcd->Call("/v3/lease/revoke", etcd::LeaseIdRequest(lease), &ignored);
+    return s;
+  }
+  lease_ = lease;
+  registrations_.fetch_add(1, std::memory_order_relaxed);
+  return Status::OK();
+}
+
+void Membership::LeaseLoop() {
+  std::chrono::milliseconds backoff = kMinBackoff;
+  auto retry = [&](const Status& s) {
+    RecordError(s, /*lease_thread=*/true);
+    bool go_on = WaitFor(backoff);
+    backoff = std::min(backoff * 2, options_.max_backoff);
+    return go_on;
+  };
+  while (true) {
+    if (lease_ == 0) {
+      Status s = Register(lease_etcd_.get());
+      if (!s.ok()) {
+        if (!retry(s)) return;
+        continue;
+      }
+      SetState(ClusterState::kRegistered);
+      backoff = kMinBackoff;
+    }
+    if (!WaitFor(KeepAliveInterval())) return;
+    std::string body;
+    int64_t ttl = 0;
+    Status s = lease_etcd_->Call("/v3/lease/keepalive", etcd::LeaseIdRequest(lease_), &body);
+    if (s.ok()) s = etcd::ParseKeepAlive(body, &ttl);
+    if (!s.ok()) {
+      if (!retry(s)) return;
+      continue;
+    }
+    if (ttl <= 0) {
+      // etcd let the lease expire (unreachable past the TTL): the member key went with it.
+      LOG(WARNING) << "Cluster " << options_.cluster_name << ": lease " << lease_
+                   << " expired; registering again";
+      lease_ = 0;
+      SetState(ClusterState::kConnecting);
+      continue;
+    }
+    lease_renewals_.fetch_add(1, std::memory_order_relaxed);
+    SetState(ClusterState::kRegistered);
+    backoff = kMinBackoff;
+  }
+}
+
+void Membership::ApplyMember(const std::string& key, const std::string& value, bool is_delete) {
+  const uint32_t id = MemberIdOfKey(members_prefix_, key);
+  if (id == 0) return;
+  ClusterMember m;
+  if (is_delete) {
+    members_.erase(id);
+  } else if (DecodeMember(value, &m) && m.id == id) {
+    members_[id] = std::move(m);
+  } else {
+    LOG(WARNING) << "Cluster " << options_.cluster_name << ": ignoring member key " << key
+                 << " with a value that is not a member: " << QuoteForError(value);
+  }
+}
+
+Status Membership::ReadAndWatch(EtcdClient* etcd) {
+  std::string body;
+  QR_RETURN_IF_ERROR(etcd->Call("/v3/kv/range", etcd::RangePrefixRequest(members_prefix_), &body));
+  std::vector<etcd::KeyValue> kvs;
+  int64_t revision = 0;
+  QR_RETURN_IF_ERROR(etcd::ParseRange(body, &kvs, &revision));
+  {
+    MutexLock l(&lock_);
+    members_.clear();
+    for (const auto& kv : kvs) ApplyMember(kv.key, kv.value, /*is_delete=*/false);
+  }
+  std::vector<etcd::WatchEvent> events;
+  return etcd->Stream(
+      "/v3/watch", etcd::WatchPrefixRequest(members_prefix_, revision + 1),
+      [&](std::string_view message) {
+        int64_t at = 0;
+        QR_RETURN_IF_ERROR(etcd::ParseWatchMessage(message, &events, &at));
+        MutexLock l(&lock_);
+        for (const auto& e : events) ApplyMember(e.kv.key, e.kv.value, e.is_delete);
+        return Status::OK();
+      });
+}
+
+void Membership::WatchLoop() {
+  std::chrono::milliseconds backoff = kMinBackoff;
+  while (true) {
+    const auto started = std::chrono::steady_clock::now();
+    Status s = ReadAndWatch(watch_etcd_.get());
+    RecordError(s, /*lease_thread=*/false);
+    // A watch that ran a while was healthy: start the backoff over.
+    if (std::chrono::steady_clock::now() - started > options_.max_backoff) backoff = kMinBackoff;
+    if (!WaitFor(backoff)) return;
+    backoff = std::min(backoff * 2, options_.max_backoff);
+  }
+}
+
+}  // namespace qr
