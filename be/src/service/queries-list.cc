@@ -72,14 +72,17 @@ int64_t StartMs(const ClientRequestState& req) {
       .count();
 }
 
+/// Nanoseconds: queries submitted within the same millisecond still sort by submission.
+int64_t StartNs(const ClientRequestState& req) {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             req.submit_wall_time().time_since_epoch())
+      .count();
+}
+
 int64_t SortKeyOf(QuerySortKey sort, const ClientRequestState& req,
                   const ClientRequestState::Info& info) {
   switch (sort) {
-    // Nanoseconds: queries submitted within the same millisecond still sort by submission.
-    case QuerySortKey::kStart:
-      return std::chrono::duration_cast<std::chrono::nanoseconds>(
-                 req.submit_wall_time().time_since_epoch())
-          .count();
+    case QuerySortKey::kStart: return StartNs(req);
     case QuerySortKey::kDuration: return info.elapsed_ms;
     case QuerySortKey::kRows: return info.rows_delivered;
   }
@@ -95,12 +98,10 @@ bool ContainsIgnoreCase(std::string_view text, std::string_view needle) {
   return it != text.end() || needle.empty();
 }
 
-bool Matches(const QueryListParams& p, const ClientRequestState& req, const char* state) {
+/// The filters that need no counters (the state is checked by the caller).
+bool Matches(const QueryListParams& p, const ClientRequestState& req) {
   if (p.user && req.user() != *p.user) return false;
   if (p.source && req.session().source != *p.source) return false;
-  if (!p.states.empty() && std::find(p.states.begin(), p.states.end(), state) == p.states.end()) {
-    return false;
-  }
   if (p.since_ms || p.until_ms) {
     int64_t start = StartMs(req);
     if (p.since_ms && start < *p.since_ms) return false;
@@ -226,39 +227,61 @@ const char* DisplayState(const ClientRequestState& req, ClientRequestState::Stat
 QueryListPage SelectQueries(const std::vector<std::shared_ptr<ClientRequestState>>& requests,
                             const QueryListParams& params, bool use_cursor,
                             const std::function<bool(const ClientRequestState&)>& visible) {
-  QueryListPage page;
-  std::vector<ListedQuery> rows;
-  // The cheap filters (no request lock) first; the state needs the snapshot.
+  // A candidate: the request and its sort key. The counters (a copy under the request's lock)
+  // are read here only when the filter or the key needs them, and again for the kept rows.
+  struct Candidate {
+    const std::shared_ptr<ClientRequestState>* request;
+    int64_t key;
+  };
+  const bool need_info = !params.states.empty() || params.sort != QuerySortKey::kStart;
+  std::vector<Candidate> candidates;
+  candidates.reserve(requests.size());
   for (const auto& req : requests) {
     if (visible && !visible(*req)) continue;
-    ClientRequestState::Info info = req->GetInfo();
-    const char* state = DisplayState(*req, info.state);
-    if (!Matches(params, *req, state)) continue;
-    int64_t key = SortKeyOf(params.sort, *req, info);
-    rows.push_back(ListedQuery{req, std::move(info), state, key});
+    if (!Matches(params, *req)) continue;
+    int64_t key = 0;
+    if (need_info) {
+      ClientRequestState::Info info = req->GetInfo();
+      if (!params.states.empty()) {
+        const char* state = DisplayState(*req, info.state);
+        if (std::find(params.states.begin(), params.states.end(), state) ==
+            params.states.end()) {
+          continue;
+        }
+      }
+      key = SortKeyOf(params.sort, *req, info);
+    } else {
+      key = StartNs(*req);
+    }
+    candidates.push_back(Candidate{&req, key});
   }
-  page.matched = rows.size();
-  auto before = [&](const ListedQuery& a, const ListedQuery& b) {
+  QueryListPage page;
+  page.matched = candidates.size();
+  auto id_of = [](const Candidate& c) -> const UniqueId& { return (*c.request)->query_id(); };
+  auto before = [&](const Candidate& a, const Candidate& b) {
     if (a.key != b.key) return params.ascending ? a.key < b.key : a.key > b.key;
-    return params.ascending ? a.request->query_id() < b.request->query_id()
-                            : b.request->query_id() < a.request->query_id();
+    return params.ascending ? id_of(a) < id_of(b) : id_of(b) < id_of(a);
   };
   if (use_cursor && params.cursor) {
     const QueryListCursor& c = *params.cursor;
-    std::erase_if(rows, [&](const ListedQuery& r) {
+    std::erase_if(candidates, [&](const Candidate& r) {
       if (r.key != c.key) return params.ascending ? r.key < c.key : r.key > c.key;
-      return params.ascending ? !(c.id < r.request->query_id())
-                              : !(r.request->query_id() < c.id);
+      return params.ascending ? !(c.id < id_of(r)) : !(id_of(r) < c.id);
     });
   }
-  size_t keep = std::min(params.limit, rows.size());
-  std::partial_sort(rows.begin(), rows.begin() + static_cast<ptrdiff_t>(keep), rows.end(),
-                    before);
-  if (keep > 0 && rows.size() > keep) {
-    page.next = QueryListCursor{rows[keep - 1].key, rows[keep - 1].request->query_id()};
+  size_t keep = std::min(params.limit, candidates.size());
+  std::partial_sort(candidates.begin(), candidates.begin() + static_cast<ptrdiff_t>(keep),
+                    candidates.end(), before);
+  if (keep > 0 && candidates.size() > keep) {
+    page.next = QueryListCursor{candidates[keep - 1].key, id_of(candidates[keep - 1])};
   }
-  rows.resize(keep);
-  page.rows = std::move(rows);
+  page.rows.reserve(keep);
+  for (size_t i = 0; i < keep; ++i) {
+    const std::shared_ptr<ClientRequestState>& req = *candidates[i].request;
+    ClientRequestState::Info info = req->GetInfo();
+    const char* state = DisplayState(*req, info.state);
+    page.rows.push_back(ListedQuery{req, std::move(info), state, candidates[i].key});
+  }
   return page;
 }
 

@@ -67,7 +67,8 @@ bool ParseQueryListParams(const HttpRequest& req, size_t max_limit, QueryListPar
                           std::string* error);
 
 /// One listed query: the request and one snapshot of its counters (read once, so the row's
-/// fields agree with each other and with the sort).
+/// fields agree with each other; a running query's duration or rows may have moved on since
+/// it was sorted).
 struct ListedQuery {
   std::shared_ptr<ClientRequestState> request;
   ClientRequestState::Info info;
@@ -89,7 +90,8 @@ struct QueryListPage {
 const char* DisplayState(const ClientRequestState& req, ClientRequestState::State state);
 
 /// Filters 'requests' by 'params' (and 'visible', when set), sorts them, skips to the cursor
-/// when 'use_cursor', and keeps 'params.limit' rows.
+/// when 'use_cursor', and keeps 'params.limit' rows. Only the kept rows are snapshotted
+/// (GetInfo()), plus every candidate when a state filter or a counter sort needs it.
 QueryListPage SelectQueries(const std::vector<std::shared_ptr<ClientRequestState>>& requests,
                             const QueryListParams& params, bool use_cursor,
                             const std::function<bool(const ClientRequestState&)>& visible);
