@@ -2,6 +2,8 @@
 // goes through textContent or a data-* attribute and is never parsed as HTML, so statement
 // text and user names cannot inject markup or script (the Content-Security-Policy forbids
 // inline script too).
+// The filters, sort and page go to the server, which answers only the rows shown. A refresh
+// replaces only the cells whose content changed, so a text selection in the others survives.
 'use strict';
 
 const REFRESH_MS = 2000;
@@ -14,6 +16,10 @@ const expanded = new Set();
 /// query ids with a cancel request in flight.
 const cancelling = new Set();
 let lastData = null;
+/// The completed list's page: the cursor of the shown page (null: the first) and the cursors
+/// of the pages before it, for Previous.
+let pageCursor = null;
+const previousCursors = [];
 let refreshTimer = null;
 let refreshing = false;
 /// A refresh was asked for while one was running: run another when it ends.
@@ -70,13 +76,17 @@ function stateBadge(state) {
 }
 
 /// The id, allowed to wrap after its ':' so that narrow windows keep the statement visible.
+/// It links to the query's own page.
 function idCell(q) {
   const td = el('td', 'id');
+  const a = el('a', 'query-link');
+  a.href = `/query_detail?query_id=${encodeURIComponent(q.query_id)}`;
   const code = el('code');
   const colon = q.query_id.indexOf(':');
   code.append(q.query_id.slice(0, colon + 1), document.createElement('wbr'),
               q.query_id.slice(colon + 1));
-  td.append(code);
+  a.append(code);
+  td.append(a);
   return td;
 }
 
@@ -215,34 +225,113 @@ function completedRow(q) {
   return tr;
 }
 
+/// Sets 'node''s text only when it differs (an unchanged node keeps its selection).
+function setText(node, text) {
+  if (node.textContent !== text) node.textContent = text;
+}
+
+/// Makes 'parent''s children equal to 'fresh' (new nodes), keeping every existing child whose
+/// markup is the same: only what changed is replaced. 'key' names a child (rows: the query
+/// id), so a row that moved is moved, not rebuilt.
+function reconcile(parent, fresh, key) {
+  const old = new Map();
+  for (const child of parent.children) old.set(key(child), child);
+  fresh.forEach((node, i) => {
+    let keep = old.get(key(node));
+    if (keep) {
+      old.delete(key(node));
+      if (keep.children.length === node.children.length && keep.className === node.className) {
+        // Same row: swap only the cells whose markup changed.
+        [...node.children].forEach((cell, j) => {
+          const mine = keep.children[j];
+          if (mine.outerHTML !== cell.outerHTML) keep.replaceChild(cell, mine);
+        });
+      } else {
+        keep.replaceWith(node);
+        keep = node;
+      }
+    } else {
+      keep = node;
+    }
+    if (parent.children[i] !== keep) parent.insertBefore(keep, parent.children[i] || null);
+  });
+  for (const gone of old.values()) gone.remove();
+}
+
 function renderSummary(s) {
   const cards = [
     ['In flight', s.in_flight, ''], ['Running', s.running, 'running'],
-    ['Queued', s.queued, 'queued'], ['Completed (log)', s.completed_in_log, ''],
+    ['Queued', s.queued, 'queued'], ['Completed (matching)', s.completed_in_log, ''],
     ['Submitted', s.submitted_total, ''], ['Finished', s.finished_total, 'finished'],
     ['Failed', s.failed_total, 'failed'], ['Canceled', s.canceled_total, 'canceled'],
   ];
-  document.getElementById('summary').replaceChildren(...cards.map(([label, value, kind]) => {
+  reconcile(document.getElementById('summary'), cards.map(([label, value, kind]) => {
     const card = el('div', `card ${kind}`);
+    card.dataset.key = label;
     card.append(el('div', 'value', formatCount(value)), el('div', 'label', label));
     return card;
-  }));
+  }), (n) => n.dataset.key);
 }
 
-function renderTable(id, rows, makeRow) {
-  document.querySelector(`#${id} tbody`).replaceChildren(...rows.map(makeRow));
+function renderTable(id, rows, makeRow, matched) {
+  reconcile(document.querySelector(`#${id} tbody`), rows.map(makeRow),
+            (n) => n.dataset.queryId);
   document.getElementById(`${id}-empty`).hidden = rows.length > 0;
-  document.getElementById(`${id}-count`).textContent = String(rows.length);
+  setText(document.getElementById(`${id}-count`),
+          matched > rows.length ? `${rows.length} of ${formatCount(matched)}`
+                                : String(rows.length));
+}
+
+function renderPager() {
+  const shown = lastData.completed.length;
+  const first = previousCursors.length * Number(lastData.limit) + (shown > 0 ? 1 : 0);
+  setText(document.getElementById('completed-range'),
+          shown > 0 ? `${formatCount(first)}–${formatCount(first + shown - 1)}` : '');
+  document.getElementById('page-next').disabled = !lastData.next_cursor;
+  document.getElementById('page-prev').disabled = previousCursors.length === 0;
+  document.getElementById('page-first').disabled = previousCursors.length === 0;
 }
 
 function render() {
   if (!lastData) return;
   renderSummary(lastData.summary);
-  renderTable('in-flight', lastData.in_flight, inFlightRow);
-  renderTable('completed', lastData.completed, completedRow);
-  document.getElementById('stmt-size').textContent = String(lastData.query_stmt_size);
-  document.getElementById('updated').textContent =
-      `Updated ${formatTime(lastData.generated_at)}`;
+  renderTable('in-flight', lastData.in_flight, inFlightRow, lastData.in_flight_matched);
+  renderTable('completed', lastData.completed, completedRow, lastData.completed_matched);
+  renderPager();
+  setText(document.getElementById('stmt-size'), String(lastData.query_stmt_size));
+  setText(document.getElementById('updated'), `Updated ${formatTime(lastData.generated_at)}`);
+}
+
+/// A datetime-local value (local time) as milliseconds since the epoch; '' when empty.
+function localToMs(value) {
+  if (!value) return '';
+  const ms = new Date(value).getTime();
+  return Number.isNaN(ms) ? '' : String(ms);
+}
+
+/// The query string of /queries?json for the filters, the sort and the page.
+function listUrl() {
+  const p = new URLSearchParams();
+  p.set('json', '1');
+  const value = (id) => document.getElementById(id).value.trim();
+  if (value('f-state')) p.set('state', value('f-state'));
+  if (value('f-user')) p.set('user', value('f-user'));
+  if (value('f-source')) p.set('source', value('f-source'));
+  if (value('f-q')) p.set('q', value('f-q'));
+  if (localToMs(value('f-since'))) p.set('since', localToMs(value('f-since')));
+  if (localToMs(value('f-until'))) p.set('until', localToMs(value('f-until')));
+  p.set('sort', value('f-sort'));
+  p.set('order', value('f-order'));
+  p.set('limit', value('f-limit'));
+  if (pageCursor) p.set('cursor', pageCursor);
+  return `/queries?${p.toString()}`;
+}
+
+/// A filter changed: back to the first page.
+function filtersChanged() {
+  pageCursor = null;
+  previousCursors.length = 0;
+  refresh();
 }
 
 async function refresh() {
@@ -254,8 +343,8 @@ async function refresh() {
   refreshAgain = false;
   clearTimeout(refreshTimer);
   try {
-    const resp = await fetch('/queries?json', {cache: 'no-store'});
-    if (!resp.ok) throw new Error(`HTTP ${resp.status}`);
+    const resp = await fetch(listUrl(), {cache: 'no-store'});
+    if (!resp.ok) throw new Error(`HTTP ${resp.status}: ${await errorText(resp)}`);
     lastData = await resp.json();
     render();
   } catch (e) {
@@ -275,6 +364,33 @@ function init() {
   user.value = localStorage.getItem(USER_KEY) || '';
   user.addEventListener('input', () => localStorage.setItem(USER_KEY, user.value.trim()));
   document.getElementById('refresh-now').addEventListener('click', refresh);
+  const form = document.getElementById('filters');
+  form.addEventListener('submit', (e) => { e.preventDefault(); filtersChanged(); });
+  form.addEventListener('reset', () => setTimeout(filtersChanged));
+  let typing = null;
+  for (const input of form.querySelectorAll('input, select')) {
+    input.addEventListener(input.tagName === 'SELECT' || input.type === 'datetime-local'
+                               ? 'change' : 'input', () => {
+      clearTimeout(typing);
+      typing = setTimeout(filtersChanged, 250);
+    });
+  }
+  document.getElementById('page-next').addEventListener('click', () => {
+    if (!lastData || !lastData.next_cursor) return;
+    previousCursors.push(pageCursor);
+    pageCursor = lastData.next_cursor;
+    refresh();
+  });
+  document.getElementById('page-prev').addEventListener('click', () => {
+    if (previousCursors.length === 0) return;
+    pageCursor = previousCursors.pop();
+    refresh();
+  });
+  document.getElementById('page-first').addEventListener('click', () => {
+    pageCursor = null;
+    previousCursors.length = 0;
+    refresh();
+  });
   document.getElementById('auto-refresh').addEventListener('change', (e) => {
     if (e.target.checked) refresh(); else clearTimeout(refreshTimer);
   });

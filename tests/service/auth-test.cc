@@ -119,6 +119,8 @@ TEST_F(AuthTest, EveryEndpointButHealthzNeedsCredentials) {
   for (const char* path : {"/v1/query", "/v1/info", "/v1/info/state", "/queries",
                            "/queries?json", "/metrics", "/varz", "/", "/www/style.css",
                            "/query_statement?query_id=0000000000000001:0000000000000000",
+                           "/query_detail?json&query_id=0000000000000001:0000000000000000",
+                           "/query_plan?query_id=0000000000000001:0000000000000000",
                            "/v1/statement/queued/0000000000000001:0000000000000000/ab/0",
                            "/no/such/path"}) {
     ExpectChallenge(http.Get(path), path);
@@ -209,6 +211,16 @@ TEST_F(AuthTest, NonAdminsSeeOnlyTheirOwnQueries) {
   EXPECT_EQ(own.status, 200);
   EXPECT_EQ(own.body, kEndlessQuery);
   EXPECT_EQ(http.Get("/query_statement?query_id=" + a, As("root")).status, 200);
+  // The per-query page's data and plan follow the same rule; a filter cannot widen it.
+  for (const std::string& path :
+       {"/query_detail?json&query_id=" + a, "/query_plan?query_id=" + a}) {
+    EXPECT_EQ(http.Get(path, As("bob")).status, 404) << path;
+    EXPECT_EQ(http.Get(path, As("alice")).status, 200) << path;
+    EXPECT_EQ(http.Get(path, As("root")).status, 200) << path;
+  }
+  TestResponse filtered = http.Get("/queries?json&user=alice", As("bob"));
+  ASSERT_EQ(filtered.status, 200);
+  EXPECT_TRUE(filtered.Json()["in_flight"].empty()) << filtered.body;
   alice->Cancel();
   bob->Cancel();
 }

@@ -27,6 +27,7 @@ import sys
 import tempfile
 import threading
 import time
+import urllib.parse
 import urllib.request
 
 CLIENTS = 8
@@ -97,6 +98,17 @@ def client_loop(port, stop, done, cond):
                 cond.notify_all()
 
 
+def list_completed(port):
+    """Every completed query id of /queries?json, page by page (its cursor)."""
+    listed, cursor = set(), ""
+    while True:
+        page = request("GET", f"http://127.0.0.1:{port}/queries?json&limit=1000&cursor={cursor}")
+        listed.update(q["query_id"] for q in page["completed"])
+        if page["next_cursor"] is None:
+            return listed
+        cursor = urllib.parse.quote(page["next_cursor"])
+
+
 def run(daemon, work, mode):
     proc, port = start(daemon, work, mode, mode + "-1")
     stop, cond, done = threading.Event(), threading.Condition(), []
@@ -136,12 +148,11 @@ def run(daemon, work, mode):
 
     proc, port = start(daemon, work, mode, mode + "-2")
     try:
-        page = request("GET", f"http://127.0.0.1:{port}/queries?json")
+        listed = list_completed(port)
         restored = metrics(port)
     finally:
         proc.send_signal(signal.SIGTERM)
         proc.wait()
-    listed = {q["query_id"] for q in page["completed"]}
     missing = required - listed
     if missing:
         sys.exit(f"FAIL ({mode}): {len(missing)} of {len(required)} queries finished before "

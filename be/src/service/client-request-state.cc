@@ -104,7 +104,7 @@ ClientRequestState::Info ClientRequestState::GetInfo() const {
   info.vm_steps = exec_ ? exec_->vm_steps.load() : vm_steps_final_;
   // Queued until an executor thread starts the statement (not until a poll sees it running);
   // a query that ends before that was queued all its life.
-  std::optional<std::chrono::steady_clock::time_point> exec_start;
+  std::optional<std::chrono::steady_clock::time_point> exec_start = exec_start_final_;
   if (exec_ && exec_->exec_start().time_since_epoch().count() != 0) {
     exec_start = exec_->exec_start();
   }
@@ -112,7 +112,14 @@ ClientRequestState::Info ClientRequestState::GetInfo() const {
   info.queued_ms = restored_queued_ms_.value_or(MillisBetween(submit_steady_, queue_end));
   info.elapsed_ms = MillisBetween(submit_steady_, end_time_.value_or(now));
   info.end_wall_time = end_wall_;
+  auto to_wall = [this](std::chrono::steady_clock::time_point t) {
+    return submit_wall_ + std::chrono::duration_cast<std::chrono::system_clock::duration>(
+                              t - submit_steady_);
+  };
+  if (exec_start) info.exec_start_wall_time = to_wall(*exec_start);
+  if (first_row_time_) info.first_row_wall_time = to_wall(*first_row_time_);
   info.error = error_;
+  info.canceled_by = canceled_by_;
   if (exec_) info.blocked_reason = exec_->result_buffer()->blocked_reason();
   return info;
 }
@@ -134,12 +141,15 @@ void ClientRequestState::ReleaseExecution() {
     rows_produced_final_ = exec_->rows_produced.load();
     cpu_time_ns_final_ = exec_->cpu_time_ns.load();
     vm_steps_final_ = exec_->vm_steps.load();
+    if (exec_->exec_start().time_since_epoch().count() != 0) {
+      exec_start_final_ = exec_->exec_start();
+    }
     exec = std::move(exec_);
   }
   // The last reference may delete the QueryState: done outside 'lock_'.
 }
 
-bool ClientRequestState::Terminate(State terminal, QueryError error) {
+bool ClientRequestState::Terminate(State terminal, QueryError error, std::string who) {
   DCHECK(terminal == State::kFailed || terminal == State::kCanceled);
   QueryStateHandle exec;
   Waiters waiters;
@@ -147,6 +157,7 @@ bool ClientRequestState::Terminate(State terminal, QueryError error) {
     MutexLock l(&lock_);
     if (IsTerminal(state_)) return false;
     SetTerminalLocked(terminal, error);
+    if (terminal == State::kCanceled) canceled_by_ = std::move(who);
     // The client of a failed or canceled query gets no more rows, so the answer kept for a
     // retry of the last token keeps its header but drops its rows: otherwise every such query
     // in the completed-query log would pin up to a page (1 MiB) of results.
@@ -252,6 +263,9 @@ bool ClientRequestState::NextPageLocked(QueryPage* out) {
     switch (exec_->result_buffer()->TryGet(&page, &error)) {
       case ResultBuffer::Next::kPage:
         rows_delivered_ += page.num_rows;
+        if (page.num_rows > 0 && !first_row_time_) {
+          first_row_time_ = std::chrono::steady_clock::now();
+        }
         bytes_delivered_ += page.num_bytes;
         out->page = std::move(page);
         break;

@@ -121,7 +121,14 @@ class ClientRequestState {
     int64_t queued_ms;
     int64_t elapsed_ms;
     std::optional<std::chrono::system_clock::time_point> end_wall_time;
+    /// When an executor thread started the statement and when the client was handed its
+    /// first row (wall clock, derived from the steady clock); nullopt: not (yet), or a
+    /// request restored from the history (which keeps neither).
+    std::optional<std::chrono::system_clock::time_point> exec_start_wall_time;
+    std::optional<std::chrono::system_clock::time_point> first_row_wall_time;
     std::optional<QueryError> error;
+    /// Who canceled the query (CANCELED by a user: "user 'bob'", with how); empty otherwise.
+    std::string canceled_by;
     /// While the executor waits for the client (a spill quota is full): why.
     std::string blocked_reason;
   };
@@ -135,8 +142,9 @@ class ClientRequestState {
   /// frees its admission slot without a request holding it for the query log's lifetime.
   [[nodiscard]] bool AttachExecution(QueryStateHandle exec);
   /// Moves to 'terminal' (FAILED or CANCELED) with 'error' unless already terminal, and
-  /// cancels the executor-side query with it. Returns false if already terminal.
-  bool Terminate(State terminal, QueryError error);
+  /// cancels the executor-side query with it; 'who' (for Info::canceled_by) names who asked.
+  /// Returns false if already terminal.
+  bool Terminate(State terminal, QueryError error, std::string who = {});
   /// Called on every change of the executor side: wakes parked waiters.
   void OnExecutionChange();
   /// Drops the executor-side reference (keeping its final counters): called once the request
@@ -216,6 +224,10 @@ class ClientRequestState {
   std::optional<std::chrono::steady_clock::time_point> start_time_ QR_GUARDED_BY(lock_);
   std::optional<std::chrono::steady_clock::time_point> end_time_ QR_GUARDED_BY(lock_);
   std::optional<std::chrono::system_clock::time_point> end_wall_ QR_GUARDED_BY(lock_);
+  /// The executor's start, kept when the execution is released; the first row handed out.
+  std::optional<std::chrono::steady_clock::time_point> exec_start_final_ QR_GUARDED_BY(lock_);
+  std::optional<std::chrono::steady_clock::time_point> first_row_time_ QR_GUARDED_BY(lock_);
+  std::string canceled_by_ QR_GUARDED_BY(lock_);
   std::shared_ptr<const std::vector<Column>> columns_ QR_GUARDED_BY(lock_);
   /// The token the client should GET next, and the answer to the previous one (for retries).
   int64_t next_token_ QR_GUARDED_BY(lock_) = 0;

@@ -94,6 +94,7 @@ class CoordinatorServer {
   const QueryCoordinator* coordinator() const { return coordinator_.get(); }
   QueryExecMgr* exec_mgr() { return exec_mgr_.get(); }
   const SqliteEngine* engine() const { return engine_.get(); }
+  SqliteEngine* engine() { return engine_.get(); }
   Webserver* webserver() { return webserver_.get(); }
   const Options& options() const { return options_; }
   const AccessControl* access_control() const { return access_control_.get(); }

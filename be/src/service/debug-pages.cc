@@ -23,6 +23,7 @@
 
 #include "service/access-control.h"
 #include "service/coordinator-server.h"
+#include "service/query-plan.h"
 #include "service/statement-service.h"
 #include "service/www-assets.h"
 #include "util/status.h"
@@ -31,6 +32,10 @@
 DEFINE_int32(query_stmt_size, 250,
              "Characters of a statement shown in query listings (the full text is one click "
              "away).");
+DEFINE_int32(queries_max_limit, 1000,
+             "Most queries of each list one GET /queries?json answers ('limit' parameter; "
+             "the default is 100 or this, whichever is lower): bounds the work and the "
+             "answer of one request.");
 DEFINE_string(www_dir, "",
               "Serve the debug pages' assets (queries.html, ...) from this directory, read at "
               "start-up, instead of the copy compiled into the binary: for editing be/www "
@@ -44,6 +49,7 @@ bool ValidateStmtSize(const char* flag, int32_t v) {
 }
 }  // namespace
 DEFINE_validator(query_stmt_size, &ValidateStmtSize);
+DEFINE_validator(queries_max_limit, &ValidateStmtSize);
 
 namespace qr {
 namespace {
@@ -63,6 +69,7 @@ struct PageContext {
   QueryCoordinator* coordinator;
   const AccessControl* access;
   int stmt_size;
+  size_t max_limit;
   std::string www_dir;  // empty: the compiled-in assets
   std::unordered_map<std::string, Asset> assets;  // by file name
 };
@@ -176,7 +183,9 @@ constexpr char kIndexHtml[] = R"(<!DOCTYPE html>
 <body><header class="topbar"><span class="brand">coordinatord</span></header>
 <main class="content"><h1>Debug pages</h1><ul class="index">
 <li><a href="/queries">/queries</a>: in-flight and completed queries, with Cancel</li>
-<li><a href="/queries?json">/queries?json</a>: the same data as JSON</li>
+<li><a href="/queries?json">/queries?json</a>: the same data as JSON (filters, sort,
+paging: docs/operations.md)</li>
+<li>/query_detail?query_id=ID: one query in full, with its plan (linked from /queries)</li>
 <li><a href="/metrics">/metrics</a>: Prometheus metrics</li>
 <li><a href="/healthz">/healthz</a>: health check (OK, or 503 while shutting down)</li>
 <li><a href="/varz">/varz</a>: command-line flags (secrets redacted)</li>
@@ -240,10 +249,15 @@ void HandleQueries(const Ctx& ctx, HttpRequest& req, ResponseCallback respond) {
     respond(AssetResponse(*ctx, "queries.html"));
     return;
   }
+  debug_pages::QueryListParams params;
+  std::string bad;
+  if (!debug_pages::ParseQueryListParams(req, ctx->max_limit, &params, &bad)) {
+    return respond(JsonError(400, std::move(bad)));
+  }
   const Principal principal = ctx->access->Identify(req);
   auto visible = [&](const ClientRequestState& q) { return ctx->access->MayAccess(principal, q); };
   HttpResponse r = HttpResponse::Json(
-      200, debug_pages::RenderQueriesJson(*ctx->coordinator, ctx->stmt_size, visible));
+      200, debug_pages::RenderQueriesJson(*ctx->coordinator, ctx->stmt_size, visible, params));
   AddSecurityHeaders(&r, false);
   respond(std::move(r));
 }
@@ -291,6 +305,45 @@ void HandleQueryStatement(const Ctx& ctx, HttpRequest& req, ResponseCallback res
   respond(std::move(r));
 }
 
+/// GET /query_detail?query_id=ID: the per-query page; with 'json', its data
+/// (RenderQueryDetailJson), for the query's user or an admin as /query_statement.
+void HandleQueryDetail(const Ctx& ctx, HttpRequest& req, ResponseCallback respond) {
+  bool json = false;
+  req.QueryParam("json", &json);
+  if (!json) return respond(AssetResponse(*ctx, "query.html"));
+  UniqueId id;
+  HttpResponse error;
+  if (!ParseQueryIdParam(req, &id, &error)) return respond(std::move(error));
+  std::shared_ptr<ClientRequestState> state = FindAccessible(*ctx, req, id);
+  if (!state) return respond(UnknownQuery(id));
+  HttpResponse r = HttpResponse::Json(200, debug_pages::RenderQueryDetailJson(*state) + "\n");
+  AddSecurityHeaders(&r, false);
+  respond(std::move(r));
+}
+
+/// GET /query_plan?query_id=ID: SQLite's plan of the query's statement, explained (never
+/// run) on an executor thread (query-plan.h); answered when the executor is done.
+void HandleQueryPlan(const Ctx& ctx, HttpRequest& req, ResponseCallback respond) {
+  UniqueId id;
+  HttpResponse error;
+  if (!ParseQueryIdParam(req, &id, &error)) return respond(std::move(error));
+  std::shared_ptr<ClientRequestState> state = FindAccessible(*ctx, req, id);
+  if (!state) return respond(UnknownQuery(id));
+  QueryContext exec_ctx = ctx->coordinator->options().exec_defaults;
+  exec_ctx.exec_time_limit_ms = ctx->coordinator->options().exec_time_limit_ms;
+  ExplainStatement(*state, std::move(exec_ctx), ctx->server->exec_mgr(),
+                   ctx->server->engine(),
+                   [id, respond = std::move(respond)](StatementPlanResult result) {
+                     Json body;
+                     body["query_id"] = PrintId(id);
+                     body["plan"] = result.plan.empty() ? Json(nullptr) : Json(result.plan);
+                     body["no_plan_reason"] = result.no_plan_reason.empty()
+                                                  ? Json(nullptr)
+                                                  : Json(result.no_plan_reason);
+                     respond(JsonResponse(200, body));
+                   });
+}
+
 /// True, with a 403 in '*denied', when a state-changing request may come from another site's
 /// page because it lacks the protocol user header (a cross-site form cannot send custom
 /// headers, and a cross-origin fetch() with one needs a CORS preflight this server never
@@ -330,7 +383,8 @@ void HandleCancel(const Ctx& ctx, HttpRequest& req, ResponseCallback respond) {
                                       "(--admin_users) may"));
   }
   // False when the query had already ended: then it keeps its final state.
-  bool canceled = ctx->coordinator->CancelRequest(state);
+  bool canceled = ctx->coordinator->CancelRequest(state, QueryError::UserCanceled(),
+                                                  principal.Describe() + " (/cancel_query)");
   if (canceled) {
     LOG(INFO) << "Query " << PrintId(id) << " of "
               << DescribeUser(state->user(), state->principal()) << " canceled by "
@@ -380,6 +434,7 @@ Ctx MakeContext(const debug_pages::Options& options, CoordinatorServer* server) 
   ctx->coordinator = server->coordinator();
   ctx->access = server->access_control();
   ctx->stmt_size = options.query_stmt_size > 0 ? options.query_stmt_size : FLAGS_query_stmt_size;
+  ctx->max_limit = static_cast<size_t>(std::max(1, FLAGS_queries_max_limit));
   ctx->www_dir = options.www_dir.empty() ? FLAGS_www_dir : options.www_dir;
   ctx->assets = ctx->www_dir.empty() ? EmbeddedAssets() : LoadAssets(ctx->www_dir);
   if (!ctx->assets.contains("queries.html")) {
@@ -409,6 +464,8 @@ void RegisterDebugPages(const debug_pages::Options& options, CoordinatorServer* 
   web->RegisterHandler(http::verb::get, "/metrics", bind(HandleMetrics));
   web->RegisterHandler(http::verb::get, "/queries", bind(HandleQueries));
   web->RegisterHandler(http::verb::get, "/query_statement", bind(HandleQueryStatement));
+  web->RegisterHandler(http::verb::get, "/query_detail", bind(HandleQueryDetail));
+  web->RegisterHandler(http::verb::get, "/query_plan", bind(HandleQueryPlan));
   web->RegisterHandler(http::verb::post, "/cancel_query", bind(HandleCancel));
   web->RegisterHandler(http::verb::get, "/www/", bind(HandleAsset));
 }

@@ -5,6 +5,8 @@
 #include <string>
 #include <string_view>
 
+#include "service/queries-list.h"
+
 namespace qr {
 
 class ClientRequestState;
@@ -31,13 +33,19 @@ struct Options {
   std::string www_dir;
 };
 
-/// The body of GET /queries?json: summary counts, in-flight queries (newest first) and the
-/// completed-query log (newest first), each only the queries 'visible' accepts (all when it
-/// is empty; the summary's totals are server-wide). Statements are cut to 'stmt_size'
-/// characters.
+/// The body of GET /queries?json: summary counts, then the in-flight queries and one page of
+/// the completed-query log, each only the queries 'visible' accepts (all when it is empty; the
+/// summary's totals are server-wide) and 'params' selects, in its order, at most
+/// 'params.limit' of each; 'next_cursor' continues the completed list. Statements are cut to
+/// 'stmt_size' characters.
 std::string RenderQueriesJson(
     const QueryCoordinator& coordinator, int stmt_size,
-    const std::function<bool(const ClientRequestState&)>& visible = {});
+    const std::function<bool(const ClientRequestState&)>& visible = {},
+    const QueryListParams& params = {});
+
+/// The body of GET /query_detail?json: one query in full (statement, timeline, counters,
+/// error with its position, session, who canceled). The caller checked access.
+std::string RenderQueryDetailJson(const ClientRequestState& req);
 
 /// The body of GET /metrics in the Prometheus text exposition format (version 0.0.4).
 std::string RenderMetrics(CoordinatorServer* server);

@@ -14,6 +14,7 @@
 #include "service/client-request-state.h"
 #include "service/debug-pages.h"
 #include "runtime/utf8.h"
+#include "service/queries-list.h"
 #include "service/query-coordinator.h"
 #include "util/unique-id.h"
 
@@ -22,7 +23,6 @@ namespace debug_pages {
 namespace {
 
 using Json = nlohmann::ordered_json;
-using RequestList = std::vector<std::shared_ptr<ClientRequestState>>;
 
 Json ErrorJson(const std::optional<QueryError>& error) {
   if (!error) return nullptr;
@@ -34,20 +34,10 @@ Json ErrorJson(const std::optional<QueryError>& error) {
   return e;
 }
 
-/// The protocol state, except that a request whose client has not polled since an executor
-/// thread started it (the protocol moves QUEUED -> RUNNING on a poll) shows as RUNNING: the
-/// page tells what the server is doing. Admitted but waiting for an executor thread is
-/// QUEUED (an admission slot is not a thread).
-const char* DisplayState(const ClientRequestState& req, ClientRequestState::State state) {
-  if (state == ClientRequestState::State::kQueued && req.exec_elapsed_ms() >= 0) {
-    return ClientRequestState::StateName(ClientRequestState::State::kRunning);
-  }
-  return ClientRequestState::StateName(state);
-}
-
 /// One query's row. 'info' is read once, so the fields agree with each other.
-Json QueryJson(const ClientRequestState& req, size_t stmt_size) {
-  ClientRequestState::Info info = req.GetInfo();
+Json QueryJson(const ListedQuery& row, size_t stmt_size) {
+  const ClientRequestState& req = *row.request;
+  const ClientRequestState::Info& info = row.info;
   static const std::string kEmpty;
   const std::string& stmt = req.statement() ? *req.statement() : kEmpty;
   std::string_view shown = TruncateChars(stmt, stmt_size);
@@ -62,7 +52,7 @@ Json QueryJson(const ClientRequestState& req, size_t stmt_size) {
     tags.push_back(std::string(TruncateChars(tag, stmt_size)));
   }
   q["client_tags"] = std::move(tags);
-  q["state"] = DisplayState(req, info.state);
+  q["state"] = row.display_state;
   q["statement"] = std::string(shown);
   q["statement_length"] = CountChars(stmt);
   q["statement_truncated"] = shown.size() < stmt.size();
@@ -92,9 +82,9 @@ Json SummaryJson(const QueryCoordinator& coordinator, size_t in_flight, size_t c
   return s;
 }
 
-Json ListJson(const RequestList& list, size_t stmt_size) {
+Json ListJson(const QueryListPage& list, size_t stmt_size) {
   Json out = Json::array();
-  for (const auto& req : list) out.push_back(QueryJson(*req, stmt_size));
+  for (const ListedQuery& row : list.rows) out.push_back(QueryJson(row, stmt_size));
   return out;
 }
 
@@ -127,26 +117,25 @@ size_t CountChars(std::string_view s) {
 }
 
 std::string RenderQueriesJson(const QueryCoordinator& coordinator, int stmt_size,
-                              const std::function<bool(const ClientRequestState&)>& visible) {
+                              const std::function<bool(const ClientRequestState&)>& visible,
+                              const QueryListParams& params) {
   // Both lists are copies: the registry's Snapshot() and the log's, so no lock is held below
-  // except each request's own, briefly, in GetInfo().
-  RequestList in_flight = coordinator.InFlight();
-  RequestList completed = coordinator.Completed();
-  if (visible) {
-    auto hidden = [&](const std::shared_ptr<ClientRequestState>& q) { return !visible(*q); };
-    std::erase_if(in_flight, hidden);
-    std::erase_if(completed, hidden);
-  }
-  std::stable_sort(in_flight.begin(), in_flight.end(), [](const auto& a, const auto& b) {
-    return a->submit_time() > b->submit_time();
-  });
+  // except each request's own, briefly, in GetInfo(). Only the rows of the page are rendered.
+  QueryListPage in_flight =
+      SelectQueries(coordinator.InFlight(), params, /*use_cursor=*/false, visible);
+  QueryListPage completed =
+      SelectQueries(coordinator.Completed(), params, /*use_cursor=*/true, visible);
   size_t size = static_cast<size_t>(std::max(0, stmt_size));
   Json page;
   page["generated_at"] = FormatIsoTime(std::chrono::system_clock::now());
   page["query_stmt_size"] = size;
-  page["summary"] = SummaryJson(coordinator, in_flight.size(), completed.size());
+  page["limit"] = params.limit;
+  page["summary"] = SummaryJson(coordinator, in_flight.matched, completed.matched);
+  page["in_flight_matched"] = in_flight.matched;
+  page["completed_matched"] = completed.matched;
   page["in_flight"] = ListJson(in_flight, size);
   page["completed"] = ListJson(completed, size);
+  page["next_cursor"] = completed.next ? Json(EncodeCursor(*completed.next)) : Json(nullptr);
   // Invalid UTF-8 in a statement becomes U+FFFD instead of an exception.
   return page.dump(-1, ' ', false, Json::error_handler_t::replace);
 }

@@ -292,13 +292,13 @@ bool QueryCoordinator::FailRequest(const std::shared_ptr<ClientRequestState>& re
 }
 
 bool QueryCoordinator::CancelRequest(const std::shared_ptr<ClientRequestState>& req,
-                                     QueryError reason) {
-  return TerminateRequest(req, State::kCanceled, std::move(reason));
+                                     QueryError reason, std::string who) {
+  return TerminateRequest(req, State::kCanceled, std::move(reason), std::move(who));
 }
 
 bool QueryCoordinator::TerminateRequest(const std::shared_ptr<ClientRequestState>& req,
-                                        State terminal, QueryError error) {
-  if (!req->Terminate(terminal, std::move(error))) return false;
+                                        State terminal, QueryError error, std::string who) {
+  if (!req->Terminate(terminal, std::move(error), std::move(who))) return false;
   {
     // A request failed while waiting for admission must not keep occupying the queue.
     MutexLock l(&admission_lock_);
@@ -321,7 +321,9 @@ std::optional<QueryError> QueryCoordinator::KillQuery(const std::string& query_i
   QueryError killed = QueryError::UserCanceled();
   killed.message = message.empty() ? "Query killed. No message provided."
                                    : "Query killed. Message: " + message;
-  if (!CancelRequest(target, std::move(killed))) {
+  if (!CancelRequest(target, std::move(killed),
+                     DescribeUser(caller.user, caller.principal) +
+                         " (system.runtime.kill_query)")) {
     return QueryError::GenericUser("Target query is not running: " + PrintId(id));
   }
   LOG(INFO) << "Query " << PrintId(id) << " of "
@@ -334,7 +336,7 @@ std::optional<QueryError> QueryCoordinator::KillQuery(const std::string& query_i
 Status QueryCoordinator::Cancel(const UniqueId& id, std::string_view who) {
   std::shared_ptr<ClientRequestState> req = Find(id);
   if (!req) return NotFound("query " + PrintId(id) + " is not known (never existed, or expired)");
-  if (CancelRequest(req)) {
+  if (CancelRequest(req, QueryError::UserCanceled(), std::string(who))) {
     LOG(INFO) << "Query " << PrintId(id) << " of " << DescribeUser(req->user(), req->principal())
               << " canceled by " << who;
   }

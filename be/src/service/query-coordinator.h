@@ -106,10 +106,10 @@ class QueryCoordinator {
   /// Ends 'req' as FAILED with 'error': cancels its execution (if any), takes it out of the
   /// admission queue (if queued) and completes it. False if it was already terminal.
   bool FailRequest(const std::shared_ptr<ClientRequestState>& req, QueryError error);
-  /// Ends 'req' as CANCELED with 'reason' (USER_CANCELED), the same way. False if already
-  /// terminal.
+  /// Ends 'req' as CANCELED with 'reason' (USER_CANCELED), the same way; 'who' is shown as
+  /// who canceled (the per-query page). False if already terminal.
   bool CancelRequest(const std::shared_ptr<ClientRequestState>& req,
-                     QueryError reason = QueryError::UserCanceled());
+                     QueryError reason = QueryError::UserCanceled(), std::string who = {});
   /// CALL system.runtime.kill_query: cancels query 'query_id' for 'caller' with 'message',
   /// under /cancel_query's rules (with authentication, a non-admin only their own queries;
   /// another's is NOT_FOUND as if it did not exist). The error for the CALL, or nullopt.
@@ -177,7 +177,8 @@ class QueryCoordinator {
       QR_REQUIRES(admission_lock_);
   /// FailRequest() and CancelRequest(): 'terminal' is kFailed or kCanceled.
   bool TerminateRequest(const std::shared_ptr<ClientRequestState>& req,
-                        ClientRequestState::State terminal, QueryError error);
+                        ClientRequestState::State terminal, QueryError error,
+                        std::string who = {});
   /// Fails the in-flight requests whose clients are not fetching; returns how many.
   int CancelIdleAtShutdown();
   int max_running_per_user() const;

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Runs the headless-browser tests of the debug pages with Node's test runner:
-#   tests/e2e/browser/run-browser-test.sh path/to/coordinatord
+#   tests/e2e/browser/run-browser-test.sh path/to/coordinatord [TEST.test.mjs]
+# (default: queries-page.test.mjs). QR_HISTORY_FILL names the history-fill tool for
+# queries-scale.test.mjs.
 # Exits 77 (ctest: skipped) when Chromium, Node or the npm packages are missing:
 # scripts/install-deps.sh --e2e --browser installs the first two, scripts/e2e-deps.sh the last.
 set -euo pipefail
@@ -19,4 +21,4 @@ if [ ! -f "$here/../node_modules/playwright-core/package.json" ]; then
   echo "SKIP: playwright-core is not installed in tests/e2e (run scripts/e2e-deps.sh)"
   exit 77
 fi
-exec node --test "$here/queries-page.test.mjs"
+exec node --test "$here/${2:-queries-page.test.mjs}"

@@ -1,0 +1,100 @@
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "service/client-request-state.h"
+#include "util/unique-id.h"
+
+namespace qr {
+
+struct HttpRequest;
+
+namespace debug_pages {
+
+/// What /queries?json sorts by (docs/operations.md#queries-and-queriesjson).
+enum class QuerySortKey {
+  kStart,     // submit time (wall clock, ns)
+  kDuration,  // elapsed ms (so far, for an in-flight query)
+  kRows,      // rows handed to the client
+};
+
+/// Where a page of the completed list ends: the sort key and id of its last row. The next
+/// page holds the rows strictly after it in the sort order (key, then id). Completed queries
+/// never change, so paging with a cursor neither repeats nor skips a row while queries keep
+/// completing (they sort before the cursor in the default newest-first order).
+struct QueryListCursor {
+  int64_t key = 0;
+  UniqueId id;
+};
+/// "<key>.<id>" (url-safe); clients treat it as opaque.
+std::string EncodeCursor(const QueryListCursor& cursor);
+bool DecodeCursor(std::string_view text, QueryListCursor* cursor);
+
+/// The filters, order and page of one GET /queries?json. Defaults: everything, newest first.
+struct QueryListParams {
+  /// Display states (QUEUED, RUNNING, FINISHED, FAILED, CANCELED) to keep; empty: all.
+  std::vector<std::string> states;
+  /// Exact user / source; nullopt: any.
+  std::optional<std::string> user;
+  std::optional<std::string> source;
+  /// A substring of the statement, ASCII case-insensitive; empty: any.
+  std::string text;
+  /// Submit time in [since_ms, until_ms), ms since the Unix epoch; nullopt: unbounded.
+  std::optional<int64_t> since_ms;
+  std::optional<int64_t> until_ms;
+  QuerySortKey sort = QuerySortKey::kStart;
+  bool ascending = false;
+  /// Rows of each list at most.
+  size_t limit = 100;
+  /// Continue the completed list after this row.
+  std::optional<QueryListCursor> cursor;
+};
+
+/// The default of 'limit' when the request names none (capped by the maximum).
+constexpr size_t kDefaultQueryListLimit = 100;
+
+/// Reads the parameters of 'req' (state, user, source, q, since, until, sort, order, limit,
+/// cursor). 'limit' must be within [1, max_limit]. On a bad value returns false with
+/// '*error' naming the parameter and what it accepts.
+bool ParseQueryListParams(const HttpRequest& req, size_t max_limit, QueryListParams* out,
+                          std::string* error);
+
+/// One listed query: the request and one snapshot of its counters (read once, so the row's
+/// fields agree with each other; a running query's duration or rows may have moved on since
+/// it was sorted).
+struct ListedQuery {
+  std::shared_ptr<ClientRequestState> request;
+  ClientRequestState::Info info;
+  const char* display_state = "";
+  int64_t key = 0;
+};
+
+/// One list after filtering, sorting and paging.
+struct QueryListPage {
+  std::vector<ListedQuery> rows;
+  /// Rows that matched the filters (before the cursor and the limit).
+  size_t matched = 0;
+  /// Set when rows beyond this page match: pass it as 'cursor' for the next page.
+  std::optional<QueryListCursor> next;
+};
+
+/// The protocol state, except that a request whose client has not polled since an executor
+/// thread started it shows as RUNNING (what the server is doing).
+const char* DisplayState(const ClientRequestState& req, ClientRequestState::State state);
+
+/// Filters 'requests' by 'params' (and 'visible', when set), sorts them, skips to the cursor
+/// when 'use_cursor', and keeps 'params.limit' rows. Only the kept rows are snapshotted
+/// (GetInfo()), plus every candidate when a state filter or a counter sort needs it.
+QueryListPage SelectQueries(const std::vector<std::shared_ptr<ClientRequestState>>& requests,
+                            const QueryListParams& params, bool use_cursor,
+                            const std::function<bool(const ClientRequestState&)>& visible);
+
+}  // namespace debug_pages
+}  // namespace qr
