@@ -395,6 +395,43 @@ TEST_F(SqliteEngineTest, TrinoOnlyStatementsAreNotSupportedWithAnAlternative) {
             Json::parse("[[1]]"));
 }
 
+// Trino expressions SQLite cannot parse: NOT_SUPPORTED naming the feature and the
+// alternative, at the construct's position; a table in another catalog: CATALOG_NOT_FOUND.
+TEST_F(SqliteEngineTest, TrinoOnlyExpressionsAreNotSupportedWithAnAlternative) {
+  struct Case {
+    const char* sql;
+    const char* hint;
+    int line, column;
+  };
+  const Case cases[] = {
+      {"SELECT x FROM UNNEST(ARRAY[1, 2]) AS t(x)", "json_each", 1, 15},
+      {"SELECT ARRAY[1, 2]", "json_array", 1, 8},
+      {"SELECT TRY_CAST('1' AS INTEGER)", "CAST", 1, 8},
+      {"SELECT date('2024-01-01') +\n  INTERVAL '1' DAY", "date(d, '+1 day')", 2, 3},
+      {"SELECT ROW(1, 2)", "row value", 1, 8},
+      {"SELECT MAP(ARRAY['a'], ARRAY[1])", "json_object", 1, 8},
+  };
+  for (const Case& c : cases) {
+    QueryError e = Fails(c.sql, 13);
+    EXPECT_EQ(e.name, "NOT_SUPPORTED") << c.sql;
+    EXPECT_NE(e.message.find(c.hint), std::string::npos) << c.sql << ": " << e.message;
+    EXPECT_EQ(e.line, c.line) << c.sql;
+    EXPECT_EQ(e.column, c.column) << c.sql;
+  }
+  QueryError other = Fails("SELECT * FROM hive.default.orders", 44);
+  EXPECT_EQ(other.name, "CATALOG_NOT_FOUND");
+  EXPECT_NE(other.message.find("'hive' does not exist"), std::string::npos) << other.message;
+  EXPECT_EQ(other.column, 15);
+  // The location is in the statement as sent, before catalog names are rewritten.
+  // (SQLite sees "main.nation": the rewritten text would put ARRAY at column 33.)
+  QueryError after_rewrite = Fails("SELECT * FROM sqlite.main.nation WHERE ARRAY[1]", 13);
+  EXPECT_EQ(after_rewrite.column, 40) << after_rewrite.message;
+  // Our own catalog's three-part name runs; ARRAY as a name, or inside a string, stays SQLite's.
+  EXPECT_EQ(Rows("SELECT count(*) > 0 FROM sqlite.main.nation"), Json::parse("[[1]]"));
+  EXPECT_EQ(Rows("SELECT 'ARRAY[1]' AS array"), Json::parse(R"([["ARRAY[1]"]])"));
+  EXPECT_EQ(Fails("SELECT 'ARRAY[1]' FROM", 1).name, "SYNTAX_ERROR");
+}
+
 TEST_F(SqliteEngineTest, CancelStopsARunningStatement) {
   auto q = Submit(&mgr_, engine_.get(), kEndless);
   ASSERT_TRUE(WaitFor([&] { return q->exec_state() == ExecState::kRunning; }));

@@ -265,8 +265,8 @@ TEST_F(TrinoMetadataTest, TwoAndThreePartNamesResolve) {
   EXPECT_EQ(Rows("SELECT count(*) FROM sqlite.information_schema.tables WHERE "
                  "table_name = 'events'"),
             Json::parse("[[1]]"));
-  // SQLite has no three-part names: another catalog's is a syntax error.
-  EXPECT_EQ(Fails("SELECT * FROM hive.main.events").name, "SYNTAX_ERROR");
+  // There is one catalog: another one's three-part name is CATALOG_NOT_FOUND.
+  EXPECT_EQ(Fails("SELECT * FROM hive.main.events").name, "CATALOG_NOT_FOUND");
   EXPECT_EQ(Fails("SELECT * FROM system.jdbc.nope").name, "TABLE_NOT_FOUND");
 }
 

@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <cctype>
 #include <cerrno>
@@ -284,6 +285,8 @@ bool SqliteConnection::Prepare(std::string_view sql, sqlite3_stmt** stmt, QueryE
     case TrinoTranslation::Kind::kNone:
       break;
   }
+  // Locations of the Trino constructs we explain are given in the statement as sent.
+  const std::string_view as_sent = sql;
   std::string rewritten;
   if (RewriteCatalogNames(sql, catalog_, &rewritten)) sql = rewritten;
   const char* const begin = sql.data();
@@ -301,7 +304,13 @@ bool SqliteConnection::Prepare(std::string_view sql, sqlite3_stmt** stmt, QueryE
       if (error->name == "SYNTAX_ERROR" || error->name == "PERMISSION_DENIED") {
         if (std::optional<std::string> m = UnsupportedTrinoStatement(sql.substr(start - begin))) {
           *error = QueryError::NotSupported(std::move(*m));
+        } else if (error->name == "SYNTAX_ERROR") {
+          ExplainTrinoOnlySyntax(as_sent, start - begin, error);
         }
+      } else if (error->name == "COLUMN_NOT_FOUND" ||
+                 error->message.find("no such function") != std::string::npos) {
+        // ARRAY[1] reads as column "array", ROW(1, 2) and MAP(...) as unknown functions.
+        ExplainTrinoOnlySyntax(as_sent, start - begin, error);
       }
       return false;
     }
@@ -365,6 +374,21 @@ bool SqliteConnection::PrepareExplain(const std::string& explained, bool validat
     return false;
   }
   return true;
+}
+
+void SqliteConnection::ExplainTrinoOnlySyntax(std::string_view sql, size_t base,
+                                              QueryError* error) {
+  // 'base' counts the empty statements before this one, which the rewrite leaves as they are.
+  base = std::min(base, sql.size());
+  std::optional<TrinoOnlySyntax> found = FindTrinoOnlySyntax(sql.substr(base), catalog_);
+  if (!found) return;
+  int line = 0, column = 0;
+  LineAndColumn(sql, base + found->offset, &line, &column);
+  *error = std::move(found->error);
+  error->message =
+      "line " + std::to_string(line) + ":" + std::to_string(column) + ": " + error->message;
+  error->line = line;
+  error->column = column;
 }
 
 QueryError SqliteConnection::PrepareError(int rc, std::string_view sql, size_t base) {

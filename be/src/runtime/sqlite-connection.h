@@ -68,6 +68,10 @@ class SqliteConnection {
   /// The error for a failed prepare, with result code 'rc', of the statement that starts at
   /// byte 'base' of 'sql' (SQLite's error offset is relative to that start).
   QueryError PrepareError(int rc, std::string_view sql, size_t base);
+  /// Replaces the error '*error' (a syntax error, an unknown column or function) of the
+  /// statement at byte 'base' of 'sql' (as the client sent it, before the catalog names were
+  /// rewritten) with what FindTrinoOnlySyntax() finds in it (trino-statements.h), if anything.
+  void ExplainTrinoOnlySyntax(std::string_view sql, size_t base, QueryError* error);
   QueryError ReadOnlyError() const;
   /// " (tables: a, b, ...)": what a user who named a missing table can choose from.
   std::string TableHint();

@@ -3,6 +3,7 @@
 #include <cctype>
 #include <vector>
 
+#include "runtime/sql-rewrite.h"
 #include "runtime/sqlite-connection.h"
 
 namespace qr {
@@ -25,6 +26,17 @@ std::vector<std::string> LeadingWords(std::string_view sql, size_t n) {
     pos = SkipBlankSql(sql, pos);
   }
   return words;
+}
+
+bool SameName(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (std::tolower(static_cast<unsigned char>(a[i])) !=
+        std::tolower(static_cast<unsigned char>(b[i]))) {
+      return false;
+    }
+  }
+  return true;
 }
 
 constexpr char kSqliteDialect[] =
@@ -71,6 +83,55 @@ std::optional<std::string> UnsupportedTrinoStatement(std::string_view sql) {
     return std::nullopt;
   }
   return msg + kSqliteDialect;
+}
+
+std::optional<TrinoOnlySyntax> FindTrinoOnlySyntax(std::string_view sql,
+                                                   std::string_view catalog) {
+  const std::vector<SqlToken> t = TokenizeSql(sql);
+  auto punct = [&](size_t i, char c) {
+    return i < t.size() && t[i].kind == SqlToken::Kind::kPunct && sql[t[i].begin] == c;
+  };
+  auto name = [&](size_t i) {
+    return i < t.size() &&
+           (t[i].kind == SqlToken::Kind::kWord || t[i].kind == SqlToken::Kind::kQuotedIdentifier);
+  };
+  for (size_t i = 0; i < t.size(); ++i) {
+    if (t[i].kind != SqlToken::Kind::kWord) continue;
+    const std::string& w = t[i].value;
+    std::string msg;
+    // SQLite reads [1, 2] as a quoted identifier: ARRAY[1, 2] is column "array" aliased.
+    if (w == "array" && i + 1 < t.size() && sql[t[i + 1].begin] == '[') {
+      msg = "ARRAY[...] is not supported: SQLite has no array type. Use json_array(...), and "
+            "json_each(...) to read one as rows.";
+    } else if (w == "unnest" && punct(i + 1, '(')) {
+      msg = "UNNEST is not supported. Use json_each(json_array(...)) or a VALUES list as a "
+            "table.";
+    } else if (w == "try_cast" && punct(i + 1, '(')) {
+      msg = "TRY_CAST is not supported. Use CAST (SQLite's CAST never fails: text that is not "
+            "a number becomes 0), or CASE with typeof() to test a value first.";
+    } else if (w == "interval" && i + 1 < t.size() && t[i + 1].kind == SqlToken::Kind::kString) {
+      msg = "INTERVAL literals are not supported. Use SQLite's date and time modifiers: "
+            "date(d, '+1 day'), datetime(t, '-3 hours').";
+    } else if (w == "row" && punct(i + 1, '(')) {
+      msg = "ROW(...) is not supported. Use a row value (a, b) in comparisons, or "
+            "json_object(...).";
+    } else if (w == "map" && punct(i + 1, '(')) {
+      msg = "MAP(...) is not supported. Use json_object(...).";
+    } else if ((w == "from" || w == "join") && name(i + 1) && punct(i + 2, '.') &&
+               name(i + 3) && punct(i + 4, '.') && name(i + 5) && t[i + 1].value != "system" &&
+               !SameName(t[i + 1].value, catalog)) {
+      // The served catalog's and system's names resolve (sql-rewrite.h).
+      return TrinoOnlySyntax{
+          QueryError::CatalogNotFound(
+              "Catalog '" + t[i + 1].value + "' does not exist: the one catalog is the served "
+              "database, '" + std::string(catalog) + "' (SHOW CATALOGS)"),
+          t[i + 1].begin};
+    } else {
+      continue;
+    }
+    return TrinoOnlySyntax{QueryError::NotSupported(msg + kSqliteDialect), t[i].begin};
+  }
+  return std::nullopt;
 }
 
 }  // namespace qr
