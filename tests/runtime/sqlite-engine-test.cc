@@ -426,6 +426,9 @@ TEST_F(SqliteEngineTest, TrinoOnlyExpressionsAreNotSupportedWithAnAlternative) {
   // (SQLite sees "main.nation": the rewritten text would put ARRAY at column 33.)
   QueryError after_rewrite = Fails("SELECT * FROM sqlite.main.nation WHERE ARRAY[1]", 13);
   EXPECT_EQ(after_rewrite.column, 40) << after_rewrite.message;
+  // So is SQLite's own error location.
+  QueryError missing = Fails("SELECT * FROM sqlite.main.nation WHERE nope = 1", 47);
+  EXPECT_EQ(missing.column, 40) << missing.message;
   // Our own catalog's three-part name runs; ARRAY as a name, or inside a string, stays SQLite's.
   EXPECT_EQ(Rows("SELECT count(*) > 0 FROM sqlite.main.nation"), Json::parse("[[1]]"));
   EXPECT_EQ(Rows("SELECT 'ARRAY[1]' AS array"), Json::parse(R"([["ARRAY[1]"]])"));

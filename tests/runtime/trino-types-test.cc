@@ -113,6 +113,23 @@ TEST(SqlRewriteTest, CatalogNamesAreRewrittenOnTokens) {
   EXPECT_EQ(Rewrite("SELECT * FROM other.main.t"), "(unchanged)");
 }
 
+TEST(SqlRewriteTest, OutputOffsetsMapBackToTheInput) {
+  //                 0         1         2         3         4
+  //                 0123456789012345678901234567890123456789012345
+  const char* sql = "SELECT x FROM sqlite.main.t, information_schema.tables WHERE y";
+  std::string out;
+  std::vector<SqlEdit> edits;
+  ASSERT_TRUE(RewriteCatalogNames(sql, "sqlite", &out, &edits));
+  ASSERT_EQ(out, "SELECT x FROM main.t, temp.\"information_schema.tables\" WHERE y");
+  ASSERT_EQ(edits.size(), 2u);
+  EXPECT_EQ(InputOffset(edits, 7), 7u);    // x: before any replacement
+  EXPECT_EQ(InputOffset(edits, 14), 21u);  // main: after "sqlite." was dropped
+  EXPECT_EQ(InputOffset(edits, 25), 29u);  // inside the view's name: where the name began
+  EXPECT_EQ(out.substr(out.find(" y") + 1, 1), "y");
+  EXPECT_EQ(InputOffset(edits, out.find(" y") + 1), std::string_view(sql).find(" y") + 1);
+  EXPECT_EQ(InputOffset({}, 5), 5u);
+}
+
 TEST(SqlRewriteTest, Tokens) {
   const auto tokens = TokenizeSql("SELECT 'it''s', \"a\"\"b\", [c d], 1e-3 -- x\n/* y */;");
   ASSERT_EQ(tokens.size(), 9u);

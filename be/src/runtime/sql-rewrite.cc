@@ -122,7 +122,8 @@ std::string QuoteString(std::string_view text) {
   return out + "'";
 }
 
-bool RewriteCatalogNames(std::string_view sql, std::string_view catalog, std::string* out) {
+bool RewriteCatalogNames(std::string_view sql, std::string_view catalog, std::string* out,
+                         std::vector<SqlEdit>* edits) {
   // Most statements name none of these: they are not tokenized.
   if (!ContainsIgnoreCase(sql, catalog) && !ContainsIgnoreCase(sql, "information_schema") &&
       !ContainsIgnoreCase(sql, "system")) {
@@ -131,12 +132,12 @@ bool RewriteCatalogNames(std::string_view sql, std::string_view catalog, std::st
   const std::vector<SqlToken> tokens = TokenizeSql(sql);
   std::string result;
   size_t copied = 0;  // bytes of 'sql' already in 'result'
-  bool changed = false;
+  std::vector<SqlEdit> made;
   auto replace = [&](size_t begin, size_t end, const std::string& with) {
     result.append(sql.substr(copied, begin - copied));
+    made.push_back({begin, end, result.size(), result.size() + with.size()});
     result += with;
     copied = end;
-    changed = true;
   };
   size_t i = 0;
   while (i < tokens.size()) {
@@ -173,10 +174,21 @@ bool RewriteCatalogNames(std::string_view sql, std::string_view catalog, std::st
     }
     i = j;
   }
-  if (!changed) return false;
+  if (made.empty()) return false;
   result.append(sql.substr(copied));
   *out = std::move(result);
+  if (edits != nullptr) *edits = std::move(made);
   return true;
+}
+
+size_t InputOffset(const std::vector<SqlEdit>& edits, size_t offset) {
+  size_t in = offset;
+  for (const SqlEdit& e : edits) {
+    if (offset < e.out_begin) break;
+    if (offset < e.out_end) return e.in_begin;
+    in = e.in_end + (offset - e.out_end);
+  }
+  return in;
 }
 
 }  // namespace qr

@@ -47,9 +47,21 @@ std::string QuoteIdentifier(std::string_view name);
 /// 'text' as a SQL string literal: 'text' with '\'' doubled.
 std::string QuoteString(std::string_view text);
 
+/// One replacement made by RewriteCatalogNames: bytes [in_begin, in_end) of the input became
+/// bytes [out_begin, out_end) of the output.
+struct SqlEdit {
+  size_t in_begin, in_end, out_begin, out_end;
+};
+
 /// Rewrites the qualified names of 'sql' that name catalog 'catalog' or the metadata tables
-/// (see the file comment) into '*out'. False, with '*out' untouched, when there is nothing to
-/// rewrite.
-bool RewriteCatalogNames(std::string_view sql, std::string_view catalog, std::string* out);
+/// (see the file comment) into '*out', and, if 'edits' is given, lists the replacements in
+/// order. False, with '*out' and '*edits' untouched, when there is nothing to rewrite.
+bool RewriteCatalogNames(std::string_view sql, std::string_view catalog, std::string* out,
+                         std::vector<SqlEdit>* edits = nullptr);
+
+/// The byte of the input that byte 'offset' of a rewritten output comes from: outside a
+/// replacement, the same byte shifted by the replacements before it; inside one, the start of
+/// the name it replaced.
+size_t InputOffset(const std::vector<SqlEdit>& edits, size_t offset);
 
 }  // namespace qr

@@ -288,7 +288,8 @@ bool SqliteConnection::Prepare(std::string_view sql, sqlite3_stmt** stmt, QueryE
   // Locations of the Trino constructs we explain are given in the statement as sent.
   const std::string_view as_sent = sql;
   std::string rewritten;
-  if (RewriteCatalogNames(sql, catalog_, &rewritten)) sql = rewritten;
+  std::vector<SqlEdit> edits;
+  if (RewriteCatalogNames(sql, catalog_, &rewritten, &edits)) sql = rewritten;
   const char* const begin = sql.data();
   const char* const end = begin + sql.size();
   const char* tail = begin;
@@ -298,7 +299,7 @@ bool SqliteConnection::Prepare(std::string_view sql, sqlite3_stmt** stmt, QueryE
     const char* start = tail;
     const int rc = sqlite3_prepare_v3(db_, start, static_cast<int>(end - start), 0, &s, &tail);
     if (rc != SQLITE_OK) {
-      *error = PrepareError(rc, sql, start - begin);
+      *error = PrepareError(rc, start - begin, as_sent, edits);
       // A Trino statement SQLite does not know (or, as EXPLAIN ANALYZE, reads as something
       // else it refuses): say so, and what to use instead.
       if (error->name == "SYNTAX_ERROR" || error->name == "PERMISSION_DENIED") {
@@ -391,7 +392,8 @@ void SqliteConnection::ExplainTrinoOnlySyntax(std::string_view sql, size_t base,
   error->column = column;
 }
 
-QueryError SqliteConnection::PrepareError(int rc, std::string_view sql, size_t base) {
+QueryError SqliteConnection::PrepareError(int rc, size_t base, std::string_view as_sent,
+                                          const std::vector<SqlEdit>& edits) {
   std::string msg = sqlite3_errmsg(db_);
   // A refused function is reported as SQLITE_ERROR ("not authorized to use function").
   if ((rc & 0xff) == SQLITE_AUTH || !denied_.empty()) return ReadOnlyError();
@@ -404,9 +406,9 @@ QueryError SqliteConnection::PrepareError(int rc, std::string_view sql, size_t b
   const int offset = sqlite3_error_offset(db_);
   const bool incomplete = msg == "incomplete input";
   if (offset >= 0) {
-    LineAndColumn(sql, base + offset, &line, &column);
+    LineAndColumn(as_sent, InputOffset(edits, base + offset), &line, &column);
   } else if (incomplete) {
-    LineAndColumn(sql, LastSignificant(sql), &line, &column);
+    LineAndColumn(as_sent, LastSignificant(as_sent), &line, &column);
   }
   if (incomplete) msg = "syntax error: the statement ends before it is complete";
   const std::string where =

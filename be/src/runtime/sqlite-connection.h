@@ -7,6 +7,7 @@
 #include <string_view>
 
 #include "runtime/query-error.h"
+#include "runtime/sql-rewrite.h"
 #include "runtime/sqlite-guarded-functions.h"
 #include "runtime/system-tables.h"
 #include "util/status.h"
@@ -66,8 +67,10 @@ class SqliteConnection {
   static int Authorize(void* self, int action, const char* arg1, const char* arg2,
                        const char* db_name, const char* trigger);
   /// The error for a failed prepare, with result code 'rc', of the statement that starts at
-  /// byte 'base' of 'sql' (SQLite's error offset is relative to that start).
-  QueryError PrepareError(int rc, std::string_view sql, size_t base);
+  /// byte 'base' of the SQL SQLite saw (its error offset is relative to that start), which is
+  /// 'as_sent' with the catalog names rewritten by 'edits': the location is in 'as_sent'.
+  QueryError PrepareError(int rc, size_t base, std::string_view as_sent,
+                          const std::vector<SqlEdit>& edits);
   /// Replaces the error '*error' (a syntax error, an unknown column or function) of the
   /// statement at byte 'base' of 'sql' (as the client sent it, before the catalog names were
   /// rewritten) with what FindTrinoOnlySyntax() finds in it (trino-statements.h), if anything.
