@@ -23,6 +23,7 @@
 
 #include "fuzz-util.h"
 #include "service/statement-service.h"
+#include "http/http-framing.h"
 #include "http/http-message.h"
 #include "util/unique-id.h"
 #include "http/webserver.h"
@@ -196,8 +197,31 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     http::request_parser<http::string_body> parser;
     parser.header_limit(static_cast<uint32_t>(limits.max_header_bytes));
     parser.body_limit(limits.max_body_bytes);
-    parser.eager(true);
     boost::beast::error_code ec;
+    // As the server reads (webserver-session.cc): the head alone (not eager), then its framing
+    // checks (http-framing.h), which refuse what Beast's parser would take (a folded line, a
+    // Transfer-Encoding other than chunked), and only then the body.
+    const char* const head = p;
+    while (!parser.is_header_done() && left > 0) {
+      const size_t used = parser.put(boost::asio::buffer(p, left), ec);
+      FUZZ_CHECK(used <= left);
+      p += used;
+      left -= used;
+      if (ec == http::error::need_more) {
+        ec = {};
+        if (used == 0) break;
+        continue;
+      }
+      if (ec) return 0;
+    }
+    if (!parser.is_header_done()) return 0;  // an incomplete head: the server waits, then drops
+    const std::string_view head_bytes(head, static_cast<size_t>(p - head));
+    const bool folded = head_bytes.find("\n ") != std::string_view::npos ||
+                        head_bytes.find("\n\t") != std::string_view::npos;
+    qr::HttpRequest head_req;
+    qr::FramingError framing;
+    if (!qr::CheckRequestHead(parser.get().base(), folded, &head_req, &framing)) return 0;
+    parser.eager(true);
     while (!parser.is_done() && left > 0) {
       const size_t used = parser.put(boost::asio::buffer(p, left), ec);
       FUZZ_CHECK(used <= left);
