@@ -132,7 +132,7 @@ TEST_F(TrinoMetadataTest, ShowColumnsAndDescribe) {
   EXPECT_EQ(Rows("DESCRIBE v_events"),
             Json::parse(R"js([["id","bigint","",""],["day","date","",""]])js"));
   EXPECT_EQ(Rows("DESCRIBE system.jdbc.table_types"),
-            Json::parse(R"js([["TABLE_TYPE","unknown","",""]])js"));
+            Json::parse(R"js([["TABLE_TYPE","varchar","",""]])js"));
   QueryError e = Fails("DESCRIBE missing");
   EXPECT_EQ(e.name, "TABLE_NOT_FOUND");
   EXPECT_EQ(e.message, "Table 'sqlite.main.missing' does not exist");
@@ -141,8 +141,8 @@ TEST_F(TrinoMetadataTest, ShowColumnsAndDescribe) {
 
 TEST_F(TrinoMetadataTest, ShowSessionAndFunctions) {
   EXPECT_EQ(Columns("SHOW SESSION"),
-            (std::vector<std::string>{"Name unknown", "Value unknown", "Default unknown",
-                                      "Type unknown", "Description unknown"}));
+            (std::vector<std::string>{"Name varchar", "Value varchar", "Default varchar",
+                                      "Type varchar", "Description varchar"}));
   EXPECT_EQ(Rows("SHOW SESSION LIKE 'query%'"), Json::array());
   EXPECT_EQ(Rows("SHOW FUNCTIONS LIKE 'abs'"),
             Json::parse(R"js([["abs","","1 argument","scalar","true",""]])js"));
@@ -247,6 +247,56 @@ TEST_F(TrinoMetadataTest, SqlAlchemyDialectQueries) {
             Json::parse("[[null]]"));
   EXPECT_EQ(Rows("SELECT * FROM system.metadata.catalogs ORDER BY 1"),
             Json::parse(R"js([["sqlite","sqlite","sqlite"],["system","system","system"]])js"));
+}
+
+// An empty answer has Trino's column types too: the views' columns are expressions, which
+// SQLite gives no declared type, and a client types a column from the first page's columns.
+TEST_F(TrinoMetadataTest, EmptyAnswersAreTyped) {
+  EXPECT_EQ(Columns("SELECT * FROM information_schema.tables WHERE table_name = 'nope'"),
+            (std::vector<std::string>{"table_catalog varchar", "table_schema varchar",
+                                      "table_name varchar", "table_type varchar",
+                                      "table_comment varchar"}));
+  EXPECT_EQ(Columns("SELECT table_name, ordinal_position AS pos FROM information_schema.columns "
+                    "WHERE table_name = 'nope' ORDER BY 2"),
+            (std::vector<std::string>{"table_name varchar", "pos bigint"}));
+  const std::vector<std::string> jdbc_columns =
+      Columns("SELECT * FROM system.jdbc.columns WHERE TABLE_NAME LIKE 'nope%' ESCAPE '\\' "
+              "ORDER BY TABLE_CAT, TABLE_SCHEM, TABLE_NAME, ORDINAL_POSITION");
+  ASSERT_EQ(jdbc_columns.size(), 24u);
+  EXPECT_EQ(jdbc_columns[4], "DATA_TYPE bigint");
+  EXPECT_EQ(jdbc_columns[5], "TYPE_NAME varchar");
+  EXPECT_EQ(jdbc_columns[16], "ORDINAL_POSITION bigint");
+  EXPECT_EQ(Columns("SELECT * FROM system.jdbc.procedures"),
+            (std::vector<std::string>{"PROCEDURE_CAT varchar", "PROCEDURE_SCHEM varchar",
+                                      "PROCEDURE_NAME varchar", "REMARKS varchar",
+                                      "PROCEDURE_TYPE bigint", "SPECIFIC_NAME varchar"}));
+  // Trino's system.jdbc.types has four boolean columns.
+  const std::vector<std::string> types = Columns("SELECT * FROM system.jdbc.types");
+  ASSERT_EQ(types.size(), 18u);
+  EXPECT_EQ(types[7], "CASE_SENSITIVE boolean");
+  EXPECT_EQ(types[11], "AUTO_INCREMENT boolean");
+  EXPECT_EQ(Rows("SELECT TYPE_NAME, CASE_SENSITIVE FROM system.jdbc.types "
+                 "WHERE TYPE_NAME IN ('bigint', 'varchar') ORDER BY 1"),
+            Json::parse(R"js([["bigint",false],["varchar",true]])js"));
+  // The listings and DESCRIBE agree with the answers.
+  EXPECT_EQ(Rows("SELECT TYPE_NAME FROM system.jdbc.columns WHERE TABLE_SCHEM = 'jdbc' "
+                 "AND TABLE_NAME = 'types' AND COLUMN_NAME IN ('DATA_TYPE', 'CASE_SENSITIVE', "
+                 "'TYPE_NAME') ORDER BY ORDINAL_POSITION"),
+            Json::parse(R"js([["varchar"],["bigint"],["boolean"]])js"));
+  EXPECT_EQ(Rows("SELECT data_type FROM information_schema.columns WHERE table_schema = "
+                 "'information_schema' AND table_name = 'columns' AND column_name IN "
+                 "('table_name', 'ordinal_position') ORDER BY ordinal_position"),
+            Json::parse(R"js([["varchar"],["bigint"]])js"));
+  EXPECT_EQ(Rows("DESCRIBE system.jdbc.procedures")[4],
+            Json::parse(R"js(["PROCEDURE_TYPE","bigint","",""])js"));
+  EXPECT_EQ(Columns("SHOW TABLES LIKE 'nope'"), std::vector<std::string>{"Table varchar"});
+  EXPECT_EQ(Columns("SHOW SCHEMAS LIKE 'nope'"), std::vector<std::string>{"Schema varchar"});
+  EXPECT_EQ(Columns("SHOW CATALOGS LIKE 'nope'"), std::vector<std::string>{"Catalog varchar"});
+  EXPECT_EQ(Columns("SHOW COLUMNS FROM events LIKE 'nope'"),
+            (std::vector<std::string>{"Column varchar", "Type varchar", "Extra varchar",
+                                      "Comment varchar"}));
+  EXPECT_EQ(Columns("SHOW FUNCTIONS LIKE 'nope'").size(), 6u);
+  EXPECT_EQ(Columns("SHOW FUNCTIONS LIKE 'nope'")[0], "Function varchar");
 }
 
 TEST_F(TrinoMetadataTest, TwoAndThreePartNamesResolve) {

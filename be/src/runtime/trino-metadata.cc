@@ -14,12 +14,21 @@ namespace qr {
 
 namespace {
 
+/// A metadata view: its name, the Trino type of each column (one letter each: v varchar,
+/// b bigint, o boolean; none for the internal views and those over the coordinator's virtual
+/// tables, which declare their own), and its query.
+struct MetadataView {
+  const char* name;
+  const char* types;
+  const char* body;
+};
+
 /// The metadata views; "@CATALOG@" stands for the served catalog's name as a string literal.
 /// temp."qr_tables" lists every table of every catalog: the served database's tables and
 /// views (schema main), and the metadata views themselves (information_schema of the served
 /// catalog, and the schemas of the system catalog).
-constexpr std::pair<const char*, const char*> kViews[] = {
-    {"qr_tables", R"sql(
+constexpr MetadataView kViews[] = {
+    {"qr_tables", nullptr, R"sql(
 SELECT @CATALOG@ AS table_cat, 'main' AS table_schem, name AS table_name,
        CASE type WHEN 'view' THEN 'VIEW' ELSE 'TABLE' END AS table_type,
        'main' AS sqlite_schema, name AS sqlite_name, CASE type WHEN 'view' THEN sql END AS view_sql
@@ -32,44 +41,47 @@ UNION ALL
 SELECT 'system', substr(name, 8, instr(substr(name, 8), '.') - 1),
        substr(name, 8 + instr(substr(name, 8), '.')), 'TABLE', 'temp', name, NULL
   FROM temp.sqlite_schema WHERE type = 'view' AND name LIKE 'system.%')sql"},
-    {"qr_schemata", R"sql(
+    {"qr_schemata", nullptr, R"sql(
 SELECT @CATALOG@ AS catalog_name, 'main' AS schema_name
 UNION SELECT table_cat, table_schem FROM temp.qr_tables)sql"},
-    {"qr_columns", R"sql(
-SELECT t.table_cat, t.table_schem, t.table_name, p.name AS column_name, p.type AS decl_type,
+    {"qr_columns", nullptr, R"sql(
+SELECT t.table_cat, t.table_schem, t.table_name, p.name AS column_name,
+       coalesce((SELECT v.type FROM temp.qr_view_types v
+                  WHERE t.sqlite_schema = 'temp' AND v.view = t.sqlite_name AND v.cid = p.cid),
+                p.type) AS decl_type,
        p.cid + 1 AS ordinal_position, p.dflt_value AS column_default, p."notnull" AS not_null,
        p.hidden AS hidden
   FROM temp.qr_tables t JOIN pragma_table_xinfo(t.sqlite_name, t.sqlite_schema) p
  WHERE p.hidden <> 1)sql"},
-    {"information_schema.schemata", R"sql(
+    {"information_schema.schemata", "vv", R"sql(
 SELECT catalog_name, schema_name FROM temp.qr_schemata WHERE catalog_name = @CATALOG@)sql"},
-    {"information_schema.tables", R"sql(
+    {"information_schema.tables", "vvvvv", R"sql(
 SELECT table_cat AS table_catalog, table_schem AS table_schema, table_name,
        CASE table_type WHEN 'VIEW' THEN 'VIEW' ELSE 'BASE TABLE' END AS table_type,
        NULL AS table_comment
   FROM temp.qr_tables WHERE table_cat = @CATALOG@)sql"},
-    {"information_schema.columns", R"sql(
+    {"information_schema.columns", "vvvvbvvvv", R"sql(
 SELECT table_cat AS table_catalog, table_schem AS table_schema, table_name, column_name,
        ordinal_position, column_default,
        CASE WHEN not_null THEN 'NO' ELSE 'YES' END AS is_nullable,
        qr_type_info(decl_type, 'name') AS data_type, NULL AS comment
   FROM temp.qr_columns WHERE table_cat = @CATALOG@)sql"},
-    {"information_schema.views", R"sql(
+    {"information_schema.views", "vvvvv", R"sql(
 SELECT table_cat AS table_catalog, table_schem AS table_schema, table_name,
        NULL AS view_owner, qr_view_body(view_sql) AS view_definition
   FROM temp.qr_tables WHERE table_cat = @CATALOG@ AND table_type = 'VIEW')sql"},
-    {"system.jdbc.catalogs", R"sql(
+    {"system.jdbc.catalogs", "v", R"sql(
 SELECT DISTINCT catalog_name AS TABLE_CAT FROM temp.qr_schemata)sql"},
-    {"system.jdbc.schemas", R"sql(
+    {"system.jdbc.schemas", "vv", R"sql(
 SELECT schema_name AS TABLE_SCHEM, catalog_name AS TABLE_CATALOG FROM temp.qr_schemata)sql"},
-    {"system.jdbc.tables", R"sql(
+    {"system.jdbc.tables", "vvvvvvvvvv", R"sql(
 SELECT table_cat AS TABLE_CAT, table_schem AS TABLE_SCHEM, table_name AS TABLE_NAME,
        table_type AS TABLE_TYPE, NULL AS REMARKS, NULL AS TYPE_CAT, NULL AS TYPE_SCHEM,
        NULL AS TYPE_NAME, NULL AS SELF_REFERENCING_COL_NAME, NULL AS REF_GENERATION
   FROM temp.qr_tables)sql"},
-    {"system.jdbc.table_types", R"sql(
+    {"system.jdbc.table_types", "v", R"sql(
 SELECT 'TABLE' AS TABLE_TYPE UNION ALL SELECT 'VIEW')sql"},
-    {"system.jdbc.columns", R"sql(
+    {"system.jdbc.columns", "vvvvbvbbbbbvvbbbbvvvvbvv", R"sql(
 SELECT table_cat AS TABLE_CAT, table_schem AS TABLE_SCHEM, table_name AS TABLE_NAME,
        column_name AS COLUMN_NAME, qr_type_info(decl_type, 'jdbc') AS DATA_TYPE,
        qr_type_info(decl_type, 'name') AS TYPE_NAME,
@@ -85,7 +97,7 @@ SELECT table_cat AS TABLE_CAT, table_schem AS TABLE_SCHEM, table_name AS TABLE_N
        NULL AS SOURCE_DATA_TYPE, 'NO' AS IS_AUTOINCREMENT,
        CASE WHEN hidden IN (2, 3) THEN 'YES' ELSE 'NO' END AS IS_GENERATEDCOLUMN
   FROM temp.qr_columns)sql"},
-    {"system.jdbc.types", R"sql(
+    {"system.jdbc.types", "vbbvvvbobooovbbbbb", R"sql(
 SELECT column1 AS TYPE_NAME, column2 AS DATA_TYPE, column3 AS PRECISION,
        column4 AS LITERAL_PREFIX, column5 AS LITERAL_SUFFIX, column6 AS CREATE_PARAMS,
        1 AS NULLABLE, column7 AS CASE_SENSITIVE, 3 AS SEARCHABLE,
@@ -102,44 +114,44 @@ SELECT column1 AS TYPE_NAME, column2 AS DATA_TYPE, column3 AS PRECISION,
     ('varbinary', -3, NULL, 'X''', '''', NULL, 0, 1, 0, NULL, NULL, NULL),
     ('varchar', 12, NULL, '''', '''', 'length', 1, 1, 0, NULL, NULL, NULL)))sql"},
     // What the JDBC driver reads (with LIMIT 0) for features the engine does not have.
-    {"system.jdbc.procedures", R"sql(
+    {"system.jdbc.procedures", "vvvvbv", R"sql(
 SELECT NULL AS PROCEDURE_CAT, NULL AS PROCEDURE_SCHEM, NULL AS PROCEDURE_NAME,
        NULL AS REMARKS, NULL AS PROCEDURE_TYPE, NULL AS SPECIFIC_NAME WHERE 0)sql"},
-    {"system.jdbc.procedure_columns", R"sql(
+    {"system.jdbc.procedure_columns", "vvvvbbvbbbbbvvbbbbvv", R"sql(
 SELECT NULL AS PROCEDURE_CAT, NULL AS PROCEDURE_SCHEM, NULL AS PROCEDURE_NAME,
        NULL AS COLUMN_NAME, NULL AS COLUMN_TYPE, NULL AS DATA_TYPE, NULL AS TYPE_NAME,
        NULL AS PRECISION, NULL AS LENGTH, NULL AS SCALE, NULL AS RADIX, NULL AS NULLABLE,
        NULL AS REMARKS, NULL AS COLUMN_DEF, NULL AS SQL_DATA_TYPE, NULL AS SQL_DATETIME_SUB,
        NULL AS CHAR_OCTET_LENGTH, NULL AS ORDINAL_POSITION, NULL AS IS_NULLABLE,
        NULL AS SPECIFIC_NAME WHERE 0)sql"},
-    {"system.jdbc.udts", R"sql(
+    {"system.jdbc.udts", "vvvvbvb", R"sql(
 SELECT NULL AS TYPE_CAT, NULL AS TYPE_SCHEM, NULL AS TYPE_NAME, NULL AS CLASS_NAME,
        NULL AS DATA_TYPE, NULL AS REMARKS, NULL AS BASE_TYPE WHERE 0)sql"},
-    {"system.jdbc.super_types", R"sql(
+    {"system.jdbc.super_types", "vvvvvv", R"sql(
 SELECT NULL AS TYPE_CAT, NULL AS TYPE_SCHEM, NULL AS TYPE_NAME, NULL AS SUPERTYPE_CAT,
        NULL AS SUPERTYPE_SCHEM, NULL AS SUPERTYPE_NAME WHERE 0)sql"},
-    {"system.jdbc.super_tables", R"sql(
+    {"system.jdbc.super_tables", "vvvv", R"sql(
 SELECT NULL AS TABLE_CAT, NULL AS TABLE_SCHEM, NULL AS TABLE_NAME,
        NULL AS SUPERTABLE_NAME WHERE 0)sql"},
-    {"system.jdbc.attributes", R"sql(
+    {"system.jdbc.attributes", "vvvvbvbbbbbvvbbbbvvvvb", R"sql(
 SELECT NULL AS TYPE_CAT, NULL AS TYPE_SCHEM, NULL AS TYPE_NAME, NULL AS ATTR_NAME,
        NULL AS DATA_TYPE, NULL AS ATTR_TYPE_NAME, NULL AS ATTR_SIZE, NULL AS DECIMAL_DIGITS,
        NULL AS NUM_PREC_RADIX, NULL AS NULLABLE, NULL AS REMARKS, NULL AS ATTR_DEF,
        NULL AS SQL_DATA_TYPE, NULL AS SQL_DATETIME_SUB, NULL AS CHAR_OCTET_LENGTH,
        NULL AS ORDINAL_POSITION, NULL AS IS_NULLABLE, NULL AS SCOPE_CATALOG,
        NULL AS SCOPE_SCHEMA, NULL AS SCOPE_TABLE, NULL AS SOURCE_DATA_TYPE WHERE 0)sql"},
-    {"system.jdbc.pseudo_columns", R"sql(
+    {"system.jdbc.pseudo_columns", "vvvvbbbbvvbv", R"sql(
 SELECT NULL AS TABLE_CAT, NULL AS TABLE_SCHEM, NULL AS TABLE_NAME, NULL AS COLUMN_NAME,
        NULL AS DATA_TYPE, NULL AS COLUMN_SIZE, NULL AS DECIMAL_DIGITS, NULL AS NUM_PREC_RADIX,
        NULL AS COLUMN_USAGE, NULL AS REMARKS, NULL AS CHAR_OCTET_LENGTH,
        NULL AS IS_NULLABLE WHERE 0)sql"},
-    {"system.metadata.catalogs", R"sql(
+    {"system.metadata.catalogs", "vvv", R"sql(
 SELECT @CATALOG@ AS catalog_name, @CATALOG@ AS connector_id, 'sqlite' AS connector_name
 UNION ALL SELECT 'system', 'system', 'system')sql"},
     // The coordinator's own tables (system-tables.h), empty in an engine without one.
-    {"system.runtime.queries", "SELECT * FROM main.qr_system_runtime_queries"},
-    {"system.runtime.nodes", "SELECT * FROM main.qr_system_runtime_nodes"},
-    {"system.metadata.table_comments", R"sql(
+    {"system.runtime.queries", nullptr, "SELECT * FROM main.qr_system_runtime_queries"},
+    {"system.runtime.nodes", nullptr, "SELECT * FROM main.qr_system_runtime_nodes"},
+    {"system.metadata.table_comments", "vvvv", R"sql(
 SELECT table_cat AS catalog_name, table_schem AS schema_name, table_name,
        NULL AS comment FROM temp.qr_tables)sql"},
 };
@@ -240,11 +252,34 @@ Status InstallMetadataViews(sqlite3* db, std::string_view catalog) {
     return Internal(std::string("cannot register the metadata functions: ") + sqlite3_errmsg(db));
   }
   const std::string literal = QuoteString(catalog);
-  std::string sql = "BEGIN;";
-  for (const auto& [name, body] : kViews) {
-    sql += "CREATE TEMP VIEW " + QuoteIdentifier(name) + " AS " +
-           absl::StrReplaceAll(body, {{"@CATALOG@", literal}}) + ";\n";
+  // An expression column has no declared type, so an empty result would type it `unknown`:
+  // each typed view ends with an empty arm that reads columns of qr_types, and SQLite takes
+  // a compound query's declared types from its last arm (and its names from its first).
+  // SQLite gives a view's columns (pragma table_xinfo, so DESCRIBE and the column listings)
+  // the types of the compound's first arm instead: those come from qr_view_types.
+  std::string sql =
+      "BEGIN; CREATE TEMP TABLE qr_types (v VARCHAR, b BIGINT, o BOOLEAN);\n"
+      "CREATE TEMP TABLE qr_view_types (view TEXT, cid INTEGER, type TEXT, "
+      "PRIMARY KEY (view, cid)) WITHOUT ROWID;\n";
+  std::string view_types;
+  for (const MetadataView& view : kViews) {
+    sql += "CREATE TEMP VIEW " + QuoteIdentifier(view.name) + " AS " +
+           absl::StrReplaceAll(view.body, {{"@CATALOG@", literal}});
+    if (view.types != nullptr) {
+      sql += "\nUNION ALL SELECT ";
+      for (const char* t = view.types; *t != '\0'; ++t) {
+        if (t != view.types) sql += ", ";
+        sql += *t;
+        const char* type = *t == 'v' ? "VARCHAR" : *t == 'b' ? "BIGINT" : "BOOLEAN";
+        view_types += std::string(view_types.empty() ? "" : ", ") + "(" +
+                      QuoteString(view.name) + ", " + std::to_string(t - view.types) + ", '" +
+                      type + "')";
+      }
+      sql += " FROM temp.qr_types WHERE 0";
+    }
+    sql += ";\n";
   }
+  sql += "INSERT INTO qr_view_types VALUES " + view_types + ";\n";
   sql += "CREATE TEMP TABLE qr_valid (\"Valid\" BOOLEAN); INSERT INTO qr_valid VALUES (1);";
   sql += "COMMIT;";
   char* err = nullptr;

@@ -94,6 +94,21 @@ TrinoTranslation Select(std::string sql) {
   return t;
 }
 
+/// A SHOW answer, typed even when it has no rows: `inner` (without ORDER BY) gets an empty
+/// last arm over temp.qr_types, whose declared types SQLite gives the compound's columns
+/// (`types`: one letter per column of `inner`, as in trino-metadata.cc); the outer query
+/// selects `columns` of it in `order`.
+TrinoTranslation TypedSelect(std::string_view columns, const std::string& inner,
+                             std::string_view types, std::string_view order) {
+  std::string sql = "SELECT " + std::string(columns) + " FROM (" + inner + "\nUNION ALL SELECT ";
+  for (size_t i = 0; i < types.size(); ++i) {
+    if (i > 0) sql += ", ";
+    sql += types[i];
+  }
+  sql += " FROM temp.qr_types WHERE 0) ORDER BY " + std::string(order);
+  return Select(std::move(sql));
+}
+
 TrinoTranslation SyntaxError(const std::string& what) {
   return Error(QueryError::Syntax("syntax error: " + what));
 }
@@ -164,20 +179,23 @@ TrinoTranslation ShowColumns(sqlite3* db, Parser* p, std::string_view catalog) {
     return Error(QueryError::TableNotFound("Table '" + parts[0] + "." + parts[1] + "." +
                                            parts[2] + "' does not exist"));
   }
-  return Select(
+  return TypedSelect(
+      "\"Column\", \"Type\", \"Extra\", \"Comment\"",
       "SELECT column_name AS \"Column\", qr_type_info(decl_type, 'name') AS \"Type\", "
-      "'' AS \"Extra\", '' AS \"Comment\" FROM temp.qr_columns WHERE table_cat = " +
-      QuoteString(parts[0]) + " COLLATE NOCASE AND table_schem = " + QuoteString(parts[1]) +
-      " COLLATE NOCASE AND table_name = " + QuoteString(parts[2]) + " COLLATE NOCASE" + like +
-      " ORDER BY ordinal_position");
+      "'' AS \"Extra\", '' AS \"Comment\", ordinal_position FROM temp.qr_columns "
+      "WHERE table_cat = " +
+          QuoteString(parts[0]) + " COLLATE NOCASE AND table_schem = " + QuoteString(parts[1]) +
+          " COLLATE NOCASE AND table_name = " + QuoteString(parts[2]) + " COLLATE NOCASE" + like,
+      "vvvvb", "ordinal_position");
 }
 
 TrinoTranslation Show(sqlite3* db, Parser* p, std::string_view catalog) {
   std::string like;
   if (p->Word("catalogs")) {
     if (!LikeFilter(p, "TABLE_CAT", &like) || !p->AtEnd()) return SyntaxError("after CATALOGS");
-    return Select("SELECT TABLE_CAT AS \"Catalog\" FROM temp.\"system.jdbc.catalogs\" WHERE 1" +
-                  like + " ORDER BY 1");
+    return TypedSelect(
+        "*", "SELECT TABLE_CAT AS \"Catalog\" FROM temp.\"system.jdbc.catalogs\" WHERE 1" + like,
+        "v", "1");
   }
   if (p->Word("schemas")) {
     std::string cat(catalog);
@@ -189,8 +207,10 @@ TrinoTranslation Show(sqlite3* db, Parser* p, std::string_view catalog) {
                 {cat})) {
       return Error(QueryError::CatalogNotFound("Catalog '" + cat + "' not found"));
     }
-    return Select("SELECT schema_name AS \"Schema\" FROM temp.qr_schemata WHERE catalog_name = " +
-                  QuoteString(cat) + " COLLATE NOCASE" + like + " ORDER BY 1");
+    return TypedSelect("*",
+                       "SELECT schema_name AS \"Schema\" FROM temp.qr_schemata WHERE "
+                       "catalog_name = " + QuoteString(cat) + " COLLATE NOCASE" + like,
+                       "v", "1");
   }
   if (p->Word("tables")) {
     std::vector<std::string> parts = {"main"};
@@ -200,9 +220,11 @@ TrinoTranslation Show(sqlite3* db, Parser* p, std::string_view catalog) {
     if (!LikeFilter(p, "table_name", &like) || !p->AtEnd()) return SyntaxError("after TABLES");
     if (parts.size() == 1) parts.insert(parts.begin(), std::string(catalog));
     if (std::optional<QueryError> e = CheckSchema(db, parts[0], parts[1])) return Error(*e);
-    return Select("SELECT table_name AS \"Table\" FROM temp.qr_tables WHERE table_cat = " +
-                  QuoteString(parts[0]) + " COLLATE NOCASE AND table_schem = " +
-                  QuoteString(parts[1]) + " COLLATE NOCASE" + like + " ORDER BY 1");
+    return TypedSelect("*",
+                       "SELECT table_name AS \"Table\" FROM temp.qr_tables WHERE table_cat = " +
+                           QuoteString(parts[0]) + " COLLATE NOCASE AND table_schem = " +
+                           QuoteString(parts[1]) + " COLLATE NOCASE" + like,
+                       "v", "1");
   }
   if (p->Word("columns")) {
     if (!p->Word("from") && !p->Word("in")) return SyntaxError("FROM must follow SHOW COLUMNS");
@@ -213,23 +235,26 @@ TrinoTranslation Show(sqlite3* db, Parser* p, std::string_view catalog) {
     // The coordinator answers SHOW SESSION from the client's session before the engine sees
     // it (service/session-properties.h); the engine alone has no session: Trino's columns,
     // no rows.
-    return Select(
+    return TypedSelect(
+        "*",
         "SELECT name AS \"Name\", value AS \"Value\", dflt AS \"Default\", type AS \"Type\", "
         "description AS \"Description\" FROM (SELECT '' AS name, '' AS value, '' AS dflt, "
-        "'' AS type, '' AS description WHERE 0) WHERE 1" + like);
+        "'' AS type, '' AS description WHERE 0) WHERE 1" + like,
+        "vvvvv", "1");
   }
   if (p->Word("functions")) {
     if (!LikeFilter(p, "name", &like) || !p->AtEnd()) return SyntaxError("after FUNCTIONS");
     // SQLITE_DETERMINISTIC is 0x800. Internal helpers (qr_*) are not listed.
-    return Select(
+    return TypedSelect(
+        "*",
         "SELECT name AS \"Function\", '' AS \"Return Type\", "
         "CASE WHEN narg < 0 THEN 'variadic' ELSE narg || ' argument' || "
         "CASE narg WHEN 1 THEN '' ELSE 's' END END AS \"Argument Types\", "
         "CASE type WHEN 'a' THEN 'aggregate' WHEN 'w' THEN 'window' ELSE 'scalar' END AS "
         "\"Function Type\", CASE WHEN flags & 2048 THEN 'true' ELSE 'false' END AS "
         "\"Deterministic\", '' AS \"Description\" FROM (SELECT DISTINCT name, narg, type, flags "
-        "FROM pragma_function_list WHERE name NOT LIKE 'qr\\_%' ESCAPE '\\') WHERE 1" + like +
-        " ORDER BY 1, 3");
+        "FROM pragma_function_list WHERE name NOT LIKE 'qr\\_%' ESCAPE '\\') WHERE 1" + like,
+        "vvvvvv", "1, 3");
   }
   return TrinoTranslation();  // SHOW CREATE, SHOW STATS, ...: not supported
 }
