@@ -15,18 +15,15 @@
 #include <string>
 #include <string_view>
 
-#include <boost/asio/buffer.hpp>
-#include <boost/beast/http/error.hpp>
 #include <boost/beast/http/parser.hpp>
 #include <boost/beast/http/string_body.hpp>
 #include <glog/logging.h>
 
 #include "fuzz-util.h"
+#include "server-read.h"
 #include "service/statement-service.h"
-#include "http/http-framing.h"
 #include "http/http-message.h"
 #include "util/unique-id.h"
-#include "http/webserver.h"
 
 namespace {
 
@@ -189,55 +186,15 @@ extern "C" int LLVMFuzzerInitialize(int* /*argc*/, char*** /*argv*/) {
 }
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  const qr::Webserver::Options limits;
-  const char* p = reinterpret_cast<const char*>(data);
-  size_t left = size;
+  std::string_view input(reinterpret_cast<const char*>(data), size);
   // Pipelined requests, as a keep-alive connection reads them.
-  for (int n = 0; n < 8 && left > 0; ++n) {
+  for (int n = 0; n < 8 && !input.empty(); ++n) {
     http::request_parser<http::string_body> parser;
-    parser.header_limit(static_cast<uint32_t>(limits.max_header_bytes));
-    parser.body_limit(limits.max_body_bytes);
-    boost::beast::error_code ec;
-    // As the server reads (webserver-session.cc): the head alone (not eager), then its framing
-    // checks (http-framing.h), which refuse what Beast's parser would take (a folded line, a
-    // Transfer-Encoding other than chunked), and only then the body.
-    const char* const head = p;
-    while (!parser.is_header_done() && left > 0) {
-      const size_t used = parser.put(boost::asio::buffer(p, left), ec);
-      FUZZ_CHECK(used <= left);
-      p += used;
-      left -= used;
-      if (ec == http::error::need_more) {
-        ec = {};
-        if (used == 0) break;
-        continue;
-      }
-      if (ec) return 0;
-    }
-    if (!parser.is_header_done()) return 0;  // an incomplete head: the server waits, then drops
-    const std::string_view head_bytes(head, static_cast<size_t>(p - head));
-    const bool folded = head_bytes.find("\n ") != std::string_view::npos ||
-                        head_bytes.find("\n\t") != std::string_view::npos;
-    qr::HttpRequest head_req;
-    qr::FramingError framing;
-    if (!qr::CheckRequestHead(parser.get().base(), folded, &head_req, &framing)) return 0;
-    parser.eager(true);
-    while (!parser.is_done() && left > 0) {
-      const size_t used = parser.put(boost::asio::buffer(p, left), ec);
-      FUZZ_CHECK(used <= left);
-      p += used;
-      left -= used;
-      if (ec == http::error::need_more) {
-        ec = {};
-        if (used == 0) break;  // the rest is an incomplete request
-        continue;
-      }
-      if (ec) return 0;  // the server answers 400/413/431/505 and closes
-    }
-    if (!parser.is_done()) {
-      parser.put_eof(ec);
-      if (ec || !parser.is_done()) return 0;  // cut short: the server drops it
-    }
+    const size_t before = input.size();
+    const qr::fuzz::ServerRead read = qr::fuzz::ReadLikeTheServer(&input, &parser);
+    FUZZ_CHECK(input.size() <= before);
+    // Anything but a whole request: the server answers 4xx and closes, or drops it.
+    if (read != qr::fuzz::ServerRead::kRequest) return 0;
     CheckRequest(parser.get());
     if (!parser.get().keep_alive()) return 0;
   }

@@ -42,8 +42,8 @@
 #include <nlohmann/json.hpp>
 
 #include "fuzz-util.h"
+#include "server-read.h"
 #include "service/coordinator-server.h"
-#include "http/http-framing.h"
 #include "http/password-file.h"
 #include "http/webserver.h"
 
@@ -167,46 +167,15 @@ Exchange Send(const qr::CoordinatorServer* server, std::string_view request) {
 
 /// The methods of the requests in 'input', as the server's parser reads them (same limits).
 std::vector<http::verb> RequestMethods(std::string_view input) {
-  const qr::Webserver::Options limits;
   std::vector<http::verb> methods;
   while (!input.empty()) {
     http::request_parser<http::string_body> parser;
-    parser.header_limit(static_cast<uint32_t>(limits.max_header_bytes));
-    parser.body_limit(limits.max_body_bytes);
-    boost::beast::error_code ec;
-    // As the server reads (webserver-session.cc): the head alone (not eager), its framing
-    // checks (http-framing.h), and only then the body.
-    const std::string_view head = input;
-    while (!parser.is_header_done() && !input.empty()) {
-      const size_t used = parser.put(boost::asio::buffer(input.data(), input.size()), ec);
-      input.remove_prefix(used);
-      if (ec == http::error::need_more && used > 0) {
-        ec = {};
-        continue;
-      }
-      if (ec) break;
-    }
-    // The request line is known once the header is: that is all the server needs to answer.
-    if (!parser.is_header_done()) break;
+    const qr::fuzz::ServerRead read = qr::fuzz::ReadLikeTheServer(&input, &parser);
+    // The request line is known once the head is: that is all the server needs to answer
+    // (a refused head is answered, and the connection closed).
+    if (read == qr::fuzz::ServerRead::kNoHead) break;
     methods.push_back(parser.get().method());
-    const std::string_view head_bytes = head.substr(0, head.size() - input.size());
-    const bool folded = head_bytes.find("\n ") != std::string_view::npos ||
-                        head_bytes.find("\n\t") != std::string_view::npos;
-    qr::HttpRequest head_req;
-    qr::FramingError framing;
-    // A refused head is answered, and the connection closed.
-    if (!qr::CheckRequestHead(parser.get().base(), folded, &head_req, &framing)) break;
-    parser.eager(true);
-    while (!parser.is_done() && !input.empty()) {
-      const size_t used = parser.put(boost::asio::buffer(input.data(), input.size()), ec);
-      input.remove_prefix(used);
-      if (ec == http::error::need_more && used > 0) {
-        ec = {};
-        continue;
-      }
-      if (ec) break;
-    }
-    if (!parser.is_done() || !parser.get().keep_alive()) break;
+    if (read != qr::fuzz::ServerRead::kRequest || !parser.get().keep_alive()) break;
   }
   return methods;
 }

@@ -33,12 +33,6 @@ size_t ScanQuoted(std::string_view sql, size_t pos, char close, std::string* val
   return pos;
 }
 
-/// Whether 'a' and 'b' are the same name: Trino's names are case-insensitive.
-bool SameName(std::string_view a, std::string_view b) {
-  return absl::EqualsIgnoreCase(absl::string_view(a.data(), a.size()),
-                                absl::string_view(b.data(), b.size()));
-}
-
 bool ContainsIgnoreCase(std::string_view text, std::string_view what) {
   const auto it = std::search(text.begin(), text.end(), what.begin(), what.end(),
                               [](char a, char b) {
@@ -53,6 +47,11 @@ bool IsName(const SqlToken& t) {
 }
 
 }  // namespace
+
+bool SameName(std::string_view a, std::string_view b) {
+  return absl::EqualsIgnoreCase(absl::string_view(a.data(), a.size()),
+                                absl::string_view(b.data(), b.size()));
+}
 
 std::vector<SqlToken> TokenizeSql(std::string_view sql) {
   std::vector<SqlToken> tokens;

@@ -42,6 +42,9 @@ struct SqlToken {
 /// or comment runs to the end of the text.
 std::vector<SqlToken> TokenizeSql(std::string_view sql);
 
+/// Whether 'a' and 'b' are the same name: Trino's names are case-insensitive (ASCII).
+bool SameName(std::string_view a, std::string_view b);
+
 /// 'name' quoted as a SQLite identifier: "name" with '"' doubled.
 std::string QuoteIdentifier(std::string_view name);
 /// 'text' as a SQL string literal: 'text' with '\'' doubled.

@@ -28,17 +28,6 @@ std::vector<std::string> LeadingWords(std::string_view sql, size_t n) {
   return words;
 }
 
-bool SameName(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i) {
-    if (std::tolower(static_cast<unsigned char>(a[i])) !=
-        std::tolower(static_cast<unsigned char>(b[i]))) {
-      return false;
-    }
-  }
-  return true;
-}
-
 constexpr char kSqliteDialect[] =
     " Statements run in SQLite's SQL dialect (docs/protocol.md, \"SQL dialect\").";
 
