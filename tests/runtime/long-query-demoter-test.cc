@@ -1,5 +1,6 @@
 #include "runtime/long-query-demoter.h"
 
+#include <sched.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -87,6 +88,59 @@ TEST(LongQueryDemoterTest, LongQueryIsDemotedAndGetsItsPriorityBack) {
   } else {
     EXPECT_EQ(respawned.load(), 0);
   }
+  EXPECT_EQ(demoter.num_demoted(), 1);
+}
+
+int PolicyOf(pid_t tid) {
+  const int policy = sched_getscheduler(tid);
+  EXPECT_GE(policy, 0) << "sched_getscheduler(" << tid << ")";
+  return policy & ~SCHED_RESET_ON_FORK;
+}
+
+/// Whether this process may leave SCHED_IDLE again (root, CAP_SYS_NICE or RLIMIT_NICE).
+bool CanLeaveIdle() {
+  bool ok = false;
+  std::thread([&] {
+    sched_param param{};
+    if (sched_setscheduler(0, SCHED_IDLE, &param) != 0) return;
+    ok = sched_setscheduler(0, SCHED_OTHER, &param) == 0;
+  }).join();
+  return ok;
+}
+
+// Policy::kIdle: the long query's executor runs under SCHED_IDLE, its nice value untouched,
+// and gets SCHED_OTHER back when the query ends (or is replaced when it cannot).
+TEST(LongQueryDemoterTest, IdlePolicyRunsTheLongQueryUnderSchedIdle) {
+  std::atomic<int> respawned{0};
+  LongQueryDemoter::Options options{/*after_ms=*/1, /*nice_increment=*/10};
+  options.policy = LongQueryDemoter::Policy::kIdle;
+  LongQueryDemoter demoter(options, 1, [&](int) { respawned.fetch_add(1); });
+  ASSERT_TRUE(demoter.enabled());
+  EXPECT_EQ(demoter.demoted_nice(), demoter.base_nice());
+  EXPECT_EQ(demoter.DemotedDescription(), "SCHED_IDLE");
+  const bool can_restore = CanLeaveIdle();
+  std::thread executor([&] {
+    const pid_t tid = gettid();
+    EXPECT_EQ(PolicyOf(tid), SCHED_OTHER);
+    demoter.Begin(0);
+    ASSERT_TRUE(WaitFor([&] { return demoter.num_demoted() == 1; }));
+    EXPECT_EQ(PolicyOf(tid), SCHED_IDLE);
+    EXPECT_EQ(NiceOf(tid), demoter.base_nice());
+    const bool kept = demoter.End(0);
+    EXPECT_EQ(kept, can_restore);
+    if (kept) {
+      EXPECT_EQ(PolicyOf(tid), SCHED_OTHER);
+    }
+  });
+  executor.join();
+  if (!can_restore) {
+    ASSERT_TRUE(WaitFor([&] { return respawned.load() == 1; }));
+  } else {
+    EXPECT_EQ(respawned.load(), 0);
+  }
+  // A short query is not demoted.
+  demoter.Begin(0);
+  EXPECT_TRUE(demoter.End(0));
   EXPECT_EQ(demoter.num_demoted(), 1);
 }
 

@@ -39,6 +39,8 @@ expect_refused "set --num_query_threads to at most 1024" --num_query_threads=100
 expect_refused "set --num_query_threads to at most 1024" --max_running_queries=5000
 expect_refused "--num_http_threads must be in" --num_http_threads=0
 expect_refused "--long_query_nice must be in" --long_query_nice=40
+expect_refused "--long_query_policy must be nice or idle" --long_query_policy=batch
+expect_refused "--max_failed_queries_per_user_per_s must be" --max_failed_queries_per_user_per_s=-1
 expect_refused "--catalog_name: the catalog name 'Hive' is not a lower-case identifier" \
   --catalog_name=Hive
 expect_refused "--catalog_name: the catalog name 'system' is Trino's" --catalog_name=system
@@ -114,7 +116,8 @@ if [ "$checked" -lt 40 ] || [ -z "$first_title" ] || [ "$first_flag" -lt "$first
   failures=$((failures + 1))
 fi
 for unit in '--http_idle_timeout_s=60 (seconds)' '--max_spill_mb=8192 (MiB)' \
-            '--max_statement_bytes=1048576 (bytes)' '--long_query_after_ms=200 (milliseconds)'; do
+            '--max_statement_bytes=1048576 (bytes)' '--long_query_after_ms=200 (milliseconds)' \
+            '--max_failed_queries_per_user_per_s=50 (per second)'; do
   grep -qF -- "  $unit" "$work/helpshort" || { echo "FAIL: --helpshort lacks '$unit'"; failures=$((failures + 1)); }
 done
 # --help: ours first; glog's flags only after, by name.

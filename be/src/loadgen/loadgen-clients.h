@@ -172,7 +172,20 @@ class Client : public HttpHandler {
   bool finished_ = false;
 };
 
-class Client;
+/// Microseconds from 'a' to 'b'.
+inline int64_t MicrosBetween(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration_cast<std::chrono::microseconds>(b - a).count();
+}
+
+/// The clients, one factory per kind; each runs on 'worker', which must outlive it.
+/// Runs --sql (or --statements) end to end, again and again (loadgen-query-clients.cc).
+std::unique_ptr<Client> MakeQueryClient(Worker* worker);
+/// GETs --get_path again and again (loadgen-query-clients.cc).
+std::unique_ptr<Client> MakeGetClient(Worker* worker);
+/// Polls the worker's long-running queries (loadgen-poll-clients.cc).
+std::unique_ptr<Client> MakePollClient(Worker* worker);
+/// Submits, fetches once, cancels, checks the cancellation (loadgen-poll-clients.cc).
+std::unique_ptr<Client> MakeCancelClient(Worker* worker);
 /// An attacker of the noisy mode, of the kind Config::attack (loadgen-attack.cc).
 std::unique_ptr<Client> MakeAttackClient(Worker* worker);
 

@@ -1,6 +1,7 @@
 #include "runtime/long-query-demoter.h"
 
 #include <pthread.h>
+#include <sched.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -29,14 +30,33 @@ int CurrentNice() {
   return errno == 0 ? nice : 0;
 }
 
+/// The calling thread's scheduling policy (SCHED_OTHER if it cannot be read).
+int CurrentPolicy() {
+  const int policy = sched_getscheduler(0);
+  return policy < 0 ? SCHED_OTHER : (policy & ~SCHED_RESET_ON_FORK);
+}
+
+/// Sets the scheduling policy of thread 'tid' (0: the caller) to a non-real-time 'policy'.
+bool SetPolicy(pid_t tid, int policy) {
+  sched_param param{};
+  param.sched_priority = 0;
+  return sched_setscheduler(tid, policy, &param) == 0;
+}
+
 }  // namespace
 
 LongQueryDemoter::LongQueryDemoter(const Options& options, int num_slots,
                                    std::function<void(int)> respawn)
     : options_(options),
-      enabled_(options.after_ms > 0 && options.nice_increment > 0 && CurrentNice() < 19),
+      enabled_(options.after_ms > 0 &&
+               (options.policy == Policy::kIdle
+                    ? CurrentPolicy() != SCHED_IDLE
+                    : options.nice_increment > 0 && CurrentNice() < 19)),
       base_nice_(CurrentNice()),
-      demoted_nice_(std::min(19, base_nice_ + std::max(0, options.nice_increment))),
+      demoted_nice_(options.policy == Policy::kIdle
+                        ? base_nice_
+                        : std::min(19, base_nice_ + std::max(0, options.nice_increment))),
+      base_policy_(CurrentPolicy()),
       respawn_(std::move(respawn)) {
   {
     MutexLock l(&lock_);
@@ -50,6 +70,11 @@ LongQueryDemoter::LongQueryDemoter(const Options& options, int num_slots,
 }
 
 LongQueryDemoter::~LongQueryDemoter() { Stop(); }
+
+std::string LongQueryDemoter::DemotedDescription() const {
+  return options_.policy == Policy::kIdle ? std::string("SCHED_IDLE")
+                                          : "nice " + std::to_string(demoted_nice_);
+}
 
 void LongQueryDemoter::Stop() {
   {
@@ -87,14 +112,16 @@ bool LongQueryDemoter::End(int slot) {
     s.demoted = false;
   }
   if (!demoted) return true;
-  if (!options_.never_restore &&
-      setpriority(PRIO_PROCESS, static_cast<id_t>(CurrentTid()), base_nice_) == 0) {
-    return true;
-  }
+  const bool restored =
+      !options_.never_restore &&
+      (options_.policy == Policy::kIdle
+           ? SetPolicy(CurrentTid(), base_policy_)
+           : setpriority(PRIO_PROCESS, static_cast<id_t>(CurrentTid()), base_nice_) == 0);
+  if (restored) return true;
   if (!options_.never_restore) {
     LOG_FIRST_N(WARNING, 1)
-        << "An executor thread cannot get back its CPU priority (nice " << base_nice_
-        << "): " << std::strerror(errno)
+        << "An executor thread cannot get back its CPU priority (from " << DemotedDescription()
+        << " to nice " << base_nice_ << "): " << std::strerror(errno)
         << "; each executor that ran a long query is replaced by a new thread. Grant "
            "CAP_SYS_NICE or raise RLIMIT_NICE (systemd: LimitNICE=) to avoid that";
   }
@@ -118,7 +145,10 @@ Clock::time_point LongQueryDemoter::DemoteDueLocked(Clock::time_point now) {
     }
     // Under the lock, so that End() cannot run between the check and the call: the thread is
     // still the slot's executor, running the same query.
-    if (setpriority(PRIO_PROCESS, static_cast<id_t>(s.tid), demoted_nice_) != 0) {
+    const bool ok = options_.policy == Policy::kIdle
+                        ? SetPolicy(s.tid, SCHED_IDLE)
+                        : setpriority(PRIO_PROCESS, static_cast<id_t>(s.tid), demoted_nice_) == 0;
+    if (!ok) {
       LOG_FIRST_N(WARNING, 1) << "Cannot lower the CPU priority of executor thread " << s.tid
                               << ": " << std::strerror(errno);
     }

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -15,15 +16,19 @@ namespace qr {
 
 /// Gives short queries the CPU first: the executor thread of a query that has been executing
 /// for longer than 'after_ms' gets a lower CPU priority (its nice value raised by
-/// 'nice_increment', per thread), and gets its priority back when the query ends.
+/// 'nice_increment', or the SCHED_IDLE policy, per thread), and gets its priority back when
+/// the query ends.
 ///
 /// With one executor thread per running slot, the kernel shares the cores between every
 /// running query; without this, a `SELECT 1` admitted beside a dozen long sorts waits for a
 /// dozen time slices. CFS weighs nice 10 at about a tenth of nice 0, so a demoted thread still
-/// makes progress (no starvation) but a short query preempts it at once.
+/// makes progress (no starvation) but a short query preempts it at once. A dozen runnable
+/// nice-10 threads still weigh more than one nice-0 thread (12 x 110 against 1024), so
+/// Policy::kIdle uses SCHED_IDLE instead (weight 3: 12 of them weigh 36): the long queries
+/// then run on what the short ones leave.
 ///
-/// Raising a thread's nice value is always allowed; lowering it again needs CAP_SYS_NICE or
-/// an RLIMIT_NICE of at least 20 - base. A thread that cannot get its priority back is
+/// Raising a thread's nice value (or setting SCHED_IDLE) is always allowed; lowering it again
+/// (or leaving SCHED_IDLE) needs CAP_SYS_NICE or an RLIMIT_NICE of at least 20 - base. A thread that cannot get its priority back is
 /// retired instead: End() says so, the executor returns from its loop, and the demoter's own
 /// thread (which runs at the base priority, and whose children inherit it) starts a
 /// replacement through 'respawn'.
@@ -34,6 +39,14 @@ namespace qr {
 /// Thread-safety: all methods are thread-safe.
 class LongQueryDemoter {
  public:
+  /// How a long query's executor is demoted.
+  enum class Policy {
+    /// Its nice value is raised by 'nice_increment' (CFS weight 110 at nice 10, 15 at 19).
+    kNice,
+    /// It runs under SCHED_IDLE (CFS weight 3) until the query ends.
+    kIdle,
+  };
+
   struct Options {
     /// A query executing for longer than this is demoted; 0 disables the demoter.
     int64_t after_ms = 200;
@@ -42,6 +55,7 @@ class LongQueryDemoter {
     /// Tests: behave as if the process could not lower a nice value (every demoted thread is
     /// replaced).
     bool never_restore = false;
+    Policy policy = Policy::kNice;
   };
 
   /// 'respawn(slot)' is called on the demoter's thread, with no lock held, to replace the
@@ -70,8 +84,12 @@ class LongQueryDemoter {
   int64_t num_demoted() const { return demoted_total_.load(std::memory_order_relaxed); }
   int64_t num_replaced() const { return replaced_total_.load(std::memory_order_relaxed); }
   /// The nice value executors run at, and the one a long query's executor gets.
+  /// (Under Policy::kIdle the nice value is not changed: demoted_nice() == base_nice().)
   int base_nice() const { return base_nice_; }
   int demoted_nice() const { return demoted_nice_; }
+  Policy policy() const { return options_.policy; }
+  /// "nice N" or "SCHED_IDLE": how a long query's executor runs, for logs.
+  std::string DemotedDescription() const;
 
  private:
   struct Slot {
@@ -90,6 +108,8 @@ class LongQueryDemoter {
   const bool enabled_;
   const int base_nice_;
   const int demoted_nice_;
+  /// The scheduling policy executors run under (SCHED_OTHER unless started otherwise).
+  const int base_policy_;
   const std::function<void(int)> respawn_;
 
   mutable Mutex lock_;

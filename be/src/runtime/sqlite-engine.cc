@@ -116,8 +116,8 @@ Status SqliteEngine::Create(const Options& options, std::unique_ptr<SqliteEngine
             << options.num_threads << " executor threads (" << EngineVersionString() << ")";
   if (impl->demoter->enabled()) {
     LOG(INFO) << "An executor running a query for longer than " << options.long_query.after_ms
-              << " ms (--long_query_after_ms) runs at nice " << impl->demoter->demoted_nice()
-              << " instead of " << impl->demoter->base_nice() << " until the query ends";
+              << " ms (--long_query_after_ms) runs at " << impl->demoter->DemotedDescription()
+              << " instead of nice " << impl->demoter->base_nice() << " until the query ends";
   }
   *out = std::move(engine);
   return Status::OK();

@@ -36,13 +36,14 @@ const std::vector<FlagGroup>& FlagGroups() {
        {"max_running_queries", "max_queued_queries", "max_in_flight_queries",
         "max_in_flight_queries_per_user", "max_running_queries_per_user",
         "max_session_properties", "exec_time_limit_s", "idle_query_timeout_s",
-        "abandoned_query_timeout_s", "max_page_retries"}},
+        "abandoned_query_timeout_s", "max_page_retries",
+        "max_failed_queries_per_user_per_s"}},
       {"Memory",
        {"max_result_memory_mb", "query_max_memory_mb", "sqlite_heap_limit_mb"}},
       {"Spill (temporary files)", {"spill_dir", "max_spill_mb", "query_max_spill_mb"}},
       {"Execution and database",
        {"database", "catalog_name", "data_dir", "sample_scale_factor", "num_query_threads",
-        "long_query_after_ms", "long_query_nice"}},
+        "long_query_after_ms", "long_query_nice", "long_query_policy"}},
       {"Shutdown", {"shutdown_grace_period_s", "shutdown_client_idle_s"}},
       {"Cluster (etcd)",
        {"etcd_endpoints", "cluster_name", "advertised_uri", "cluster_lease_ttl_s",
@@ -99,6 +100,7 @@ bool IsOurs(const gflags::CommandLineFlagInfo& flag) {
 std::string_view UnitOf(std::string_view name) {
   auto ends_with = [&](std::string_view suffix) { return name.ends_with(suffix); };
   if (ends_with("_ms")) return "milliseconds";
+  if (ends_with("_per_s")) return "per second";
   if (ends_with("_s")) return "seconds";
   if (ends_with("_mb")) return "MiB";
   if (ends_with("_bytes")) return "bytes";

@@ -52,7 +52,11 @@ DEFINE_int32(long_query_after_ms, 200,
              "first (0: off).");
 DEFINE_int32(long_query_nice, 10,
              "How much the nice value of a long query's executor thread is raised, 0-19 "
-             "(0: off; the result is capped at 19).");
+             "(0: off; the result is capped at 19), with --long_query_policy=nice.");
+DEFINE_string(long_query_policy, "idle",
+              "How a long query's executor thread is demoted: idle (it runs under SCHED_IDLE, "
+              "the kernel's lowest weight, until the query ends: short queries first, long ones "
+              "on the CPU left over) or nice (its nice value is raised by --long_query_nice).");
 DEFINE_string(database, "", "Serve this SQLite file read-only instead of the sample database.");
 DEFINE_string(catalog_name, "sqlite",
               "The name of the served database's catalog in Trino's metadata (SHOW CATALOGS, "
@@ -79,6 +83,10 @@ DEFINE_int32(abandoned_query_timeout_s, 30,
 DEFINE_int32(max_page_retries, 10,
              "A GET of an already answered nextUri (a client's retry) gets the same page again "
              "at most this many times per page; beyond, 429 (0: no limit).");
+DEFINE_int32(max_failed_queries_per_user_per_s, 50,
+             "Failed queries per second one user may have while other users have queries in "
+             "flight; beyond, that user's submissions are answered 429 (QUERY_QUEUE_FULL) after "
+             "1 s, until its budget refills (0: no limit).");
 DEFINE_int32(exec_time_limit_s, 300,
              "Fail queries executing longer than this with EXCEEDED_TIME_LIMIT (0: no limit).");
 DEFINE_int32(shutdown_client_idle_s, 5,
@@ -227,6 +235,11 @@ bool ValidateSegmentMb(const char* flag, int32_t v) {
   fprintf(stderr, "--%s must be in [1, 4096] (MiB), got %d\n", flag, v);
   return false;
 }
+bool ValidateLongQueryPolicy(const char* flag, const std::string& v) {
+  if (v == "nice" || v == "idle") return true;
+  fprintf(stderr, "--%s must be nice or idle, got '%s'\n", flag, v.c_str());
+  return false;
+}
 bool ValidateHistorySync(const char* flag, const std::string& v) {
   qr::HistorySyncMode mode;
   if (qr::ParseHistorySyncMode(v, &mode)) return true;
@@ -315,6 +328,7 @@ DEFINE_validator(max_queued_queries, &ValidateNonNegative);
 DEFINE_validator(num_query_threads, &ValidateNonNegative);  // and <= kMaxThreads: CheckFlags()
 DEFINE_validator(long_query_after_ms, &ValidateNonNegative);
 DEFINE_validator(long_query_nice, &ValidateNice);
+DEFINE_validator(long_query_policy, &ValidateLongQueryPolicy);
 DEFINE_validator(idle_query_timeout_s, &ValidateNonNegative);
 DEFINE_validator(max_in_flight_queries, &ValidatePositive);
 DEFINE_validator(max_session_properties, &ValidatePositive);
@@ -329,6 +343,7 @@ DEFINE_validator(abandoned_query_timeout_s, &ValidateNonNegative);
 DEFINE_validator(shutdown_client_idle_s, &ValidateNonNegative);
 DEFINE_validator(exec_time_limit_s, &ValidateNonNegative);
 DEFINE_validator(max_page_retries, &ValidateNonNegative);
+DEFINE_validator(max_failed_queries_per_user_per_s, &ValidateNonNegative);
 DEFINE_validator(query_log_size, &ValidateNonNegative);
 DEFINE_validator(shutdown_grace_period_s, &ValidateNonNegative);
 DEFINE_validator(query_history_sync, &ValidateHistorySync);
@@ -359,6 +374,8 @@ CoordinatorServer::Options OptionsFromFlags() {
       FLAGS_num_query_threads > 0 ? FLAGS_num_query_threads : FLAGS_max_running_queries;
   o.long_query.after_ms = FLAGS_long_query_after_ms;
   o.long_query.nice_increment = FLAGS_long_query_nice;
+  o.long_query.policy = FLAGS_long_query_policy == "idle" ? qr::LongQueryDemoter::Policy::kIdle
+                                                          : qr::LongQueryDemoter::Policy::kNice;
   o.max_result_memory_bytes = FLAGS_max_result_memory_mb << 20;
   o.query_max_memory_bytes = FLAGS_query_max_memory_mb << 20;
   o.sqlite_heap_limit_bytes = FLAGS_sqlite_heap_limit_mb << 20;
@@ -384,6 +401,7 @@ CoordinatorServer::Options OptionsFromFlags() {
   o.coordinator.shutdown_client_idle_ms = int64_t{FLAGS_shutdown_client_idle_s} * 1000;
   o.coordinator.exec_time_limit_ms = int64_t{FLAGS_exec_time_limit_s} * 1000;
   o.coordinator.max_page_retries = FLAGS_max_page_retries;
+  o.coordinator.max_failed_queries_per_user_per_s = FLAGS_max_failed_queries_per_user_per_s;
   o.coordinator.query_log_size = FLAGS_query_log_size;
   o.history.dir = FLAGS_query_history_dir;
   ParseHistorySyncMode(FLAGS_query_history_sync, &o.history.sync);  // validated

@@ -68,6 +68,8 @@ void AppendQueryCounters(const QueryCoordinator& coordinator, std::string* out) 
          m.rejected_in_flight_per_user, out);
   Sample("qr_queries_rejected_total", "{limit=\"max_queued_queries\"}", m.rejected_queue_full,
          out);
+  Sample("qr_queries_rejected_total", "{limit=\"max_failed_queries_per_user_per_s\"}",
+         coordinator.failure_throttle().num_refused(), out);
   Scalar("qr_page_retries_refused_total", "counter",
          "GETs of an already answered nextUri refused with 429 (--max_page_retries).",
          m.page_retries_refused, out);
@@ -92,6 +94,7 @@ void AppendLimits(const CoordinatorServer& server, std::string* out) {
       {"idle_query_timeout_s", o.idle_query_timeout_ms / 1000},
       {"abandoned_query_timeout_s", o.abandoned_query_timeout_ms / 1000},
       {"max_page_retries", o.max_page_retries},
+      {"max_failed_queries_per_user_per_s", o.max_failed_queries_per_user_per_s},
       {"exec_time_limit_s", o.exec_time_limit_ms / 1000},
       {"long_query_after_ms", so.long_query.after_ms},
       {"long_query_nice", so.long_query.nice_increment},

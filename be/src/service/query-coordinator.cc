@@ -383,6 +383,11 @@ void QueryCoordinator::RecordCompletion(const ClientRequestState& req) {
     case State::kCanceled: canceled_.fetch_add(1, std::memory_order_relaxed); break;
     default: failed_.fetch_add(1, std::memory_order_relaxed); break;
   }
+  // The server's own failures (internal errors, shutdown) are not the user's.
+  if (info.state == State::kFailed && info.error &&
+      info.error->type != ErrorType::kInternalError) {
+    failure_throttle_.OnFailure(req.user());
+  }
   size_t bucket = 0;
   while (bucket < kLatencyBucketsMs.size() && info.elapsed_ms > kLatencyBucketsMs[bucket]) {
     ++bucket;
@@ -537,6 +542,11 @@ void QueryCoordinator::ExpirationLoop() {
     ExpireQueries();
     stop_lock_.lock();
   }
+}
+
+bool QueryCoordinator::OtherUsersInFlight(const std::string& user) const {
+  MutexLock l(&admission_lock_);
+  return users_.size() > users_.count(user);
 }
 
 QueryCoordinator::Metrics QueryCoordinator::GetMetrics() const {

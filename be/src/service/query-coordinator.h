@@ -14,6 +14,7 @@
 #include "runtime/query-exec-mgr.h"
 #include "runtime/sqlite-engine.h"
 #include "service/client-request-state.h"
+#include "service/failure-throttle.h"
 #include "util/mutex.h"
 #include "util/status.h"
 #include "util/thread-annotations.h"
@@ -39,7 +40,7 @@ class QueryHistory;
 ///   5. a registry shard lock, a leaf (Complete() deletes from the registry under
 ///      'log_lock_', Shutdown() counts it under 'admission_lock_');
 ///   6. the QueryHistory's queue lock, a leaf taken with none of the above held
-///      (RecordCompletion()).
+///      (RecordCompletion()); so is 7. the FailureThrottle's lock.
 /// Callbacks run with none of 2-5 held: waiters (which take 1), the ResultBuffer's change
 /// callback, QueryState::Cancel() and SqliteEngine::Execute().
 class QueryCoordinator {
@@ -64,6 +65,9 @@ class QueryCoordinator {
     /// A GET of an already answered token (a client's retry) is answered with the same page
     /// at most this many times per page (0: no limit); beyond, 429.
     int max_page_retries = 10;
+    /// Failed queries per second one user may have while other users have queries in
+    /// flight; beyond, its submissions are refused (FailureThrottle; 0: no limit).
+    int max_failed_queries_per_user_per_s = 0;
     /// Execution time limit (0: none).
     int64_t exec_time_limit_ms = 0;
     /// At shutdown, a query whose client has not fetched for this long (and has no parked
@@ -156,6 +160,13 @@ class QueryCoordinator {
   /// Cumulative counts per bucket (Prometheus style; the last entry is +Inf = total), and sum.
   std::vector<int64_t> LatencyHistogram(int64_t* sum_ms) const;
 
+  /// Whether a user other than 'user' has a query in flight (the daemon serves someone else).
+  bool OtherUsersInFlight(const std::string& user) const;
+  /// The budget of failed queries per user (Options::max_failed_queries_per_user_per_s),
+  /// drained by every query that fails with a user or resource error.
+  FailureThrottle& failure_throttle() { return failure_throttle_; }
+  const FailureThrottle& failure_throttle() const { return failure_throttle_; }
+
   const ClientRequestStateMap& registry() const { return registry_; }
   const Options& options() const { return options_; }
 
@@ -191,6 +202,7 @@ class QueryCoordinator {
   QueryExecMgr* const exec_mgr_;
   SqliteEngine* const engine_;
   ClientRequestStateMap registry_;
+  FailureThrottle failure_throttle_{static_cast<double>(options_.max_failed_queries_per_user_per_s)};
   std::atomic<bool> shutting_down_{false};
   /// Relaxed: an id minted just before a change may name the earlier owner, as it would have
   /// a moment earlier.

@@ -346,6 +346,13 @@ void StatementService::HandleSubmit(HttpRequest& req, ResponseCallback respond) 
     respond(std::move(resp));
     return;
   }
+  // A user whose statements keep failing at once gets no more of the I/O threads' time while
+  // others wait (checked before any parsing: the refusal must cost less than the statement).
+  if (coordinator_->failure_throttle().Throttled(session.user) &&
+      coordinator_->OtherUsersInFlight(session.user)) {
+    RefuseThrottled(session.user, std::move(respond));
+    return;
+  }
   session.source = ProtocolHeader(req, "Source");
   session.catalog = ProtocolHeader(req, "Catalog");
   session.schema = ProtocolHeader(req, "Schema");
@@ -380,6 +387,35 @@ void StatementService::HandleSubmit(HttpRequest& req, ResponseCallback respond) 
   HttpResponse resp;
   RenderSubmitted(*state, ResultsUris{BaseUri(req)}, &resp);
   respond(std::move(resp));
+}
+
+void StatementService::RefuseThrottled(const std::string& user, ResponseCallback respond) {
+  FailureThrottle& throttle = coordinator_->failure_throttle();
+  throttle.CountRefused();
+  const auto rate = static_cast<int64_t>(throttle.rate_per_s());
+  const QueryError error = QueryError::QueueFull(
+      "Too many failed queries: user " + QuoteForError(user, 120) + " had more than " +
+      std::to_string(rate) + " failed queries in one second while other users have queries " +
+      "in flight (--max_failed_queries_per_user_per_s=" + std::to_string(rate) +
+      "); submit again later");
+  HttpResponse resp;
+  resp.status = 429;
+  resp.content_type = "application/json";
+  resp.headers.emplace_back(
+      "Retry-After",
+      std::to_string(std::max<int64_t>(1, (options_.throttled_answer_delay.count() + 999) / 1000)));
+  resp.body = "{\"stats\":{\"state\":\"FAILED\"},\"error\":";
+  AppendErrorJson(error, &resp.body);
+  resp.body += ",\"warnings\":[]}";
+  if (options_.throttled_answer_delay.count() <= 0) {
+    respond(std::move(resp));
+    return;
+  }
+  // Held by its own completion handler: no thread waits; the connection stays busy.
+  auto timer = std::make_shared<boost::asio::steady_timer>(webserver_->io_context());
+  timer->expires_after(options_.throttled_answer_delay);
+  timer->async_wait([timer, resp = std::move(resp), respond = std::move(respond)](
+                        const boost::system::error_code&) mutable { respond(std::move(resp)); });
 }
 
 void StatementService::HandleStatementGet(HttpRequest& req, ResponseCallback respond) {

@@ -36,6 +36,10 @@ class StatementService {
     /// Characters of each statement in the GET /v1/query listing (the full text is at
     /// /v1/query/{id}); 0: --query_stmt_size.
     int list_stmt_size = 0;
+    /// A submission refused because its user is out of failed queries (FailureThrottle) is
+    /// answered after this long: a client that submits again at once cannot make more than
+    /// one refused request per connection per delay.
+    std::chrono::milliseconds throttled_answer_delay{1000};
   };
 
   /// Borrows 'coordinator', 'webserver' and 'access', which must outlive the service.
@@ -55,6 +59,9 @@ class StatementService {
   void HandleQueryGet(HttpRequest& req, ResponseCallback respond);
   void HandleQueryDelete(HttpRequest& req, ResponseCallback respond);
 
+  /// Answers a submission of 'user' refused by the failure throttle: 429 with Trino's error
+  /// document (QUERY_QUEUE_FULL), after Options::throttled_answer_delay.
+  void RefuseThrottled(const std::string& user, ResponseCallback respond);
   /// "http[s]://host:port" for absolute URIs in answers to 'req'.
   std::string BaseUri(const HttpRequest& req) const;
   /// The query 'id' if it exists and 'req' may access it, else nullptr: callers answer both
