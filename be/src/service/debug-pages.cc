@@ -333,17 +333,15 @@ void HandleQueryDetail(const Ctx& ctx, HttpRequest& req, ResponseCallback respon
 }
 
 /// GET /query_plan?query_id=ID: SQLite's plan of the query's statement, explained (never
-/// run) on an executor thread (query-plan.h); answered when the executor is done.
+/// run) by an EXPLAIN query that goes through admission like any statement (query-plan.h);
+/// answered when that query is done.
 void HandleQueryPlan(const Ctx& ctx, HttpRequest& req, ResponseCallback respond) {
   UniqueId id;
   HttpResponse error;
   if (!ParseQueryIdParam(req, &id, &error)) return respond(std::move(error));
   std::shared_ptr<ClientRequestState> state = FindAccessible(*ctx, req, id);
   if (!state) return respond(UnknownQuery(id));
-  QueryContext exec_ctx = ctx->coordinator->options().exec_defaults;
-  exec_ctx.exec_time_limit_ms = ctx->coordinator->options().exec_time_limit_ms;
-  ExplainStatement(*state, std::move(exec_ctx), ctx->server->exec_mgr(),
-                   ctx->server->engine(),
+  ExplainStatement(ctx->coordinator, *state,
                    [id, respond = std::move(respond)](StatementPlanResult result) {
                      Json body;
                      body["query_id"] = PrintId(id);
@@ -351,6 +349,15 @@ void HandleQueryPlan(const Ctx& ctx, HttpRequest& req, ResponseCallback respond)
                      body["no_plan_reason"] = result.no_plan_reason.empty()
                                                   ? Json(nullptr)
                                                   : Json(result.no_plan_reason);
+                     // The EXPLAIN query's error (admission refused it, or it failed).
+                     Json error = nullptr;
+                     if (result.error) {
+                       error = Json::object();
+                       error["name"] = result.error->name;
+                       error["type"] = ErrorTypeName(result.error->type);
+                       error["message"] = result.error->message;
+                     }
+                     body["error"] = std::move(error);
                      respond(JsonResponse(200, body));
                    });
 }
