@@ -124,7 +124,7 @@ if [ "$restart_mb" -gt 0 ]; then
       --query_history_max_mb=$((restart_mb * 2))
     ms=$(( ($(date +%s%N) - start) / 1000000 ))
     echo "$cache page cache: listening after $ms ms;" \
-         "$(grep -o 'completed queries restored.*' "$dir/stderr-restart-$cache")"
+         "$(grep -o 'Query history .*' "$dir/stderr-restart-$cache")"
     stop_daemon
   done
 fi

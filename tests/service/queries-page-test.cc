@@ -248,8 +248,11 @@ TEST_F(QueriesPageTest, PlanExplainsSelectsWithoutRunningThemAndNotOtherStatemen
   plan = Get("/query_plan?query_id=" + client.result().id);
   EXPECT_TRUE(plan["plan"].is_string()) << plan;
 
-  // Explaining submits no query of its own, and nothing is left running.
-  EXPECT_EQ(server_->coordinator()->GetMetrics().submitted, submitted + 1);
+  // Each plan is an EXPLAIN query of its own, submitted like any statement (the SHOW's got
+  // none): the endless query and two EXPLAINs; nothing is left running but the endless one.
+  EXPECT_EQ(server_->coordinator()->GetMetrics().submitted, submitted + 3);
+  json explains = Get("/queries?json&source=coordinatord-query-plan&state=FINISHED");
+  EXPECT_EQ(explains["completed"].size(), 2u) << explains;
   Headers headers = {{"X-Trino-User", "alice"}};
   ASSERT_EQ(TestHttpClient(port_)
                 .Post("/cancel_query?query_id=" + client.result().id, "", headers)

@@ -40,7 +40,56 @@ QueryHistoryRecord MakeRecord(uint64_t n) {
     QueryError e = QueryError::Syntax("line 1:8: mismatched input", 1, 8);
     r.error = e;
   }
+  r.submit_time_extra_ns = static_cast<int32_t>(n % 1000000);
+  r.exec_start_ms = r.submit_time_ms + 1;
+  r.first_row_ms = n % 3 == 0 ? -1 : r.submit_time_ms + 2;
+  if (n % 5 == 0) {
+    r.canceled_by = "user 'bob' (/cancel_query)";
+    r.canceled_time_ms = r.end_time_ms;
+  }
   return r;
+}
+
+/// A record as version 1 of the format wrote it (before the executor start, the first row,
+/// who canceled and the exact submission were kept): the old encoder, field by field.
+std::string EncodeVersion1(const QueryHistoryRecord& r) {
+  std::string p;
+  auto u32 = [&p](uint32_t v) {
+    for (int i = 0; i < 4; ++i) p.push_back(static_cast<char>(v >> (8 * i)));
+  };
+  auto i64 = [&p](int64_t v) {
+    for (int i = 0; i < 8; ++i) p.push_back(static_cast<char>(static_cast<uint64_t>(v) >> (8 * i)));
+  };
+  auto str = [&](std::string_view s) {
+    u32(static_cast<uint32_t>(s.size()));
+    p.append(s);
+  };
+  p.push_back(1);
+  i64(static_cast<int64_t>(r.query_id.hi));
+  i64(static_cast<int64_t>(r.query_id.lo));
+  str(r.user);
+  str(r.source);
+  str(r.client_info);
+  u32(static_cast<uint32_t>(r.client_tags.size()));
+  for (const std::string& tag : r.client_tags) str(tag);
+  str(*r.statement);
+  p.push_back(static_cast<char>(r.state));
+  for (int64_t v : {r.submit_time_ms, r.end_time_ms, r.queued_ms, r.elapsed_ms, r.rows_delivered,
+                    r.bytes_delivered, r.rows_produced, r.cpu_time_ns}) {
+    i64(v);
+  }
+  p.push_back(r.error ? 1 : 0);
+  if (r.error) {
+    u32(static_cast<uint32_t>(r.error->code));
+    str(r.error->name);
+    p.push_back(static_cast<char>(r.error->type));
+    str(r.error->message);
+    u32(static_cast<uint32_t>(r.error->line));
+    u32(static_cast<uint32_t>(r.error->column));
+  }
+  std::string frame;
+  AppendHistoryFrame(p, &frame);
+  return frame;
 }
 
 void ExpectSameRecord(const QueryHistoryRecord& a, const QueryHistoryRecord& b) {
@@ -60,6 +109,11 @@ void ExpectSameRecord(const QueryHistoryRecord& a, const QueryHistoryRecord& b) 
   EXPECT_EQ(a.bytes_delivered, b.bytes_delivered);
   EXPECT_EQ(a.rows_produced, b.rows_produced);
   EXPECT_EQ(a.cpu_time_ns, b.cpu_time_ns);
+  EXPECT_EQ(a.submit_time_extra_ns, b.submit_time_extra_ns);
+  EXPECT_EQ(a.exec_start_ms, b.exec_start_ms);
+  EXPECT_EQ(a.first_row_ms, b.first_row_ms);
+  EXPECT_EQ(a.canceled_by, b.canceled_by);
+  EXPECT_EQ(a.canceled_time_ms, b.canceled_time_ms);
   ASSERT_EQ(a.error.has_value(), b.error.has_value());
   if (a.error) {
     EXPECT_EQ(a.error->code, b.error->code);
@@ -124,6 +178,48 @@ TEST(QueryHistoryRecordTest, EncodeDecodeRoundTrip) {
     ASSERT_EQ(DecodeHistoryFrame(buf, &out, &consumed), HistoryFrameResult::kOk);
     EXPECT_EQ(consumed, buf.size());
     ExpectSameRecord(in, out);
+  }
+}
+
+TEST(QueryHistoryRecordTest, Version1RecordsDecodeWithoutTheNewFields) {
+  for (uint64_t n : {0, 1, 5}) {
+    QueryHistoryRecord in = MakeRecord(n);
+    const std::string buf = EncodeVersion1(in);
+    QueryHistoryRecord out;
+    size_t consumed = 0;
+    ASSERT_EQ(DecodeHistoryFrame(buf, &out, &consumed), HistoryFrameResult::kOk);
+    EXPECT_EQ(consumed, buf.size());
+    // What version 1 did not keep reads back as "unknown".
+    in.submit_time_extra_ns = 0;
+    in.exec_start_ms = -1;
+    in.first_row_ms = -1;
+    in.canceled_by.clear();
+    in.canceled_time_ms = -1;
+    ExpectSameRecord(in, out);
+  }
+}
+
+TEST(QueryHistoryRecordTest, SummaryMatchesTheRecordInBothVersions) {
+  for (uint64_t n : {0, 1, 5, 999999}) {
+    const QueryHistoryRecord r = MakeRecord(n);
+    for (int version : {1, 2}) {
+      std::string buf;
+      if (version == 1) {
+        buf = EncodeVersion1(r);
+      } else {
+        EncodeHistoryRecord(r, &buf);
+      }
+      HistoryRecordSummary s;
+      ASSERT_TRUE(SummarizeHistoryFrame(buf, buf.size(), &s));
+      EXPECT_EQ(s.query_id, r.query_id);
+      EXPECT_EQ(s.user, r.user);
+      EXPECT_EQ(s.source, r.source);
+      EXPECT_EQ(s.state, r.state);
+      EXPECT_EQ(s.submit_time_ms, r.submit_time_ms);
+      EXPECT_EQ(s.submit_time_extra_ns, version == 1 ? 0 : r.submit_time_extra_ns);
+      EXPECT_EQ(s.elapsed_ms, r.elapsed_ms);
+      EXPECT_EQ(s.rows_delivered, r.rows_delivered);
+    }
   }
 }
 
@@ -233,6 +329,28 @@ TEST_F(QueryHistoryTest, WrittenRecordsReadBackInOrderAcrossRestarts) {
   ExpectSameRecord(newest.front(), MakeRecord(170));
   ExpectSameRecord(newest.back(), MakeRecord(199));
   EXPECT_EQ(newest_stats.segments, 1);  // the older segment was not needed
+}
+
+TEST_F(QueryHistoryTest, ASegmentOfVersion1RecordsReadsBackBeforeNewOnes) {
+  // A history written by the previous version, then this one appends to it.
+  std::string old_segment;
+  for (uint64_t n = 0; n < 3; ++n) old_segment += EncodeVersion1(MakeRecord(n));
+  WriteFile(fs::path(dir_) / "history-00000000000000000001.log", old_segment);
+  {
+    std::unique_ptr<QueryHistory> h = Open(Options());
+    ASSERT_TRUE(h->Append(MakeRecord(10)));
+    h->Flush();
+  }
+  HistoryReadStats stats;
+  std::vector<QueryHistoryRecord> records = ReadAll(&stats);
+  ASSERT_EQ(records.size(), 4u);
+  EXPECT_EQ(stats.corrupt_segments, 0);
+  for (uint64_t n = 0; n < 3; ++n) {
+    EXPECT_EQ(records[n].query_id, MakeRecord(n).query_id);
+    EXPECT_EQ(records[n].exec_start_ms, -1);
+    EXPECT_TRUE(records[n].canceled_by.empty());
+  }
+  ExpectSameRecord(records[3], MakeRecord(10));
 }
 
 TEST_F(QueryHistoryTest, SegmentsRotateBySize) {

@@ -31,65 +31,90 @@ Cell Text(std::string s) {
 Cell TextOrNull(std::string s) { return s.empty() ? Cell() : Text(std::move(s)); }
 Cell TimeOrNull(int64_t ms) { return ms < 0 ? Cell() : Text(FormatTimestampMillis(ms)); }
 
-/// One system table: its declaration and how a scan fills its rows.
+/// One system table: its declaration and how a scan fills its rows. A table is read in
+/// batches: 'fill' adds the rows from '*position' on (0 at the start of a scan) and returns
+/// false when that was the last batch.
 struct TableDef {
   const char* name;
   const char* schema;
-  void (*fill)(SystemTables& tables, Rows* rows);
+  bool (*fill)(SystemTables& tables, uint64_t* position, Rows* rows);
 };
 
-void FillQueries(SystemTables& tables, Rows* rows) {
-  // Between statements nobody is the viewer: nothing is visible.
-  if (tables.viewer() == nullptr || tables.source() == nullptr) return;
-  for (RuntimeQueryRow& q : tables.source()->Queries(*tables.viewer())) {
-    std::vector<Cell> r;
-    r.reserve(20);
-    r.push_back(Text(std::move(q.query_id)));
-    r.push_back(Text(std::move(q.state)));
-    r.push_back(Text(std::move(q.user)));
-    r.push_back(TextOrNull(std::move(q.source)));
-    r.push_back(Text(std::move(q.query)));
-    r.push_back(q.queued_time_ms);
-    // No separate analysis or planning phase: SQLite prepares within the execution.
-    r.push_back(int64_t{0});
-    r.push_back(int64_t{0});
-    r.push_back(TimeOrNull(q.created_ms));
-    r.push_back(TimeOrNull(q.started_ms));
-    r.push_back(TimeOrNull(q.last_heartbeat_ms));
-    r.push_back(TimeOrNull(q.end_ms));
-    r.push_back(TextOrNull(std::move(q.error_type)));
-    r.push_back(TextOrNull(std::move(q.error_code)));
-    r.push_back(TextOrNull(std::move(q.error_message)));
-    r.push_back(q.rows);
-    r.push_back(q.bytes);
-    r.push_back(q.cpu_time_ms);
-    r.push_back(q.vm_steps);
-    r.push_back(TextOrNull(std::move(q.client_info)));
-    r.push_back(Text(std::move(q.client_tags)));
-    rows->push_back(std::move(r));
-  }
+/// Rows of a completed_queries scan read per batch: one read of the history per batch.
+constexpr size_t kCompletedBatchRows = 256;
+
+void AddQueryRow(RuntimeQueryRow& q, Rows* rows) {
+  std::vector<Cell> r;
+  r.reserve(20);
+  r.push_back(Text(std::move(q.query_id)));
+  r.push_back(Text(std::move(q.state)));
+  r.push_back(Text(std::move(q.user)));
+  r.push_back(TextOrNull(std::move(q.source)));
+  r.push_back(Text(std::move(q.query)));
+  r.push_back(q.queued_time_ms);
+  // No separate analysis or planning phase: SQLite prepares within the execution.
+  r.push_back(int64_t{0});
+  r.push_back(int64_t{0});
+  r.push_back(TimeOrNull(q.created_ms));
+  r.push_back(TimeOrNull(q.started_ms));
+  r.push_back(TimeOrNull(q.last_heartbeat_ms));
+  r.push_back(TimeOrNull(q.end_ms));
+  r.push_back(TextOrNull(std::move(q.error_type)));
+  r.push_back(TextOrNull(std::move(q.error_code)));
+  r.push_back(TextOrNull(std::move(q.error_message)));
+  r.push_back(q.rows);
+  r.push_back(q.bytes);
+  r.push_back(q.cpu_time_ms);
+  r.push_back(q.vm_steps);
+  r.push_back(TextOrNull(std::move(q.client_info)));
+  r.push_back(Text(std::move(q.client_tags)));
+  rows->push_back(std::move(r));
 }
 
-void FillNodes(SystemTables& tables, Rows* rows) {
-  if (tables.source() == nullptr) return;
+bool FillQueries(SystemTables& tables, uint64_t*, Rows* rows) {
+  // Between statements nobody is the viewer: nothing is visible.
+  if (tables.viewer() == nullptr || tables.source() == nullptr) return false;
+  for (RuntimeQueryRow& q : tables.source()->Queries(*tables.viewer())) AddQueryRow(q, rows);
+  return false;  // one snapshot
+}
+
+bool FillCompletedQueries(SystemTables& tables, uint64_t* position, Rows* rows) {
+  if (tables.viewer() == nullptr || tables.source() == nullptr) return false;
+  std::vector<RuntimeQueryRow> batch;
+  // A batch may be empty (none visible to the viewer) and still not the last.
+  while (batch.empty()) {
+    if (!tables.source()->CompletedQueries(*tables.viewer(), kCompletedBatchRows, position,
+                                           &batch)) {
+      break;
+    }
+  }
+  for (RuntimeQueryRow& q : batch) AddQueryRow(q, rows);
+  return !batch.empty();
+}
+
+bool FillNodes(SystemTables& tables, uint64_t*, Rows* rows) {
+  if (tables.source() == nullptr) return false;
   for (RuntimeNodeRow& n : tables.source()->Nodes()) {
     rows->push_back({Text(std::move(n.node_id)), Text(std::move(n.http_uri)),
                      Text(std::move(n.node_version)), int64_t{n.coordinator ? 1 : 0},
                      Text(std::move(n.state))});
   }
+  return false;
 }
 
 // Column names and types are Trino's (system.runtime.queries: query_id ... error_code), then
 // ours. The declared types are what the result's column types are derived from.
+#define QR_QUERIES_COLUMNS                                                                     \
+  "CREATE TABLE x(query_id VARCHAR, state VARCHAR, user VARCHAR, source VARCHAR, "            \
+  "query VARCHAR, queued_time_ms BIGINT, analysis_time_ms BIGINT, planning_time_ms BIGINT, "  \
+  "created TIMESTAMP(3), started TIMESTAMP(3), last_heartbeat TIMESTAMP(3), "                 \
+  "\"end\" TIMESTAMP(3), error_type VARCHAR, error_code VARCHAR, error_message VARCHAR, "     \
+  "rows BIGINT, bytes BIGINT, cpu_time_ms BIGINT, vm_steps BIGINT, client_info VARCHAR, "     \
+  "client_tags VARCHAR)"
 const TableDef kTables[] = {
-    {kRuntimeQueriesTable,
-     "CREATE TABLE x(query_id VARCHAR, state VARCHAR, user VARCHAR, source VARCHAR, "
-     "query VARCHAR, queued_time_ms BIGINT, analysis_time_ms BIGINT, planning_time_ms BIGINT, "
-     "created TIMESTAMP(3), started TIMESTAMP(3), last_heartbeat TIMESTAMP(3), "
-     "\"end\" TIMESTAMP(3), error_type VARCHAR, error_code VARCHAR, error_message VARCHAR, "
-     "rows BIGINT, bytes BIGINT, cpu_time_ms BIGINT, vm_steps BIGINT, client_info VARCHAR, "
-     "client_tags VARCHAR)",
-     FillQueries},
+    {kRuntimeQueriesTable, QR_QUERIES_COLUMNS, FillQueries},
+    // The same columns over the whole retained query history, read in batches.
+    {kRuntimeCompletedQueriesTable, QR_QUERIES_COLUMNS, FillCompletedQueries},
     {kRuntimeNodesTable,
      "CREATE TABLE x(node_id VARCHAR, http_uri VARCHAR, node_version VARCHAR, "
      "coordinator BOOLEAN, state VARCHAR)",
@@ -110,7 +135,12 @@ struct VTab {
 struct Cursor {
   sqlite3_vtab_cursor base{};
   Rows rows;
+  /// The row in 'rows'; 'base_rowid' + pos is its rowid.
   size_t pos = 0;
+  int64_t base_rowid = 0;
+  /// Where the table's next batch starts, and whether there is one.
+  uint64_t position = 0;
+  bool more = false;
 };
 
 int Connect(sqlite3* db, void* aux, int, const char* const*, sqlite3_vtab** out, char**) {
@@ -153,8 +183,10 @@ int Filter(sqlite3_vtab_cursor* cur, int, const char*, int, sqlite3_value**) {
   Module* m = reinterpret_cast<VTab*>(cur->pVtab)->module;
   c->rows.clear();
   c->pos = 0;
+  c->base_rowid = 0;
+  c->position = 0;
   try {
-    m->def->fill(*m->tables, &c->rows);
+    c->more = m->def->fill(*m->tables, &c->position, &c->rows);
   } catch (const std::bad_alloc&) {
     return SQLITE_NOMEM;
   }
@@ -162,7 +194,19 @@ int Filter(sqlite3_vtab_cursor* cur, int, const char*, int, sqlite3_value**) {
 }
 
 int Next(sqlite3_vtab_cursor* cur) {
-  ++reinterpret_cast<Cursor*>(cur)->pos;
+  auto* c = reinterpret_cast<Cursor*>(cur);
+  ++c->pos;
+  if (c->pos < c->rows.size() || !c->more) return SQLITE_OK;
+  // The next batch: only one is held at a time.
+  Module* m = reinterpret_cast<VTab*>(cur->pVtab)->module;
+  c->base_rowid += static_cast<int64_t>(c->rows.size());
+  c->rows.clear();
+  c->pos = 0;
+  try {
+    c->more = m->def->fill(*m->tables, &c->position, &c->rows);
+  } catch (const std::bad_alloc&) {
+    return SQLITE_NOMEM;
+  }
   return SQLITE_OK;
 }
 
@@ -187,7 +231,8 @@ int Column(sqlite3_vtab_cursor* cur, sqlite3_context* ctx, int i) {
 }
 
 int RowId(sqlite3_vtab_cursor* cur, sqlite3_int64* out) {
-  *out = static_cast<sqlite3_int64>(reinterpret_cast<Cursor*>(cur)->pos);
+  auto* c = reinterpret_cast<Cursor*>(cur);
+  *out = static_cast<sqlite3_int64>(c->base_rowid + static_cast<int64_t>(c->pos));
   return SQLITE_OK;
 }
 

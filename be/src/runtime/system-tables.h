@@ -68,6 +68,15 @@ class SystemTablesSource {
   virtual ~SystemTablesSource() = default;
   /// The queries 'viewer' may see, in-flight and completed, each exactly once.
   virtual std::vector<RuntimeQueryRow> Queries(const SqlViewer& viewer) = 0;
+  /// system.runtime.completed_queries, one batch at a time: the completed queries 'viewer'
+  /// may see from '*position' (0 to start) on, at most 'max' into 'batch'; '*position' is
+  /// then where the next batch starts. False (and nothing added) at the end. The default
+  /// has none.
+  virtual bool CompletedQueries(const SqlViewer& viewer, size_t max, uint64_t* position,
+                                std::vector<RuntimeQueryRow>* batch) {
+    (void)viewer, (void)max, (void)position, (void)batch;
+    return false;
+  }
   virtual std::vector<RuntimeNodeRow> Nodes() = 0;
 };
 
@@ -75,6 +84,7 @@ class SystemTablesSource {
 /// system.runtime.queries and system.runtime.nodes (views in trino-metadata.cc).
 inline constexpr const char* kRuntimeQueriesTable = "qr_system_runtime_queries";
 inline constexpr const char* kRuntimeNodesTable = "qr_system_runtime_nodes";
+inline constexpr const char* kRuntimeCompletedQueriesTable = "qr_system_runtime_completed_queries";
 
 /// The system tables of one connection.
 /// Thread-safety: like its connection, used by one executor thread at a time.

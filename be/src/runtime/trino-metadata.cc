@@ -151,6 +151,8 @@ UNION ALL SELECT 'system', 'system', 'system')sql"},
     // The coordinator's own tables (system-tables.h), empty in an engine without one.
     {"system.runtime.queries", nullptr, "SELECT * FROM main.qr_system_runtime_queries"},
     {"system.runtime.nodes", nullptr, "SELECT * FROM main.qr_system_runtime_nodes"},
+    {"system.runtime.completed_queries", nullptr,
+     "SELECT * FROM main.qr_system_runtime_completed_queries"},
     {"system.metadata.table_comments", "vvvv", R"sql(
 SELECT table_cat AS catalog_name, table_schem AS schema_name, table_name,
        NULL AS comment FROM temp.qr_tables)sql"},

@@ -74,7 +74,11 @@ bool AccessControl::CheckUserHeader(const HttpRequest& req, HttpResponse* denied
 bool AccessControl::HasUserHeader(const HttpRequest& req) { return !UserHeader(req).empty(); }
 
 bool AccessControl::MayAccess(const Principal& p, const ClientRequestState& query) const {
-  return !authentication_enabled_ || p.admin || p.user == query.user();
+  return MayAccessUser(p, query.user());
+}
+
+bool AccessControl::MayAccessUser(const Principal& p, std::string_view user) const {
+  return !authentication_enabled_ || p.admin || p.user == user;
 }
 
 }  // namespace qr

@@ -56,6 +56,8 @@ class AccessControl {
   static bool HasUserHeader(const HttpRequest& req);
   /// Whether 'p' may see, fetch and cancel 'query'. Always true without authentication.
   bool MayAccess(const Principal& p, const ClientRequestState& query) const;
+  /// The same for a query of 'user' (one of the history, which keeps no request).
+  bool MayAccessUser(const Principal& p, std::string_view user) const;
 
  private:
   const bool authentication_enabled_;

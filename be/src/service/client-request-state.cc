@@ -71,6 +71,14 @@ ClientRequestState::ClientRequestState(const UniqueId& id,
   bytes_delivered_ = restored.bytes_delivered;
   rows_produced_final_ = restored.rows_produced;
   cpu_time_ns_final_ = restored.cpu_time_ns;
+  // Back to this run's steady clock, as GetInfo() maps them forward.
+  auto to_steady = [this](std::chrono::system_clock::time_point t) {
+    return submit_steady_ + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                t - submit_wall_);
+  };
+  if (restored.exec_start_wall) exec_start_final_ = to_steady(*restored.exec_start_wall);
+  if (restored.first_row_wall) first_row_time_ = to_steady(*restored.first_row_wall);
+  canceled_by_ = restored.canceled_by;
 }
 
 bool ClientRequestState::SlugMatches(std::string_view candidate) const {

@@ -86,6 +86,9 @@ class ClientRequestState {
     std::chrono::system_clock::time_point submit_wall, end_wall;
     int64_t queued_ms = 0, elapsed_ms = 0;
     int64_t rows_delivered = 0, bytes_delivered = 0, rows_produced = 0, cpu_time_ns = 0;
+    /// Unset in a record of a version that did not keep them.
+    std::optional<std::chrono::system_clock::time_point> exec_start_wall, first_row_wall;
+    std::string canceled_by;
   };
   /// A completed request read back from the query history at start-up, for the pages and
   /// lookups only: terminal, its final page delivered, with the recorded times and counters.
@@ -123,7 +126,7 @@ class ClientRequestState {
     std::optional<std::chrono::system_clock::time_point> end_wall_time;
     /// When an executor thread started the statement and when the client was handed its
     /// first row (wall clock, derived from the steady clock); nullopt: not (yet), or a
-    /// request restored from the history (which keeps neither).
+    /// request restored from a history record of version 1 (which kept neither).
     std::optional<std::chrono::system_clock::time_point> exec_start_wall_time;
     std::optional<std::chrono::system_clock::time_point> first_row_wall_time;
     std::optional<QueryError> error;

@@ -99,15 +99,21 @@ Status CoordinatorServer::OpenHistory(std::vector<std::shared_ptr<ClientRequestS
   // nothing is appended before the coordinator exists, so the read below sees only the past.
   Status s = QueryHistory::Open(options_.history, &history_);
   if (!s.ok()) return Internal("--query_history_dir: " + s.message());
-  std::vector<QueryHistoryRecord> records;
+  // Open() indexed every retained record (verifying each checksum); the newest fill the
+  // completed-query log, read back through the index.
+  history_restored_ = history_->index_stats();
   const size_t wanted = static_cast<size_t>(std::max(0, options_.coordinator.query_log_size));
-  s = ReadQueryHistory(options_.history.dir, wanted, &records, &history_restored_);
-  if (!s.ok()) return Internal("--query_history_dir: " + s.message());
-  for (auto& record : records) restored->push_back(RestoreFromHistory(std::move(record)));
+  std::vector<std::optional<QueryHistoryRecord>> records;
+  history_->ReadRecords(history_->index().Newest(wanted), &records);
+  for (auto& record : records) {
+    if (record) restored->push_back(RestoreFromHistory(std::move(*record)));
+  }
+  history_restored_.records = static_cast<int64_t>(restored->size());
   const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
                       std::chrono::steady_clock::now() - start).count();
-  LOG(INFO) << "Query history " << options_.history.dir << ": " << restored->size()
-            << " completed queries restored from " << history_restored_.segments
+  LOG(INFO) << "Query history " << options_.history.dir << ": "
+            << history_->index().size() << " completed queries indexed (" << restored->size()
+            << " restored into the query log) from " << history_restored_.segments
             << " segments (" << history_restored_.bytes << " bytes) in " << ms << " ms; "
             << history_restored_.torn_tails << " torn tails and "
             << history_restored_.corrupt_segments << " corrupt segments skipped";

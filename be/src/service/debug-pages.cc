@@ -23,6 +23,8 @@
 
 #include "service/access-control.h"
 #include "service/coordinator-server.h"
+#include "service/query-history-convert.h"
+#include "service/query-history.h"
 #include "service/query-plan.h"
 #include "service/statement-service.h"
 #include "service/www-assets.h"
@@ -255,7 +257,7 @@ void HandleQueries(const Ctx& ctx, HttpRequest& req, ResponseCallback respond) {
     return respond(JsonError(400, std::move(bad)));
   }
   const Principal principal = ctx->access->Identify(req);
-  auto visible = [&](const ClientRequestState& q) { return ctx->access->MayAccess(principal, q); };
+  auto visible = [&](std::string_view user) { return ctx->access->MayAccessUser(principal, user); };
   HttpResponse r = HttpResponse::Json(
       200, debug_pages::RenderQueriesJson(*ctx->coordinator, ctx->stmt_size, visible, params));
   AddSecurityHeaders(&r, false);
@@ -280,13 +282,22 @@ bool ParseQueryIdParam(const HttpRequest& req, UniqueId* id, HttpResponse* error
 
 HttpResponse UnknownQuery(const UniqueId& id) {
   return JsonError(404, "Query " + PrintId(id) + " is not known (never existed, or dropped "
-                            "from the query log)");
+                            "from the query log and the query history)");
 }
 
 /// The query 'id' if it exists and the requester may access it (see AccessControl).
 std::shared_ptr<ClientRequestState> FindAccessible(const PageContext& ctx,
                                                    const HttpRequest& req, const UniqueId& id) {
   std::shared_ptr<ClientRequestState> state = ctx.coordinator->Find(id);
+  const QueryHistory* history = ctx.coordinator->options().history;
+  if (!state && history != nullptr) {
+    // Past the log, in the durable history: one record read from its segment.
+    if (std::optional<HistoryIndexEntry> entry = history->index().Find(id)) {
+      std::vector<std::optional<QueryHistoryRecord>> records;
+      history->ReadRecords({*entry}, &records);
+      if (records[0]) state = RestoreFromHistory(std::move(*records[0]));
+    }
+  }
   if (!state || !ctx.access->MayAccess(ctx.access->Identify(req), *state)) return nullptr;
   return state;
 }
@@ -322,17 +333,15 @@ void HandleQueryDetail(const Ctx& ctx, HttpRequest& req, ResponseCallback respon
 }
 
 /// GET /query_plan?query_id=ID: SQLite's plan of the query's statement, explained (never
-/// run) on an executor thread (query-plan.h); answered when the executor is done.
+/// run) by an EXPLAIN query that goes through admission like any statement (query-plan.h);
+/// answered when that query is done.
 void HandleQueryPlan(const Ctx& ctx, HttpRequest& req, ResponseCallback respond) {
   UniqueId id;
   HttpResponse error;
   if (!ParseQueryIdParam(req, &id, &error)) return respond(std::move(error));
   std::shared_ptr<ClientRequestState> state = FindAccessible(*ctx, req, id);
   if (!state) return respond(UnknownQuery(id));
-  QueryContext exec_ctx = ctx->coordinator->options().exec_defaults;
-  exec_ctx.exec_time_limit_ms = ctx->coordinator->options().exec_time_limit_ms;
-  ExplainStatement(*state, std::move(exec_ctx), ctx->server->exec_mgr(),
-                   ctx->server->engine(),
+  ExplainStatement(ctx->coordinator, *state,
                    [id, respond = std::move(respond)](StatementPlanResult result) {
                      Json body;
                      body["query_id"] = PrintId(id);
@@ -340,6 +349,15 @@ void HandleQueryPlan(const Ctx& ctx, HttpRequest& req, ResponseCallback respond)
                      body["no_plan_reason"] = result.no_plan_reason.empty()
                                                   ? Json(nullptr)
                                                   : Json(result.no_plan_reason);
+                     // The EXPLAIN query's error (admission refused it, or it failed).
+                     Json error = nullptr;
+                     if (result.error) {
+                       error = Json::object();
+                       error["name"] = result.error->name;
+                       error["type"] = ErrorTypeName(result.error->type);
+                       error["message"] = result.error->message;
+                     }
+                     body["error"] = std::move(error);
                      respond(JsonResponse(200, body));
                    });
 }

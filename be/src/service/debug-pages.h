@@ -34,13 +34,14 @@ struct Options {
 };
 
 /// The body of GET /queries?json: summary counts, then the in-flight queries and one page of
-/// the completed-query log, each only the queries 'visible' accepts (all when it is empty; the
+/// the completed queries (the log's and the query history's: SelectCompleted()), each only
+/// the queries of users 'visible' accepts (all when it is empty; the
 /// summary's totals are server-wide) and 'params' selects, in its order, at most
 /// 'params.limit' of each; 'next_cursor' continues the completed list. Statements are cut to
 /// 'stmt_size' characters.
 std::string RenderQueriesJson(
     const QueryCoordinator& coordinator, int stmt_size,
-    const std::function<bool(const ClientRequestState&)>& visible = {},
+    const std::function<bool(std::string_view user)>& visible = {},
     const QueryListParams& params = {});
 
 /// The body of GET /query_detail?json: one query in full (statement, timeline, counters,

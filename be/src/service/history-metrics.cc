@@ -52,8 +52,14 @@ void AppendHistoryMetrics(const QueryHistory* history, const HistoryReadStats& r
   Sample("qr_history_sync_seconds_sum", "", FormatDouble(s.sync_seconds_sum), out);
   Sample("qr_history_sync_seconds_count", "", s.sync_buckets.back(), out);
   Scalar("qr_history_restored_records", "gauge",
-         "Completed queries read back from the query history at start-up.", restored.records,
-         out);
+         "Completed queries read back into the query log from the history at start-up.",
+         restored.records, out);
+  Scalar("qr_history_indexed_records", "gauge",
+         "Records of the retained history in its in-memory index (listed by /queries and "
+         "system.runtime.completed_queries).",
+         history != nullptr ? static_cast<int64_t>(history->index().size()) : 0, out);
+  Scalar("qr_history_index_bytes", "gauge", "Memory the query history's index takes.",
+         history != nullptr ? static_cast<int64_t>(history->index().MemoryBytes()) : 0, out);
   Scalar("qr_history_restored_torn_tails", "gauge",
          "Segments whose last record was cut short (a crash during a write), found at start-up.",
          restored.torn_tails, out);

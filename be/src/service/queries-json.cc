@@ -16,6 +16,7 @@
 #include "runtime/utf8.h"
 #include "service/queries-list.h"
 #include "service/query-coordinator.h"
+#include "service/query-history.h"
 #include "util/unique-id.h"
 
 namespace qr {
@@ -69,12 +70,16 @@ Json QueryJson(const ListedQuery& row, size_t stmt_size) {
 }
 
 Json SummaryJson(const QueryCoordinator& coordinator, size_t in_flight, size_t completed) {
+  const QueryHistory* history = coordinator.options().history;
   QueryCoordinator::Metrics m = coordinator.GetMetrics();
   Json s;
   s["in_flight"] = in_flight;
   s["running"] = m.running;
   s["queued"] = m.queued;
   s["completed_in_log"] = completed;
+  // Every retained record of the durable history (null: the history is off).
+  s["completed_in_history"] =
+      history != nullptr ? Json(history->index().size()) : Json(nullptr);
   s["submitted_total"] = m.submitted;
   s["finished_total"] = m.finished;
   s["failed_total"] = m.failed;
@@ -117,14 +122,16 @@ size_t CountChars(std::string_view s) {
 }
 
 std::string RenderQueriesJson(const QueryCoordinator& coordinator, int stmt_size,
-                              const std::function<bool(const ClientRequestState&)>& visible,
+                              const std::function<bool(std::string_view user)>& visible,
                               const QueryListParams& params) {
+  std::function<bool(const ClientRequestState&)> visible_request;
+  if (visible) visible_request = [&visible](const ClientRequestState& q) { return visible(q.user()); };
   // Both lists are copies: the registry's Snapshot() and the log's, so no lock is held below
   // except each request's own, briefly, in GetInfo(). Only the rows of the page are rendered.
   QueryListPage in_flight =
-      SelectQueries(coordinator.InFlight(), params, /*use_cursor=*/false, visible);
-  QueryListPage completed =
-      SelectQueries(coordinator.Completed(), params, /*use_cursor=*/true, visible);
+      SelectQueries(coordinator.InFlight(), params, /*use_cursor=*/false, visible_request);
+  bool partial = false;
+  QueryListPage completed = SelectCompleted(coordinator, params, visible, &partial);
   size_t size = static_cast<size_t>(std::max(0, stmt_size));
   Json page;
   page["generated_at"] = FormatIsoTime(std::chrono::system_clock::now());
@@ -133,6 +140,9 @@ std::string RenderQueriesJson(const QueryCoordinator& coordinator, int stmt_size
   page["summary"] = SummaryJson(coordinator, in_flight.matched, completed.matched);
   page["in_flight_matched"] = in_flight.matched;
   page["completed_matched"] = completed.matched;
+  // A text search over the history read --queries_max_limit records without filling the
+  // page: 'completed_matched' counts what it found so far, and next_cursor continues.
+  page["completed_partial"] = partial;
   page["in_flight"] = ListJson(in_flight, size);
   page["completed"] = ListJson(completed, size);
   page["next_cursor"] = completed.next ? Json(EncodeCursor(*completed.next)) : Json(nullptr);

@@ -130,6 +130,7 @@ bool ParseQueryListParams(const HttpRequest& req, size_t max_limit, QueryListPar
                           std::string* error) {
   *out = QueryListParams();
   out->limit = std::min(kDefaultQueryListLimit, max_limit);
+  out->max_scan = max_limit;
   bool present = false;
   std::string value = req.QueryParam("state", &present);
   if (present) {

@@ -15,6 +15,7 @@
 namespace qr {
 
 struct HttpRequest;
+class QueryCoordinator;
 
 namespace debug_pages {
 
@@ -55,6 +56,9 @@ struct QueryListParams {
   size_t limit = 100;
   /// Continue the completed list after this row.
   std::optional<QueryListCursor> cursor;
+  /// A text search reads at most this many records of the on-disk history per request
+  /// (--queries_max_limit); beyond, the answer is partial and its cursor continues the scan.
+  size_t max_scan = 1000;
 };
 
 /// The default of 'limit' when the request names none (capped by the maximum).
@@ -95,6 +99,15 @@ const char* DisplayState(const ClientRequestState& req, ClientRequestState::Stat
 QueryListPage SelectQueries(const std::vector<std::shared_ptr<ClientRequestState>>& requests,
                             const QueryListParams& params, bool use_cursor,
                             const std::function<bool(const ClientRequestState&)>& visible);
+
+/// The completed list: the completed-query log and, when the query history is on, every
+/// other retained record of it (its index filters and sorts; only the page's records are read
+/// from the segments). 'visible' (null: everything) says whose queries the caller may see.
+/// '*partial' is set when a text search stopped at 'params.max_scan' records of the history
+/// before filling the page: 'next' then continues from the last record it read.
+QueryListPage SelectCompleted(const QueryCoordinator& coordinator, const QueryListParams& params,
+                              const std::function<bool(std::string_view user)>& visible,
+                              bool* partial);
 
 }  // namespace debug_pages
 }  // namespace qr

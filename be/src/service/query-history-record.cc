@@ -10,8 +10,11 @@
 namespace qr {
 namespace {
 
-/// The payload's format version; a reader refuses others (as corrupt: nothing else wrote them).
-constexpr uint8_t kPayloadVersion = 1;
+/// The payload's format version. Version 2 appends the exact submission (ns past the ms),
+/// the executor start, the first row and who canceled when to version 1's fields; a reader
+/// reads both and refuses others (as corrupt: nothing else wrote them).
+constexpr uint8_t kPayloadVersion = 2;
+constexpr uint8_t kPayloadVersion1 = 1;
 
 constexpr std::array<uint32_t, 256> MakeCrc32cTable() {
   std::array<uint32_t, 256> table{};
@@ -79,6 +82,9 @@ struct Reader {
   }
 };
 
+void EncodeError(const QueryError& e, std::string* out);
+void EncodeVersion2Fields(const QueryHistoryRecord& r, std::string* out);
+
 void EncodePayload(const QueryHistoryRecord& r, std::string* out) {
   out->push_back(static_cast<char>(kPayloadVersion));
   PutI64(static_cast<int64_t>(r.query_id.hi), out);
@@ -95,18 +101,32 @@ void EncodePayload(const QueryHistoryRecord& r, std::string* out) {
     PutI64(v, out);
   }
   out->push_back(r.error ? 1 : 0);
-  if (!r.error) return;
-  PutU32(static_cast<uint32_t>(r.error->code), out);
-  PutString(r.error->name, out);
-  out->push_back(static_cast<char>(r.error->type));
-  PutString(r.error->message, out);
-  PutU32(static_cast<uint32_t>(r.error->line), out);
-  PutU32(static_cast<uint32_t>(r.error->column), out);
+  if (r.error) EncodeError(*r.error, out);
+  EncodeVersion2Fields(r, out);
+}
+
+void EncodeError(const QueryError& e, std::string* out) {
+  PutU32(static_cast<uint32_t>(e.code), out);
+  PutString(e.name, out);
+  out->push_back(static_cast<char>(e.type));
+  PutString(e.message, out);
+  PutU32(static_cast<uint32_t>(e.line), out);
+  PutU32(static_cast<uint32_t>(e.column), out);
+}
+
+/// Version 2's fields, after version 1's.
+void EncodeVersion2Fields(const QueryHistoryRecord& r, std::string* out) {
+  PutU32(static_cast<uint32_t>(r.submit_time_extra_ns), out);
+  PutI64(r.exec_start_ms, out);
+  PutI64(r.first_row_ms, out);
+  PutString(r.canceled_by, out);
+  PutI64(r.canceled_time_ms, out);
 }
 
 bool DecodePayload(std::string_view payload, QueryHistoryRecord* r) {
   Reader in{payload};
-  if (in.U8() != kPayloadVersion) return false;
+  const uint8_t version = in.U8();
+  if (version != kPayloadVersion && version != kPayloadVersion1) return false;
   r->query_id.hi = static_cast<uint64_t>(in.I64());
   r->query_id.lo = static_cast<uint64_t>(in.I64());
   r->user = in.String();
@@ -138,6 +158,19 @@ bool DecodePayload(std::string_view payload, QueryHistoryRecord* r) {
     r->error = std::move(e);
   } else if (has_error != 0) {
     return false;
+  }
+  r->submit_time_extra_ns = 0;
+  r->exec_start_ms = -1;
+  r->first_row_ms = -1;
+  r->canceled_by.clear();
+  r->canceled_time_ms = -1;
+  if (version >= 2) {
+    r->submit_time_extra_ns = static_cast<int32_t>(in.U32());
+    if (r->submit_time_extra_ns < 0 || r->submit_time_extra_ns > 999999) return false;
+    r->exec_start_ms = in.I64();
+    r->first_row_ms = in.I64();
+    r->canceled_by = in.String();
+    r->canceled_time_ms = in.I64();
   }
   // The checksum matched, so a malformed payload is a bug or a foreign file: refuse it.
   return !in.failed && in.in.empty();
@@ -171,6 +204,17 @@ __attribute__((target("sse4.2"))) uint32_t Crc32cHardware(std::string_view data,
 }
 #endif
 
+/// Fills in the header of the frame at 'header' in 'out', whose payload ends 'out'.
+void FinishFrame(size_t header, std::string* out) {
+  const std::string_view payload(out->data() + header + kHistoryFrameHeaderBytes,
+                                 out->size() - header - kHistoryFrameHeaderBytes);
+  std::string fields;
+  PutU32(static_cast<uint32_t>(payload.size()), &fields);
+  PutU32(Crc32c(payload), &fields);
+  PutU32(Crc32c(std::string_view(fields.data(), 4)), &fields);
+  std::memcpy(out->data() + header, fields.data(), kHistoryFrameHeaderBytes);
+}
+
 }  // namespace
 
 uint32_t Crc32c(std::string_view data, uint32_t crc) {
@@ -181,17 +225,18 @@ uint32_t Crc32c(std::string_view data, uint32_t crc) {
   return Crc32cSoftware(data, crc);
 }
 
+void AppendHistoryFrame(std::string_view payload, std::string* out) {
+  const size_t header = out->size();
+  out->append(kHistoryFrameHeaderBytes, '\0');
+  out->append(payload);
+  FinishFrame(header, out);
+}
+
 void EncodeHistoryRecord(const QueryHistoryRecord& record, std::string* out) {
   const size_t header = out->size();
   out->append(kHistoryFrameHeaderBytes, '\0');
   EncodePayload(record, out);
-  const std::string_view payload(out->data() + header + kHistoryFrameHeaderBytes,
-                                 out->size() - header - kHistoryFrameHeaderBytes);
-  std::string fields;
-  PutU32(static_cast<uint32_t>(payload.size()), &fields);
-  PutU32(Crc32c(payload), &fields);
-  PutU32(Crc32c(std::string_view(fields.data(), 4)), &fields);
-  std::memcpy(out->data() + header, fields.data(), kHistoryFrameHeaderBytes);
+  FinishFrame(header, out);
 }
 
 HistoryFrameResult CheckHistoryFrame(std::string_view data, size_t* consumed) {
@@ -208,6 +253,48 @@ HistoryFrameResult CheckHistoryFrame(std::string_view data, size_t* consumed) {
   }
   *consumed = kHistoryFrameHeaderBytes + length;
   return HistoryFrameResult::kOk;
+}
+
+bool SummarizeHistoryFrame(std::string_view data, size_t size, HistoryRecordSummary* out) {
+  Reader in{data.substr(kHistoryFrameHeaderBytes, size - kHistoryFrameHeaderBytes)};
+  const uint8_t version = in.U8();
+  if (version != kPayloadVersion && version != kPayloadVersion1) return false;
+  out->query_id.hi = static_cast<uint64_t>(in.I64());
+  out->query_id.lo = static_cast<uint64_t>(in.I64());
+  auto view = [&in]() {
+    const uint32_t n = in.U32();
+    const char* p = nullptr;
+    return in.Take(n, &p) ? std::string_view(p, n) : std::string_view();
+  };
+  out->user = view();
+  out->source = view();
+  view();  // client info
+  const uint32_t tags = in.U32();
+  if (tags > in.in.size() / 4) return false;
+  for (uint32_t i = 0; i < tags && !in.failed; ++i) view();
+  view();  // statement
+  out->state = in.U8();
+  out->submit_time_ms = in.I64();
+  in.I64();  // end time
+  in.I64();  // queued
+  out->elapsed_ms = in.I64();
+  out->rows_delivered = in.I64();
+  out->submit_time_extra_ns = 0;
+  if (version >= 2 && !in.failed) {
+    // After the counters and the error, whose size varies: skip them.
+    for (int i = 0; i < 3; ++i) in.I64();
+    const uint8_t has_error = in.U8();
+    if (has_error == 1) {
+      in.U32();
+      view();
+      in.U8();
+      view();
+      in.U32();
+      in.U32();
+    }
+    out->submit_time_extra_ns = static_cast<int32_t>(in.U32());
+  }
+  return !in.failed;
 }
 
 HistoryFrameResult DecodeHistoryFrame(std::string_view data, QueryHistoryRecord* record,

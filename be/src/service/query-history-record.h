@@ -28,6 +28,17 @@ struct QueryHistoryRecord {
   /// Wall clock, milliseconds since the Unix epoch.
   int64_t submit_time_ms = 0;
   int64_t end_time_ms = 0;
+  /// Nanoseconds past 'submit_time_ms' (0 to 999,999): the exact submission, so that a query
+  /// sorts the same in the completed-query log and in the history. Version 2; 0 in version 1.
+  int32_t submit_time_extra_ns = 0;
+  /// When an executor thread started the statement and when the client was handed its first
+  /// row (wall clock, ms since the epoch); -1: never (or a version 1 record).
+  int64_t exec_start_ms = -1;
+  int64_t first_row_ms = -1;
+  /// A CANCELED query: who canceled it (ClientRequestState::Info::canceled_by) and when
+  /// (ms since the epoch); empty and -1 otherwise (and in a version 1 record).
+  std::string canceled_by;
+  int64_t canceled_time_ms = -1;
   int64_t queued_ms = 0;
   int64_t elapsed_ms = 0;
   int64_t rows_delivered = 0;
@@ -48,8 +59,28 @@ constexpr size_t kHistoryFrameHeaderBytes = 12;
 /// --max_statement_bytes); a longer length is corruption.
 constexpr uint32_t kMaxHistoryPayloadBytes = 64u << 20;
 
-/// Appends 'record', framed, to 'out'.
+/// Appends 'record', framed, to 'out' (payload version 2).
 void EncodeHistoryRecord(const QueryHistoryRecord& record, std::string* out);
+/// Frames 'payload' (as EncodeHistoryRecord() does its own) and appends it to 'out'; tests
+/// use it to write records of earlier versions.
+void AppendHistoryFrame(std::string_view payload, std::string* out);
+
+/// The fields of a record that the history's index keeps (query-history-index.h), read
+/// without copying: the views point into the payload.
+struct HistoryRecordSummary {
+  UniqueId query_id;
+  std::string_view user;
+  std::string_view source;
+  uint8_t state = 0;
+  int64_t submit_time_ms = 0;
+  int32_t submit_time_extra_ns = 0;
+  int64_t elapsed_ms = 0;
+  int64_t rows_delivered = 0;
+};
+/// Reads the summary of the frame at the start of 'data', whose checksums
+/// CheckHistoryFrame() has verified ('size' is the frame's size); false if the payload does
+/// not parse.
+bool SummarizeHistoryFrame(std::string_view data, size_t size, HistoryRecordSummary* out);
 
 /// What DecodeHistoryFrame() found at an offset.
 enum class HistoryFrameResult {

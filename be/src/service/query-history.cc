@@ -139,8 +139,69 @@ Status ReadQueryHistory(const std::string& dir, size_t max_records,
 
 QueryHistory::SegmentFile::~SegmentFile() { close(fd); }
 
+Status QueryHistory::BuildIndex() {
+  std::vector<Segment> segments;
+  QR_RETURN_IF_ERROR(ListSegments(options_.dir, &segments));
+  std::string data;
+  for (const Segment& segment : segments) {
+    std::ifstream in(segment.path, std::ios::binary | std::ios::ate);
+    data.assign(in ? static_cast<size_t>(in.tellg()) : 0, '\0');
+    in.seekg(0);
+    if (!in || !in.read(data.data(), static_cast<std::streamsize>(data.size()))) {
+      return Internal("cannot read query history segment " + segment.path.string());
+    }
+    ++index_stats_.segments;
+    index_stats_.bytes += static_cast<int64_t>(data.size());
+    size_t offset = 0;
+    while (offset < data.size()) {
+      size_t consumed = 0;
+      const std::string_view rest = std::string_view(data).substr(offset);
+      const HistoryFrameResult r = CheckHistoryFrame(rest, &consumed);
+      HistoryRecordSummary summary;
+      if (r == HistoryFrameResult::kOk && !SummarizeHistoryFrame(rest, consumed, &summary)) {
+        ++index_stats_.corrupt_segments;
+        LOG(WARNING) << "Query history " << segment.path.string()
+                     << ": undecodable record at byte " << offset << ", skipped";
+        offset += consumed;
+        continue;
+      }
+      if (r == HistoryFrameResult::kTruncated) {
+        ++index_stats_.torn_tails;
+        LOG(WARNING) << "Query history " << segment.path.string() << ": torn tail at byte "
+                     << offset << " of " << data.size() << " (a write cut short), skipped";
+        break;
+      }
+      if (r == HistoryFrameResult::kCorrupt) {
+        ++index_stats_.corrupt_segments;
+        LOG(WARNING) << "Query history " << segment.path.string() << ": corrupt record at byte "
+                     << offset << " of " << data.size() << "; the rest of the segment is skipped";
+        break;
+      }
+      index_.Add(summary, segment.sequence, offset, consumed);
+      ++index_stats_.records;
+      offset += consumed;
+    }
+  }
+  return Status::OK();
+}
+
+ssize_t HistoryFileOps::Write(int fd, const void* data, size_t size) {
+  return write(fd, data, size);
+}
+
+int HistoryFileOps::Fdatasync(int fd) { return fdatasync(fd); }
+
+namespace {
+HistoryFileOps* RealFileOps() {
+  static HistoryFileOps* const ops = new HistoryFileOps();
+  return ops;
+}
+}  // namespace
+
 QueryHistory::QueryHistory(Options options)
-    : options_(std::move(options)), high_water_(std::max<size_t>(1, options_.queue_capacity / 2)) {}
+    : options_(std::move(options)),
+      ops_(options_.file_ops ? options_.file_ops.get() : RealFileOps()),
+      high_water_(std::max<size_t>(1, options_.queue_capacity / 2)) {}
 
 Status QueryHistory::Open(Options options, std::unique_ptr<QueryHistory>* out) {
   if (options.dir.empty()) return InvalidArgument("the query history needs a directory");
@@ -155,6 +216,7 @@ Status QueryHistory::Open(Options options, std::unique_ptr<QueryHistory>* out) {
   QR_RETURN_IF_ERROR(ListSegments(history->options_.dir, &segments));
   history->next_sequence_ = segments.empty() ? 1 : segments.back().sequence + 1;
   history->ApplyRetention();
+  QR_RETURN_IF_ERROR(history->BuildIndex());
   QR_RETURN_IF_ERROR(history->OpenSegment());
   QueryHistory* h = history.get();
   h->writer_ = std::thread([h] { h->WriterLoop(); });
@@ -247,6 +309,7 @@ bool QueryHistory::WaitForWorkLocked() {
 void QueryHistory::WriterLoop() {
   std::vector<QueryHistoryRecord> batch;
   std::string buffer;
+  std::vector<size_t> frame_ends;
   for (;;) {
     bool stopping = false;
     {
@@ -257,8 +320,22 @@ void QueryHistory::WriterLoop() {
     if (!batch.empty()) {
       if (options_.before_write_for_testing) options_.before_write_for_testing();
       buffer.clear();
-      for (const QueryHistoryRecord& record : batch) EncodeHistoryRecord(record, &buffer);
-      if (WriteBatch(buffer)) {
+      frame_ends.clear();
+      for (const QueryHistoryRecord& record : batch) {
+        EncodeHistoryRecord(record, &buffer);
+        frame_ends.push_back(buffer.size());
+      }
+      uint64_t segment = 0, offset = 0;
+      if (WriteBatch(buffer, &segment, &offset)) {
+        // Indexed once written: a list reads only what is in a segment.
+        size_t start = 0;
+        for (size_t i = 0; i < batch.size(); ++i) {
+          const QueryHistoryRecord& r = batch[i];
+          HistoryRecordSummary summary{r.query_id, r.user, r.source, r.state, r.submit_time_ms,
+                                       r.submit_time_extra_ns, r.elapsed_ms, r.rows_delivered};
+          index_.Add(summary, segment, offset + start, frame_ends[i] - start);
+          start = frame_ends[i];
+        }
         records_.fetch_add(static_cast<int64_t>(batch.size()), std::memory_order_relaxed);
         bytes_.fetch_add(static_cast<int64_t>(buffer.size()), std::memory_order_relaxed);
         batches_.fetch_add(1, std::memory_order_relaxed);
@@ -300,11 +377,13 @@ void QueryHistory::SyncLoop() {
   }
 }
 
-bool QueryHistory::WriteBatch(const std::string& buffer) {
+bool QueryHistory::WriteBatch(const std::string& buffer, uint64_t* segment, uint64_t* offset) {
   if (!file_ && !OpenSegment().ok()) return false;
+  *segment = next_sequence_ - 1;
+  *offset = static_cast<uint64_t>(segment_size_);
   size_t written = 0;
   while (written < buffer.size()) {
-    ssize_t n = write(file_->fd, buffer.data() + written, buffer.size() - written);
+    ssize_t n = ops_->Write(file_->fd, buffer.data() + written, buffer.size() - written);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) {
       const int err = errno;
@@ -324,7 +403,7 @@ bool QueryHistory::WriteBatch(const std::string& buffer) {
 
 void QueryHistory::Sync(const SegmentFile& file) {
   const auto start = Clock::now();
-  if (fdatasync(file.fd) != 0) {
+  if (ops_->Fdatasync(file.fd) != 0) {
     write_errors_.fetch_add(1, std::memory_order_relaxed);
     LOG(ERROR) << "Query history: fdatasync failed: " << strerror(errno);
   }
@@ -398,6 +477,7 @@ void QueryHistory::ApplyRetention() {
                    << ec.message();
       continue;
     }
+    index_.DropSegment(segments[i].sequence);
     --count;
     total -= sizes[i];
     segments_deleted_.fetch_add(1, std::memory_order_relaxed);

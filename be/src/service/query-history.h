@@ -4,12 +4,15 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <sys/types.h>
+
 #include <functional>
 #include <memory>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "service/query-history-index.h"
 #include "service/query-history-record.h"
 #include "util/mutex.h"
 #include "util/status.h"
@@ -25,6 +28,19 @@ enum class HistorySyncMode {
 };
 /// "batch", "interval", "none"; false for anything else.
 bool ParseHistorySyncMode(std::string_view text, HistorySyncMode* mode);
+
+/// The system calls that write the history and make it durable. The writer goes through
+/// them so that a test can stall them as a slow or hung disk would; the default makes the
+/// real calls.
+/// Thread-safety: called from the writer and the sync thread at once.
+class HistoryFileOps {
+ public:
+  virtual ~HistoryFileOps() = default;
+  /// write(2).
+  virtual ssize_t Write(int fd, const void* data, size_t size);
+  /// fdatasync(2).
+  virtual int Fdatasync(int fd);
+};
 
 /// What reading the history back found.
 struct HistoryReadStats {
@@ -83,10 +99,14 @@ class QueryHistory {
     /// Tests only: the writer calls it before writing each batch (to stall it, as a slow
     /// disk would).
     std::function<void()> before_write_for_testing;
+    /// The writes and syncs go through it; null: the real system calls.
+    std::shared_ptr<HistoryFileOps> file_ops;
   };
 
-  /// Creates 'options.dir' if needed, applies retention, opens a new segment and starts the
-  /// writer (and sync) threads.
+  /// Creates 'options.dir' if needed, applies retention, indexes the retained segments (every
+  /// frame's checksums are verified: a torn tail or a corrupt record ends its segment's
+  /// records, counted in index_stats()), opens a new segment and starts the writer (and sync)
+  /// threads.
   static Status Open(Options options, std::unique_ptr<QueryHistory>* out);
   ~QueryHistory();
   QueryHistory(const QueryHistory&) = delete;
@@ -112,6 +132,17 @@ class QueryHistory {
   Stats GetStats() const;
   const Options& options() const { return options_; }
 
+  /// Every record written and retained (docs/architecture.md#query-history).
+  const HistoryIndex& index() const { return index_; }
+  /// What Open() found indexing the segments.
+  const HistoryReadStats& index_stats() const { return index_stats_; }
+  /// Reads the records of 'entries' (from index()) from the segments; nullopt for one whose
+  /// segment retention has deleted since.
+  void ReadRecords(const std::vector<HistoryIndexEntry>& entries,
+                   std::vector<std::optional<QueryHistoryRecord>>* out) const {
+    ReadHistoryRecords(options_.dir, entries, out);
+  }
+
  private:
   /// An open segment file; closed when the last user (writer or sync thread) lets go.
   struct SegmentFile {
@@ -126,7 +157,10 @@ class QueryHistory {
   bool WaitForWorkLocked() QR_REQUIRES(lock_);
   void SyncLoop();
   /// Writes 'buffer' to the current segment (opening one if needed); false on an I/O error.
-  bool WriteBatch(const std::string& buffer);
+  /// '*segment' and '*offset' are where it was written.
+  bool WriteBatch(const std::string& buffer, uint64_t* segment, uint64_t* offset);
+  /// Indexes the segments there are (Open()).
+  Status BuildIndex();
   void Sync(const SegmentFile& file);
   Status OpenSegment();
   /// Closes the current segment if it is full, then deletes what retention allows.
@@ -134,6 +168,8 @@ class QueryHistory {
   void ApplyRetention();
 
   const Options options_;
+  /// options_.file_ops, or the real system calls.
+  HistoryFileOps* const ops_;
   /// Append() wakes a timed writer early once the queue holds this many records.
   const size_t high_water_;
 
@@ -167,6 +203,9 @@ class QueryHistory {
   std::shared_ptr<SegmentFile> file_;
   uint64_t next_sequence_ = 0;
   int64_t segment_size_ = 0;
+
+  HistoryIndex index_;
+  HistoryReadStats index_stats_;
 
   std::atomic<int64_t> records_{0}, bytes_{0}, batches_{0}, syncs_{0}, dropped_{0},
       write_errors_{0}, segments_created_{0}, segments_deleted_{0};

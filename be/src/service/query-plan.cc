@@ -9,19 +9,15 @@
 #include <glog/logging.h>
 #include <nlohmann/json.hpp>
 
-#include "runtime/query-exec-mgr.h"
 #include "runtime/sqlite-connection.h"
-#include "runtime/sqlite-engine.h"
 #include "service/client-request-state.h"
-#include "util/mutex.h"
-#include "util/unique-id.h"
+#include "service/query-coordinator.h"
 
 namespace qr {
 namespace {
 
-/// Explaining never needs long: the plan is prepared, not run. The server's own limit applies
-/// when it is lower.
-constexpr int64_t kExplainTimeLimitMs = 10000;
+/// The source of the EXPLAIN queries the per-query page submits.
+constexpr char kExplainSource[] = "coordinatord-query-plan";
 
 /// The first word of 'sql' (after blanks and comments), upper-cased.
 std::string FirstKeyword(std::string_view sql) {
@@ -32,15 +28,6 @@ std::string FirstKeyword(std::string_view sql) {
   }
   return word;
 }
-
-/// One explain in flight: collects the result pages the executor puts, then answers.
-struct Explain {
-  Mutex lock;
-  QueryStateHandle exec QR_GUARDED_BY(lock);
-  std::string rows QR_GUARDED_BY(lock);
-  bool answered QR_GUARDED_BY(lock) = false;
-  std::function<void(StatementPlanResult)> done;
-};
 
 /// The plan text from the result rows ("[\"plan\"]" rows, comma-separated: one row, one
 /// column, for Trino's EXPLAIN).
@@ -60,37 +47,51 @@ StatementPlanResult PlanFromRows(const std::string& rows) {
   return result;
 }
 
-/// The buffer's change callback: takes what is there; answers once the executor is done.
-void OnChange(const std::shared_ptr<Explain>& explain) {
-  StatementPlanResult result;
-  QueryStateHandle finished;  // dropped after the lock, once the answer is sent
-  {
-    MutexLock l(&explain->lock);
-    if (explain->answered || !explain->exec) return;
+/// One EXPLAIN query in flight: fetches its pages as a client would, then answers.
+/// Poll() runs on one thread at a time: the caller's, then each waiter's (a waiter is
+/// registered only when Fetch() returns kWait, after which the registering call touches
+/// nothing).
+struct ExplainFetch : std::enable_shared_from_this<ExplainFetch> {
+  QueryCoordinator* coordinator = nullptr;
+  std::shared_ptr<ClientRequestState> req;
+  int64_t token = 0;
+  std::string rows;
+  std::function<void(StatementPlanResult)> done;
+
+  void Poll() {
     for (;;) {
-      ResultPage page;
-      std::optional<QueryError> error;
-      ResultBuffer::Next next = explain->exec->result_buffer()->TryGet(&page, &error);
-      if (next == ResultBuffer::Next::kNotYet) return;
-      if (next == ResultBuffer::Next::kPage) {
-        if (page.json_rows && page.num_rows > 0) {
-          if (!explain->rows.empty()) explain->rows += ",";
-          explain->rows += *page.json_rows;
-        }
+      QueryPage page;
+      uint64_t waiter_id = 0;
+      auto self = shared_from_this();
+      const auto outcome = coordinator->Fetch(
+          req, token, /*may_wait=*/true, [self] { self->Poll(); }, &page, &waiter_id);
+      if (outcome == ClientRequestState::FetchOutcome::kWait) return;
+      if (outcome != ClientRequestState::FetchOutcome::kPage) {
+        // Not reachable with one fetcher and fresh tokens; ended rather than left running.
+        coordinator->CancelRequest(req);
+        return Finish(StatementPlanResult{"", "no plan: the EXPLAIN query's results were lost",
+                                          std::nullopt});
+      }
+      if (page.page && page.page->json_rows && page.page->num_rows > 0) {
+        if (!rows.empty()) rows += ",";
+        rows += *page.page->json_rows;
+      }
+      if (page.next_token) {
+        token = *page.next_token;
         continue;
       }
-      if (error) {
-        result.no_plan_reason = "no plan: " + error->name + ": " + error->message;
-      } else {
-        result = PlanFromRows(explain->rows);
+      if (page.error) {
+        return Finish(StatementPlanResult{
+            "", "no plan: " + page.error->name + ": " + page.error->message, page.error});
       }
-      break;
+      return Finish(PlanFromRows(rows));
     }
-    explain->answered = true;
-    finished = std::move(explain->exec);  // breaks the cycle through the buffer's callback
   }
-  explain->done(std::move(result));
-}
+  void Finish(StatementPlanResult result) {
+    auto callback = std::move(done);
+    callback(std::move(result));
+  }
+};
 
 }  // namespace
 
@@ -102,43 +103,38 @@ std::string NoPlanReason(std::string_view statement) {
          " is not a query (only SELECT, WITH, VALUES and TABLE statements have a plan)";
 }
 
-void ExplainStatement(const ClientRequestState& req, QueryContext ctx, QueryExecMgr* exec_mgr,
-                      SqliteEngine* engine, std::function<void(StatementPlanResult)> done) {
+void ExplainStatement(QueryCoordinator* coordinator, const ClientRequestState& req,
+                      std::function<void(StatementPlanResult)> done) {
   static const std::string kEmpty;
   const std::string& statement = req.statement() ? *req.statement() : kEmpty;
   // EXECUTE runs its prepared statement: that is what is explained.
   const bool execute = FirstKeyword(statement) == "EXECUTE" && req.plan().sql;
   const std::string& sql = execute ? *req.plan().sql : statement;
   if (std::string reason = NoPlanReason(sql); !reason.empty()) {
-    return done(StatementPlanResult{"", std::move(reason)});
+    return done(StatementPlanResult{"", std::move(reason), std::nullopt});
   }
   if (req.plan().error) {
-    return done(StatementPlanResult{"", "no plan: the statement failed before it ran"});
+    return done(
+        StatementPlanResult{"", "no plan: the statement failed before it ran", std::nullopt});
   }
-  // Trino's EXPLAIN: SQLite's EXPLAIN QUERY PLAN of the statement, prepared (never stepped)
-  // on an executor's read-only connection, drawn as indented text.
-  ctx.statement = std::make_shared<const std::string>("EXPLAIN " + sql);
-  ctx.sql = nullptr;
-  ctx.parameters = execute ? req.plan().parameters : std::vector<SqlParameter>{};
-  ctx.describe_output = false;
-  ctx.user = req.user();
-  ctx.sees_all_queries = req.session().sees_all_queries;
-  if (ctx.exec_time_limit_ms <= 0 || ctx.exec_time_limit_ms > kExplainTimeLimitMs) {
-    ctx.exec_time_limit_ms = kExplainTimeLimitMs;
+  // Trino's EXPLAIN (SQLite's EXPLAIN QUERY PLAN, prepared and never stepped, drawn as
+  // indented text), submitted as any statement of the query's user and session is.
+  SessionInfo session = req.session();
+  session.source = kExplainSource;
+  auto fetch = std::make_shared<ExplainFetch>();
+  fetch->coordinator = coordinator;
+  fetch->done = std::move(done);
+  fetch->req = coordinator->Submit(std::make_shared<const std::string>("EXPLAIN " + sql),
+                                   std::move(session));
+  QueryPage first = fetch->req->CurrentPage();
+  if (!first.next_token) {
+    // Refused at submission: terminal already (and completed by the coordinator).
+    QueryError error = first.error.value_or(QueryError::UserCanceled());
+    return fetch->Finish(StatementPlanResult{
+        "", "no plan: " + error.name + ": " + error.message, std::move(error)});
   }
-  QueryStateHandle exec;
-  Status s = exec_mgr->CreateQueryState(GenerateQueryId(), std::move(ctx), &exec);
-  if (!s.ok()) return done(StatementPlanResult{"", "no plan: " + s.message()});
-  auto explain = std::make_shared<Explain>();
-  explain->done = std::move(done);
-  QueryStateHandle for_engine = exec.Clone();
-  {
-    MutexLock l(&explain->lock);
-    explain->exec = std::move(exec);
-  }
-  for_engine->result_buffer()->SetOnChange([explain] { OnChange(explain); });
-  for_engine->set_exec_state(QueryState::ExecState::kQueued);
-  engine->Execute(std::move(for_engine));
+  fetch->token = *first.next_token;
+  fetch->Poll();
 }
 
 }  // namespace qr

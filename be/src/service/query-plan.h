@@ -4,13 +4,14 @@
 #include <functional>
 #include <string>
 
-#include "runtime/query-state.h"
+#include <optional>
+
+#include "runtime/query-error.h"
 
 namespace qr {
 
 class ClientRequestState;
-class QueryExecMgr;
-class SqliteEngine;
+class QueryCoordinator;
 
 /// The SQLite plan of a query's statement, for its per-query page.
 struct StatementPlanResult {
@@ -19,18 +20,23 @@ struct StatementPlanResult {
   /// Why there is no plan (the statement is not a SELECT, or explaining it failed); empty
   /// when 'plan' is set.
   std::string no_plan_reason;
+  /// The error of the EXPLAIN query when it failed: refused by admission (QUERY_QUEUE_FULL,
+  /// SERVER_SHUTTING_DOWN, as any statement), or failed explaining.
+  std::optional<QueryError> error;
 };
 
 /// Why 'statement' gets no plan (it is not a query: a SHOW, SET SESSION, CALL, EXPLAIN...),
 /// or empty when it is a SELECT (or WITH, VALUES, TABLE) that can be explained.
 std::string NoPlanReason(std::string_view statement);
 
-/// Explains what 'req' runs (EXPLAIN QUERY PLAN of its SQL, never the statement itself) on
-/// one of 'engine''s executor threads, with its read-only connection and its interrupt
-/// handling, as a query of its own registered in 'exec_mgr' with 'ctx' (the server's
-/// execution defaults; its time limit applies). Calls 'done' once, on an executor thread or
-/// the caller's, with the plan or the reason there is none.
-void ExplainStatement(const ClientRequestState& req, QueryContext ctx, QueryExecMgr* exec_mgr,
-                      SqliteEngine* engine, std::function<void(StatementPlanResult)> done);
+/// Explains what 'req' runs (Trino's EXPLAIN of its SQL, never the statement itself) as a
+/// statement of its own submitted to 'coordinator' in 'req''s session (source
+/// "coordinatord-query-plan"): it goes through admission like any statement (queued behind
+/// --max_running_queries and the user's running cap, refused by the in-flight caps with the
+/// same errors) and is listed and recorded as a query. Calls 'done' once, on whichever thread
+/// delivers its final page (the caller's, or the one that completes it), with the plan or
+/// the reason there is none.
+void ExplainStatement(QueryCoordinator* coordinator, const ClientRequestState& req,
+                      std::function<void(StatementPlanResult)> done);
 
 }  // namespace qr

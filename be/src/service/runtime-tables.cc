@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <memory>
+#include <unordered_map>
 #include <unordered_set>
 
 #include <nlohmann/json.hpp>
@@ -9,6 +10,7 @@
 #include "cluster/membership.h"
 #include "service/client-request-state.h"
 #include "service/query-coordinator.h"
+#include "service/query-history.h"
 #include "service/version.h"
 #include "util/unique-id.h"
 
@@ -66,7 +68,77 @@ RuntimeQueryRow RowOf(const ClientRequestState& req, std::chrono::system_clock::
   return r;
 }
 
+/// A row of the history: Trino's states, as RowOf().
+RuntimeQueryRow RowOfRecord(QueryHistoryRecord&& q) {
+  using State = ClientRequestState::State;
+  RuntimeQueryRow r;
+  r.query_id = PrintId(q.query_id);
+  r.state = q.state == static_cast<uint8_t>(State::kFinished) ? "FINISHED" : "FAILED";
+  r.user = std::move(q.user);
+  r.source = std::move(q.source);
+  if (q.statement) r.query = *q.statement;
+  r.queued_time_ms = q.queued_ms;
+  r.created_ms = q.submit_time_ms;
+  // Version 1 records have no executor start: the end of the queued time.
+  r.started_ms = q.exec_start_ms >= 0 ? q.exec_start_ms : q.submit_time_ms + q.queued_ms;
+  r.last_heartbeat_ms = q.end_time_ms;
+  r.end_ms = q.end_time_ms;
+  if (q.error) {
+    r.error_type = ErrorTypeName(q.error->type);
+    r.error_code = q.error->name;
+    r.error_message = std::move(q.error->message);
+  }
+  r.rows = q.rows_delivered;
+  r.bytes = q.bytes_delivered;
+  r.cpu_time_ms = q.cpu_time_ns / 1000000;
+  r.client_info = std::move(q.client_info);
+  r.client_tags = nlohmann::json(q.client_tags).dump();
+  return r;
+}
+
 }  // namespace
+
+bool CoordinatorRuntimeTables::CompletedQueries(const SqlViewer& viewer, size_t max,
+                                                uint64_t* position,
+                                                std::vector<RuntimeQueryRow>* batch) {
+  QueryCoordinator* c = coordinator_.load(std::memory_order_acquire);
+  if (c == nullptr) return false;
+  const QueryHistory* history = c->options().history;
+  if (history == nullptr) {
+    // The log, oldest first: one snapshot, in one batch.
+    if (*position != 0) return false;
+    *position = 1;
+    std::vector<std::shared_ptr<ClientRequestState>> log = c->Completed();
+    const auto now_wall = std::chrono::system_clock::now();
+    const auto now_steady = std::chrono::steady_clock::now();
+    for (auto it = log.rbegin(); it != log.rend(); ++it) {
+      if (viewer.sees_all || (*it)->user() == viewer.user) {
+        batch->push_back(RowOf(**it, now_wall, now_steady));
+      }
+    }
+    return true;
+  }
+  std::vector<HistoryIndexEntry> entries;
+  const uint64_t next = history->index().Scan(
+      *position, max, [&entries](const HistoryIndexEntry& e) { entries.push_back(e); });
+  if (entries.empty()) return false;
+  *position = next;
+  if (!viewer.sees_all) {
+    // Names by number, each looked up once per batch.
+    std::unordered_map<uint32_t, bool> mine;
+    std::erase_if(entries, [&](const HistoryIndexEntry& e) {
+      auto [it, added] = mine.try_emplace(e.user, false);
+      if (added) it->second = history->index().Name(e.user) == viewer.user;
+      return !it->second;
+    });
+  }
+  std::vector<std::optional<QueryHistoryRecord>> records;
+  history->ReadRecords(entries, &records);
+  for (auto& record : records) {
+    if (record) batch->push_back(RowOfRecord(std::move(*record)));
+  }
+  return true;
+}
 
 std::vector<RuntimeQueryRow> CoordinatorRuntimeTables::Queries(const SqlViewer& viewer) {
   QueryCoordinator* c = coordinator_.load(std::memory_order_acquire);

@@ -35,6 +35,11 @@ class CoordinatorRuntimeTables : public SystemTablesSource {
   void set_coordinator(QueryCoordinator* c) { coordinator_.store(c, std::memory_order_release); }
 
   std::vector<RuntimeQueryRow> Queries(const SqlViewer& viewer) override;
+  /// system.runtime.completed_queries: with the query history on, every retained record in
+  /// the order written (through its index, a batch of records read per call); without it,
+  /// the completed-query log, oldest first.
+  bool CompletedQueries(const SqlViewer& viewer, size_t max, uint64_t* position,
+                        std::vector<RuntimeQueryRow>* batch) override;
   std::vector<RuntimeNodeRow> Nodes() override QR_EXCLUDES(lock_);
 
  private:

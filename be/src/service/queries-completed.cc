@@ -1,0 +1,149 @@
+// The completed list of GET /queries?json: the in-memory query log merged with the durable
+// history's index, which holds every retained record (queries-list.h).
+
+#include <algorithm>
+#include <string_view>
+#include <unordered_set>
+
+#include "service/queries-list.h"
+#include "service/query-coordinator.h"
+#include "service/query-history-convert.h"
+#include "service/query-history.h"
+
+namespace qr {
+namespace debug_pages {
+namespace {
+
+using State = ClientRequestState::State;
+
+char AsciiLower(char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; }
+
+bool ContainsIgnoreCase(std::string_view text, std::string_view needle) {
+  auto it = std::search(text.begin(), text.end(), needle.begin(), needle.end(),
+                        [](char a, char b) { return AsciiLower(a) == AsciiLower(b); });
+  return it != text.end() || needle.empty();
+}
+
+/// The history's version of 'params'; false if no completed query can match (a state filter
+/// of live states only).
+bool ToHistoryParams(const QueryListParams& params, HistorySelectParams* out) {
+  for (const std::string& s : params.states) {
+    for (State st : {State::kFinished, State::kFailed, State::kCanceled}) {
+      if (s == ClientRequestState::StateName(st)) out->states.push_back(static_cast<uint8_t>(st));
+    }
+  }
+  if (!params.states.empty() && out->states.empty()) return false;
+  out->user = params.user;
+  out->source = params.source;
+  out->since_ms = params.since_ms;
+  out->until_ms = params.until_ms;
+  switch (params.sort) {
+    case QuerySortKey::kStart: out->sort = HistorySelectParams::Sort::kStart; break;
+    case QuerySortKey::kDuration: out->sort = HistorySelectParams::Sort::kDuration; break;
+    case QuerySortKey::kRows: out->sort = HistorySelectParams::Sort::kRows; break;
+  }
+  out->ascending = params.ascending;
+  if (params.cursor) out->after = std::make_pair(params.cursor->key, params.cursor->id);
+  return true;
+}
+
+}  // namespace
+
+QueryListPage SelectCompleted(const QueryCoordinator& coordinator, const QueryListParams& params,
+                              const std::function<bool(std::string_view user)>& visible,
+                              bool* partial) {
+  *partial = false;
+  std::function<bool(const ClientRequestState&)> visible_request;
+  if (visible) visible_request = [&visible](const ClientRequestState& q) { return visible(q.user()); };
+  const std::vector<std::shared_ptr<ClientRequestState>> log = coordinator.Completed();
+  QueryListPage page = SelectQueries(log, params, /*use_cursor=*/true, visible_request);
+  const QueryHistory* history = coordinator.options().history;
+  HistorySelectParams hp;
+  if (history == nullptr || !ToHistoryParams(params, &hp)) return page;
+
+  // The log's queries are listed from the log (no disk read); the history adds the rest.
+  std::unordered_set<UniqueId> in_log;
+  in_log.reserve(log.size());
+  for (const auto& q : log) in_log.insert(q->query_id());
+  hp.exclude = [&in_log](const UniqueId& id) { return in_log.contains(id); };
+  hp.visible = visible;
+  // A text search needs the statements: it reads at most 'max_scan' records per request,
+  // and one more than a page is enough to know that another page follows.
+  const bool text = !params.text.empty();
+  hp.limit = text ? std::max(params.limit + 1, params.max_scan) : params.limit + 1;
+  HistorySelection selection = history->index().Select(hp);
+  const bool history_more_unread = selection.rows.size() == hp.limit;
+
+  // Read the records in pages of 'limit' (one pread per nearby range of a segment), keeping
+  // the ones the text matches, until a page's worth is found.
+  std::vector<ListedQuery> rows;
+  size_t examined = 0;
+  size_t text_matched = 0;
+  std::vector<std::optional<QueryHistoryRecord>> records;
+  while (examined < selection.rows.size() && rows.size() < params.limit) {
+    const size_t n = std::min(params.limit - rows.size(), selection.rows.size() - examined);
+    std::vector<HistoryIndexEntry> entries;
+    for (size_t i = examined; i < examined + n; ++i) entries.push_back(selection.rows[i].second);
+    history->ReadRecords(entries, &records);
+    for (size_t i = 0; i < n; ++i) {
+      if (!records[i]) continue;  // deleted by retention meanwhile
+      if (text && (!records[i]->statement ||
+                   !ContainsIgnoreCase(*records[i]->statement, params.text))) {
+        continue;
+      }
+      ++text_matched;
+      std::shared_ptr<ClientRequestState> req = RestoreFromHistory(std::move(*records[i]));
+      ClientRequestState::Info info = req->GetInfo();
+      const char* state = DisplayState(*req, info.state);
+      rows.push_back(ListedQuery{std::move(req), std::move(info), state,
+                                 selection.rows[examined + i].first});
+    }
+    examined += n;
+  }
+  // A text search that stopped before the history's end (its scan budget, not a full page)
+  // covers the order only up to the last record it examined.
+  const bool history_more =
+      history_more_unread || (text && examined < selection.rows.size());
+  std::optional<QueryListCursor> scanned_to;
+  if (text && examined > 0 && rows.size() < params.limit && history_more_unread) {
+    *partial = true;
+    scanned_to = QueryListCursor{selection.rows[examined - 1].first,
+                                 selection.rows[examined - 1].second.query_id};
+  }
+
+  // Merge the two sorted lists.
+  auto before = [&params](int64_t ka, const UniqueId& ia, int64_t kb, const UniqueId& ib) {
+    if (ka != kb) return params.ascending ? ka < kb : ka > kb;
+    return params.ascending ? ia < ib : ib < ia;
+  };
+  std::vector<ListedQuery> merged;
+  merged.reserve(page.rows.size() + rows.size());
+  std::merge(std::make_move_iterator(page.rows.begin()), std::make_move_iterator(page.rows.end()),
+             std::make_move_iterator(rows.begin()), std::make_move_iterator(rows.end()),
+             std::back_inserter(merged), [&](const ListedQuery& a, const ListedQuery& b) {
+               return before(a.key, a.request->query_id(), b.key, b.request->query_id());
+             });
+  bool more = page.next.has_value() || history_more || merged.size() > params.limit;
+  if (scanned_to) {
+    // Nothing beyond what the history's scan covered: the next page starts there.
+    std::erase_if(merged, [&](const ListedQuery& r) {
+      return before(scanned_to->key, scanned_to->id, r.key, r.request->query_id());
+    });
+    more = true;
+  }
+  if (merged.size() > params.limit) merged.resize(params.limit);
+  page.matched += text ? text_matched : selection.matched;
+  page.rows = std::move(merged);
+  page.next.reset();
+  if (more) {
+    if (scanned_to && page.rows.size() < params.limit) {
+      page.next = *scanned_to;
+    } else if (!page.rows.empty()) {
+      page.next = QueryListCursor{page.rows.back().key, page.rows.back().request->query_id()};
+    }
+  }
+  return page;
+}
+
+}  // namespace debug_pages
+}  // namespace qr

@@ -1,0 +1,123 @@
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "service/query-history-record.h"
+#include "util/mutex.h"
+#include "util/status.h"
+#include "util/thread-annotations.h"
+#include "util/unique-id.h"
+
+namespace qr {
+
+/// Where one record of the history is, and what the lists filter and sort it by: 64 bytes
+/// per record (docs/architecture.md#query-history). The user and source are numbers of the
+/// index's name table.
+struct HistoryIndexEntry {
+  UniqueId query_id;
+  /// Submission, ns since the Unix epoch: the list's "start" sort key.
+  int64_t submit_ns = 0;
+  int64_t elapsed_ms = 0;
+  int64_t rows_delivered = 0;
+  /// The segment's sequence number, the frame's offset in it and its size.
+  uint32_t segment = 0;
+  uint32_t offset = 0;
+  uint32_t length = 0;
+  uint32_t user = 0;
+  uint32_t source = 0;
+  /// ClientRequestState::State of the terminal state.
+  uint8_t state = 0;
+};
+
+/// What HistoryIndex::Select() picks: the filters, order and page of a list of completed
+/// queries (as /queries?json's, less the text search, which needs the statements).
+struct HistorySelectParams {
+  enum class Sort { kStart, kDuration, kRows };
+  /// ClientRequestState::State values to keep; empty: all.
+  std::vector<uint8_t> states;
+  std::optional<std::string> user;
+  std::optional<std::string> source;
+  /// Submission in [since_ms, until_ms).
+  std::optional<int64_t> since_ms;
+  std::optional<int64_t> until_ms;
+  Sort sort = Sort::kStart;
+  bool ascending = false;
+  size_t limit = 100;
+  /// Only rows strictly after (key, id) in the order.
+  std::optional<std::pair<int64_t, UniqueId>> after;
+  /// Users whose queries the caller may see (null: all).
+  std::function<bool(std::string_view user)> visible;
+  /// Queries listed from elsewhere (the in-memory log): neither counted nor kept.
+  std::function<bool(const UniqueId&)> exclude;
+};
+
+/// The rows Select() kept, in order, each with its sort key.
+struct HistorySelection {
+  std::vector<std::pair<int64_t, HistoryIndexEntry>> rows;
+  /// Rows that matched the filters (before 'after' and 'limit').
+  size_t matched = 0;
+};
+
+/// The in-memory index of every record in the retained history: built from the segments at
+/// start-up, appended by the writer after each write, trimmed when retention deletes a
+/// segment. Lists and SQL scans filter and sort here and read only the records they show,
+/// from the segments (ReadHistoryRecords()).
+/// Thread-safety: all methods are thread-safe; its lock is a leaf.
+class HistoryIndex {
+ public:
+  /// Adds the record framed at 'offset' of segment 'segment' ('length' bytes). A record past
+  /// 4 GiB into a segment is not indexed (segments rotate at --query_history_segment_bytes).
+  void Add(const HistoryRecordSummary& record, uint64_t segment, uint64_t offset,
+           size_t length);
+  /// Forgets the records of a segment retention deleted.
+  void DropSegment(uint64_t segment);
+
+  /// Filters and sorts every entry (one pass under the lock, keeping the best 'limit').
+  HistorySelection Select(const HistorySelectParams& params) const;
+  /// Calls 'fn' for the entries from 'position' on (oldest first), at most 'max' of them;
+  /// returns the position after the last one. Positions count every entry ever added, so a
+  /// scan continues at the right place while retention trims the front.
+  uint64_t Scan(uint64_t position, size_t max,
+                const std::function<void(const HistoryIndexEntry&)>& fn) const;
+  /// The newest 'n' entries, oldest first.
+  std::vector<HistoryIndexEntry> Newest(size_t n) const;
+  /// The entry of 'id', newest first; nullopt if none.
+  std::optional<HistoryIndexEntry> Find(const UniqueId& id) const;
+  /// The user or source of a number in an entry.
+  std::string Name(uint32_t number) const;
+
+  size_t size() const;
+  /// Bytes the entries and the name table take (for the metrics).
+  size_t MemoryBytes() const;
+
+ private:
+  uint32_t InternLocked(std::string_view name) QR_REQUIRES(lock_);
+
+  mutable Mutex lock_;
+  std::deque<HistoryIndexEntry> entries_ QR_GUARDED_BY(lock_);
+  /// Entries removed from the front so far (Scan() positions).
+  uint64_t dropped_front_ QR_GUARDED_BY(lock_) = 0;
+  std::vector<std::string> names_ QR_GUARDED_BY(lock_);
+  std::unordered_map<std::string, uint32_t> name_numbers_ QR_GUARDED_BY(lock_);
+  size_t name_bytes_ QR_GUARDED_BY(lock_) = 0;
+};
+
+/// Reads the records of 'entries' from the segments in 'dir': the entries of one segment in
+/// as few pread(2)s as their offsets allow (ranges less than 64 KiB apart are read as one).
+/// '(*out)[i]' is entries[i]'s record, or nullopt if its segment is gone (retention) or the
+/// bytes no longer match.
+void ReadHistoryRecords(const std::string& dir, const std::vector<HistoryIndexEntry>& entries,
+                        std::vector<std::optional<QueryHistoryRecord>>* out);
+
+/// "history-<sequence>.log", 20 digits.
+std::string HistorySegmentName(uint64_t sequence);
+
+}  // namespace qr

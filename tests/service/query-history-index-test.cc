@@ -1,0 +1,191 @@
+// The query history's index: what the writer and start-up add, what retention drops, and
+// Select() against a brute-force model; records read back through it.
+
+#include <stdlib.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "service/query-history-index.h"
+#include "service/query-history.h"
+
+namespace qr {
+namespace {
+
+namespace fs = std::filesystem;
+
+QueryHistoryRecord Record(uint64_t n, std::mt19937_64* rng) {
+  QueryHistoryRecord r;
+  r.query_id = UniqueId{(*rng)(), n};
+  r.user = "user" + std::to_string((*rng)() % 4);
+  r.source = (*rng)() % 2 ? "cli" : "jdbc";
+  r.statement = std::make_shared<const std::string>("SELECT " + std::to_string(n));
+  r.state = static_cast<uint8_t>(2 + (*rng)() % 3);
+  // Some submissions share a millisecond; some share the whole key.
+  r.submit_time_ms = 1700000000000 + static_cast<int64_t>((*rng)() % 50);
+  r.submit_time_extra_ns = static_cast<int32_t>((*rng)() % 3) * 1000;
+  r.end_time_ms = r.submit_time_ms + 3;
+  r.elapsed_ms = static_cast<int64_t>((*rng)() % 10);
+  r.rows_delivered = static_cast<int64_t>((*rng)() % 5);
+  return r;
+}
+
+class QueryHistoryIndexTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string tmpl = (fs::temp_directory_path() / "qr-history-index-test.XXXXXX").string();
+    ASSERT_NE(mkdtemp(tmpl.data()), nullptr);
+    dir_ = tmpl;
+  }
+  void TearDown() override {
+    std::error_code ec;
+    fs::remove_all(dir_, ec);
+  }
+  std::unique_ptr<QueryHistory> Open(QueryHistory::Options o) {
+    o.dir = dir_;
+    std::unique_ptr<QueryHistory> h;
+    Status s = QueryHistory::Open(std::move(o), &h);
+    EXPECT_TRUE(s.ok()) << s.message();
+    return h;
+  }
+  std::string dir_;
+};
+
+TEST_F(QueryHistoryIndexTest, SelectMatchesABruteForceModelAndPagesWithoutGapsOrRepeats) {
+  std::mt19937_64 rng(42);
+  std::vector<QueryHistoryRecord> records;
+  QueryHistory::Options o;
+  o.segment_bytes = 1500;
+  {
+    std::unique_ptr<QueryHistory> h = Open(o);
+    for (uint64_t n = 0; n < 300; ++n) {
+      records.push_back(Record(n, &rng));
+      ASSERT_TRUE(h->Append(records.back()));
+      if (n % 50 == 0) h->Flush();
+    }
+    h->Flush();
+    EXPECT_EQ(h->index().size(), records.size());
+  }
+  // Indexed again at start-up: the same answers.
+  std::unique_ptr<QueryHistory> h = Open(o);
+  ASSERT_EQ(h->index().size(), records.size());
+  EXPECT_GE(h->index_stats().segments, 3);
+
+  for (int round = 0; round < 40; ++round) {
+    HistorySelectParams p;
+    if (round % 3 == 1) p.user = "user" + std::to_string(round % 4);
+    if (round % 5 == 2) p.source = "cli";
+    if (round % 4 == 3) p.states = {3, 4};
+    if (round % 7 == 5) p.since_ms = 1700000000020;
+    if (round % 6 == 4) p.until_ms = 1700000000030;
+    p.sort = static_cast<HistorySelectParams::Sort>(round % 3);
+    p.ascending = round % 2 == 0;
+    p.limit = 1 + round % 13;
+    if (round % 8 == 7) p.visible = [](std::string_view user) { return user != "user1"; };
+    SCOPED_TRACE("round " + std::to_string(round));
+    // The model: every match, sorted by (key, id) in the order.
+    auto key = [&p](const QueryHistoryRecord& r) -> int64_t {
+      switch (p.sort) {
+        case HistorySelectParams::Sort::kStart:
+          return r.submit_time_ms * 1000000 + r.submit_time_extra_ns;
+        case HistorySelectParams::Sort::kDuration: return r.elapsed_ms;
+        case HistorySelectParams::Sort::kRows: return r.rows_delivered;
+      }
+      return 0;
+    };
+    std::vector<const QueryHistoryRecord*> expected;
+    for (const QueryHistoryRecord& r : records) {
+      if (p.user && r.user != *p.user) continue;
+      if (p.source && r.source != *p.source) continue;
+      if (!p.states.empty() &&
+          std::find(p.states.begin(), p.states.end(), r.state) == p.states.end()) {
+        continue;
+      }
+      if (p.since_ms && r.submit_time_ms < *p.since_ms) continue;
+      if (p.until_ms && r.submit_time_ms >= *p.until_ms) continue;
+      if (p.visible && !p.visible(r.user)) continue;
+      expected.push_back(&r);
+    }
+    std::sort(expected.begin(), expected.end(), [&](auto* a, auto* b) {
+      if (key(*a) != key(*b)) return p.ascending ? key(*a) < key(*b) : key(*a) > key(*b);
+      return p.ascending ? a->query_id < b->query_id : b->query_id < a->query_id;
+    });
+    std::vector<UniqueId> paged;
+    for (int page = 0; page < 400; ++page) {
+      HistorySelection s = h->index().Select(p);
+      EXPECT_EQ(s.matched, expected.size());
+      for (const auto& [k, e] : s.rows) paged.push_back(e.query_id);
+      if (s.rows.size() < p.limit) break;
+      p.after = std::make_pair(s.rows.back().first, s.rows.back().second.query_id);
+    }
+    ASSERT_EQ(paged.size(), expected.size());
+    for (size_t i = 0; i < paged.size(); ++i) EXPECT_EQ(paged[i], expected[i]->query_id);
+  }
+
+  // Records read back through the index, from every segment, in the order asked.
+  std::vector<HistoryIndexEntry> entries = h->index().Newest(records.size());
+  std::shuffle(entries.begin(), entries.end(), rng);
+  entries.resize(120);
+  std::vector<std::optional<QueryHistoryRecord>> read;
+  h->ReadRecords(entries, &read);
+  ASSERT_EQ(read.size(), entries.size());
+  for (size_t i = 0; i < entries.size(); ++i) {
+    ASSERT_TRUE(read[i].has_value());
+    EXPECT_EQ(read[i]->query_id, entries[i].query_id);
+    const QueryHistoryRecord& original = records[entries[i].query_id.lo];
+    EXPECT_EQ(*read[i]->statement, *original.statement);
+    EXPECT_EQ(read[i]->submit_time_extra_ns, original.submit_time_extra_ns);
+  }
+  ASSERT_TRUE(h->index().Find(records[7].query_id).has_value());
+  EXPECT_EQ(h->index().Find(records[7].query_id)->query_id, records[7].query_id);
+  EXPECT_FALSE(h->index().Find(UniqueId{1, 2}).has_value());
+}
+
+TEST_F(QueryHistoryIndexTest, RetentionDropsTheEntriesOfDeletedSegments) {
+  std::mt19937_64 rng(7);
+  QueryHistory::Options o;
+  o.segment_bytes = 500;
+  o.max_segments = 3;
+  std::unique_ptr<QueryHistory> h = Open(o);
+  std::vector<QueryHistoryRecord> records;
+  for (uint64_t n = 0; n < 100; ++n) {
+    records.push_back(Record(n, &rng));
+    ASSERT_TRUE(h->Append(records.back()));
+    h->Flush();  // one batch each: rotation after every few records
+  }
+  ASSERT_GT(h->GetStats().segments_deleted, 0);
+  // What is indexed is exactly what the retained segments hold, newest last.
+  HistoryReadStats stats;
+  std::vector<QueryHistoryRecord> on_disk;
+  ASSERT_TRUE(ReadQueryHistory(dir_, 1 << 20, &on_disk, &stats).ok());
+  std::vector<HistoryIndexEntry> indexed = h->index().Newest(1 << 20);
+  ASSERT_EQ(indexed.size(), on_disk.size());
+  ASSERT_LT(indexed.size(), records.size());
+  for (size_t i = 0; i < indexed.size(); ++i) EXPECT_EQ(indexed[i].query_id, on_disk[i].query_id);
+  EXPECT_EQ(indexed.back().query_id, records.back().query_id);
+  // A scan continues at the right place while the front is trimmed.
+  std::vector<UniqueId> scanned;
+  uint64_t position = 0;
+  for (;;) {
+    const uint64_t next = h->index().Scan(
+        position, 7, [&](const HistoryIndexEntry& e) { scanned.push_back(e.query_id); });
+    if (next == position) break;
+    position = next;
+  }
+  ASSERT_EQ(scanned.size(), indexed.size());
+  // Records of a segment deleted after the index was read are reported missing, not wrong.
+  std::vector<HistoryIndexEntry> first = {indexed.front()};
+  fs::remove(fs::path(dir_) / HistorySegmentName(indexed.front().segment));
+  std::vector<std::optional<QueryHistoryRecord>> read;
+  h->ReadRecords(first, &read);
+  ASSERT_EQ(read.size(), 1u);
+  EXPECT_FALSE(read[0].has_value());
+}
+
+}  // namespace
+}  // namespace qr
