@@ -13,6 +13,7 @@ the loadgen measures them) and the medians of the forwarded/local ratios over th
 import argparse
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -69,10 +70,13 @@ def main():
                                 os.path.join(work, f"{name}-{r}.json"))
                 lat = j["request_latency_all"]
                 res[name] = lat | {"rps": j["requests_per_s"], "errors": j["errors"]}
-                server = j.get("server", {})
+                per = j.get("server", {}).get("per_request", {})
+                cpu = per.get("user_us", 0) + per.get("sys_us", 0)
                 print(f"repeat {r} {name:9}: {j['requests_per_s']:8.0f} req/s  "
                       f"p50 {lat['p50_us']:6d} us  p99 {lat['p99_us']:6d} us  "
-                      f"errors {j['errors']}  server {json.dumps(server)[:200]}")
+                      f"server CPU {cpu:5.1f} us/request (all members)  "
+                      f"context switches {per.get('switches', 0):.2f}/request  "
+                      f"errors {j['errors']}")
             ratios["p50"].append(res["forwarded"]["p50_us"] / max(1, res["local"]["p50_us"]))
             ratios["p99"].append(res["forwarded"]["p99_us"] / max(1, res["local"]["p99_us"]))
             ratios["rps"].append(res["forwarded"]["rps"] / max(1, res["local"]["rps"]))
@@ -86,6 +90,7 @@ def main():
         if etcd.proc is not None:
             etcd.proc.kill()
             etcd.proc.wait()
+        shutil.rmtree(work, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -144,6 +144,9 @@ struct Forwarder::Pool {
     v.push_back(std::move(s));
   }
 
+  /// Counts a request answered without a hop (the owner is gone): no latency.
+  void RecordNoHop(int result) { results[result].fetch_add(1, std::memory_order_relaxed); }
+
   void Record(int result, std::chrono::steady_clock::duration took) {
     results[result].fetch_add(1, std::memory_order_relaxed);
     const double s = std::chrono::duration<double>(took).count();
@@ -345,7 +348,7 @@ bool Forwarder::MaybeForward(const UniqueId& id, const HttpRequest& req,
       });
   if (d.kind == RouteDecision::Kind::kLocal) return false;
   if (d.kind == RouteDecision::Kind::kGone) {
-    pool_->Record(kGone, std::chrono::steady_clock::duration::zero());
+    pool_->RecordNoHop(kGone);
     respond(gone(RemoteHostGoneMessage(id, d, options_.cluster_name)));
     return true;
   }
@@ -353,7 +356,7 @@ bool Forwarder::MaybeForward(const UniqueId& id, const HttpRequest& req,
                            std::to_string(d.member.id) + " at " + d.member.uri;
   std::string host, port;
   if (!SplitHttpUri(d.member.uri, &host, &port)) {
-    pool_->Record(kError, std::chrono::steady_clock::duration::zero());
+    pool_->RecordNoHop(kError);
     respond(gone(what + ", cannot be forwarded to: only http:// advertised URIs are supported"));
     return true;
   }
