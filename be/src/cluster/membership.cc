@@ -249,13 +249,37 @@ void Membership::ApplyMember(const std::string& key, const std::string& value, b
   if (id == 0) return;
   ClusterMember m;
   if (is_delete) {
-    members_.erase(id);
+    MarkDeparted(id);
   } else if (DecodeMember(value, &m) && m.id == id) {
+    departed_.erase(id);
     members_[id] = std::move(m);
   } else {
     LOG(WARNING) << "Cluster " << options_.cluster_name << ": ignoring member key " << key
                  << " with a value that is not a member: " << QuoteForError(value);
   }
+}
+
+void Membership::MarkDeparted(uint32_t id) {
+  auto it = members_.find(id);
+  if (it == members_.end()) return;
+  DepartedMember& d = departed_[id];
+  d.member = std::move(it->second);
+  d.gone_since_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                        std::chrono::system_clock::now().time_since_epoch()).count();
+  members_.erase(it);
+}
+
+bool Membership::LookupMember(uint32_t id, ClusterMember* live, DepartedMember* departed) const {
+  MutexLock l(&lock_);
+  auto it = members_.find(id);
+  if (it != members_.end()) {
+    *live = it->second;
+    return true;
+  }
+  auto d = departed_.find(id);
+  *departed = d != departed_.end() ? d->second : DepartedMember{};
+  departed->member.id = id;
+  return false;
 }
 
 Status Membership::ReadAndWatch(EtcdClient* etcd) {
@@ -266,8 +290,15 @@ Status Membership::ReadAndWatch(EtcdClient* etcd) {
   QR_RETURN_IF_ERROR(etcd::ParseRange(body, &kvs, &revision));
   {
     MutexLock l(&lock_);
+    // Members that left while the watch was down are departed from now on.
+    std::map<uint32_t, ClusterMember> before = std::move(members_);
     members_.clear();
     for (const auto& kv : kvs) ApplyMember(kv.key, kv.value, /*is_delete=*/false);
+    for (auto& [id, m] : before) {
+      if (members_.contains(id)) continue;
+      members_[id] = std::move(m);
+      MarkDeparted(id);
+    }
   }
   std::vector<etcd::WatchEvent> events;
   return etcd->Stream(

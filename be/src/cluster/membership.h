@@ -35,6 +35,13 @@ struct ClusterMember {
   int64_t start_time_ms = 0;  // Unix epoch
 };
 
+/// A member that left this member's view (its key was deleted, or was gone when the watch
+/// read the keys again): its last known value and since when it is gone.
+struct DepartedMember {
+  ClusterMember member;
+  int64_t gone_since_ms = 0;  // Unix epoch; 0: never seen
+};
+
 /// The value of a member key: JSON with the fields of ClusterMember.
 std::string EncodeMember(const ClusterMember& m);
 /// False when 'value' is not EncodeMember()'s JSON.
@@ -92,6 +99,11 @@ class Membership {
   void set_on_member_id(std::function<void(uint32_t)> cb) { on_member_id_ = std::move(cb); }
 
   Snapshot GetSnapshot() const QR_EXCLUDES(lock_);
+  /// Member 'id' in this member's view, without copying the list: true with '*live' set when
+  /// it is a live member; false otherwise, with '*departed' set when it was seen and left
+  /// (departed->gone_since_ms stays 0 when it was never seen).
+  bool LookupMember(uint32_t id, ClusterMember* live, DepartedMember* departed) const
+      QR_EXCLUDES(lock_);
   /// The key prefix of this cluster's member keys.
   const std::string& members_prefix() const { return members_prefix_; }
 
@@ -132,6 +144,10 @@ class Membership {
   bool started_ = false;
   ClusterState state_ QR_GUARDED_BY(lock_) = ClusterState::kConnecting;
   std::map<uint32_t, ClusterMember> members_ QR_GUARDED_BY(lock_);
+  /// Members that left, by id, until the id is live again (at most max_member_id entries).
+  std::map<uint32_t, DepartedMember> departed_ QR_GUARDED_BY(lock_);
+  /// Moves member 'id' (if live) to 'departed_' as gone now.
+  void MarkDeparted(uint32_t id) QR_REQUIRES(lock_);
   std::string last_error_ QR_GUARDED_BY(lock_);
 };
 

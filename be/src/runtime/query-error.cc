@@ -96,6 +96,10 @@ QueryError QueryError::ShuttingDown(std::string msg) {
   return Make(65545, "SERVER_SHUTTING_DOWN", ErrorType::kInternalError, std::move(msg));
 }
 
+QueryError QueryError::RemoteHostGone(std::string msg) {
+  return Make(65558, "REMOTE_HOST_GONE", ErrorType::kInternalError, std::move(msg));
+}
+
 QueryError QueryError::InsufficientResources(std::string msg) {
   return Make(131072, "GENERIC_INSUFFICIENT_RESOURCES", ErrorType::kInsufficientResources,
               std::move(msg));

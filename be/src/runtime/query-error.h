@@ -36,6 +36,7 @@ struct QueryError {
   static QueryError InvalidParameterUsage(std::string msg);               // 80
   static QueryError Internal(std::string msg);                            // 65536
   static QueryError ShuttingDown(std::string msg);                        // 65545
+  static QueryError RemoteHostGone(std::string msg);                      // 65558
   static QueryError InsufficientResources(std::string msg);               // 131072
   static QueryError QueueFull(std::string msg);                           // 131074
   static QueryError ExceededTimeLimit(std::string msg);                   // 131075

@@ -1,9 +1,21 @@
 // /metrics: the qr_cluster_* families (docs/operations.md#cluster).
 
+#include <cstdio>
+
+#include "cluster/forwarder.h"
 #include "cluster/membership.h"
 #include "service/metrics-format.h"
 
 namespace qr::metrics {
+namespace {
+
+std::string Seconds(double v) {
+  char buf[32];
+  snprintf(buf, sizeof(buf), "%.9g", v);
+  return buf;
+}
+
+}  // namespace
 
 void AppendClusterMetrics(const Membership* membership, std::string* out) {
   const Membership::Snapshot s =
@@ -31,6 +43,40 @@ void AppendClusterMetrics(const Membership* membership, std::string* out) {
   Scalar("qr_cluster_registrations_total", "counter",
          "Member keys put in etcd: the first registration and one after each lost lease.",
          s.registrations, out);
+}
+
+void AppendForwardMetrics(const Forwarder* forwarder, std::string* out) {
+  const Forwarder::Stats s = forwarder != nullptr ? forwarder->GetStats() : Forwarder::Stats{};
+  Family("qr_cluster_forwarded_requests_total", "counter",
+         "Follow-up requests for other members' queries: forwarded and answered by the owner "
+         "(ok), answered REMOTE_HOST_GONE because the owner is not a live member (gone), or "
+         "because it did not answer in time (timeout) or could not be reached (error).",
+         out);
+  for (int r = 0; r < Forwarder::kNumResults; ++r) {
+    Sample("qr_cluster_forwarded_requests_total",
+           std::string("{result=\"") + Forwarder::ResultName(r) + "\"}", s.results[r], out);
+  }
+  const char* name = "qr_cluster_forward_seconds";
+  Family(name, "histogram",
+         "Latency of forwarded requests, from the forwarding member's decision to the owner's "
+         "answer (a long poll's wait included).",
+         out);
+  for (size_t i = 0; i < Forwarder::kLatencyBucketsSeconds.size(); ++i) {
+    Sample("qr_cluster_forward_seconds_bucket",
+           "{le=\"" + Seconds(Forwarder::kLatencyBucketsSeconds[i]) + "\"}",
+           s.latency_buckets[i], out);
+  }
+  Sample("qr_cluster_forward_seconds_bucket", "{le=\"+Inf\"}", s.latency_buckets.back(), out);
+  Sample("qr_cluster_forward_seconds_sum", "", Seconds(s.latency_seconds_sum), out);
+  Sample("qr_cluster_forward_seconds_count", "", s.latency_buckets.back(), out);
+  Family("qr_cluster_forward_connections", "gauge",
+         "Connections to other members for forwarded requests: idle in the pool, or busy.",
+         out);
+  Sample("qr_cluster_forward_connections", "{state=\"idle\"}", s.connections_idle, out);
+  Sample("qr_cluster_forward_connections", "{state=\"busy\"}", s.connections_busy, out);
+  Scalar("qr_cluster_forward_connections_opened_total", "counter",
+         "Connections opened to other members for forwarded requests.", s.connections_opened,
+         out);
 }
 
 }  // namespace qr::metrics

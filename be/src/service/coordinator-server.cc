@@ -8,6 +8,7 @@
 
 #include <glog/logging.h>
 
+#include "cluster/forward-auth.h"
 #include "runtime/registry-flags.h"
 #include "runtime/sample-db.h"
 #include "service/debug-pages.h"
@@ -21,8 +22,46 @@ CoordinatorServer::CoordinatorServer(Options options) : options_(std::move(optio
 
 CoordinatorServer::~CoordinatorServer() { Shutdown(0); }
 
+namespace {
+
+/// How far from now a forwarded principal's signature may be (clock skew between members
+/// plus the hop).
+constexpr int64_t kForwardedPrincipalWindowMs = 30000;
+
+}  // namespace
+
+AuthVerdict CoordinatorServer::CheckForwardedPrincipal(HttpRequest& req,
+                                                       HttpResponse* denied) const {
+  std::string why;
+  if (cluster_secret_.empty()) {
+    why = "this coordinator has no --cluster_secret_file, so it accepts no forwarded user";
+  } else {
+    const int64_t now = std::chrono::duration_cast<std::chrono::milliseconds>(
+                            std::chrono::system_clock::now().time_since_epoch()).count();
+    std::string principal;
+    const PrincipalCheck check =
+        VerifyForwardedPrincipal(cluster_secret_, req.Header(kForwardedPrincipalHeader),
+                                 req.method_string, req.target, now,
+                                 kForwardedPrincipalWindowMs, &principal);
+    if (check == PrincipalCheck::kOk) {
+      req.authenticated_user = std::move(principal);
+      return AuthVerdict::kAllow;
+    }
+    why = std::string("its signature is ") + PrincipalCheckName(check);
+  }
+  LOG(WARNING) << "Refused a forwarded user (" << kForwardedPrincipalHeader << ") from "
+               << req.remote_address << " on " << QuoteForError(req.method_string, 16) << " "
+               << QuoteForError(req.target, 200) << ": " << why;
+  *denied = HttpResponse::Text(401, "The forwarded user of this request is refused: " + why +
+                                        "\n");
+  return AuthVerdict::kDeny;
+}
+
 Status CoordinatorServer::ConfigureSecurity(Webserver::Options* http) {
   Options& o = options_;
+  if (!o.cluster_secret_file.empty()) {
+    QR_RETURN_IF_ERROR(LoadClusterSecret(o.cluster_secret_file, &cluster_secret_));
+  }
   Status proxies = IpNetworks::Parse(o.http_trusted_proxies, &o.auth.trusted_proxies);
   if (!proxies.ok()) return InvalidArgument("--http_trusted_proxies: " + proxies.message());
   // A proxy carries many clients' connections: the per-address limit is not for it.
@@ -48,10 +87,18 @@ Status CoordinatorServer::ConfigureSecurity(Webserver::Options* http) {
   LOG(INFO) << "Password authentication on: " << file.size() << " users from "
             << o.auth_password_file << (tls ? "" : " (over plain HTTP: --allow_insecure_auth)");
   authenticator_ = std::make_unique<BasicAuthenticator>(std::move(file), o.auth);
-  http->authenticate = [auth = authenticator_.get()](HttpRequest& req, HttpResponse* denied,
-                                                      const AuthDeferrer& defer) {
+  http->authenticate = [this, auth = authenticator_.get()](
+                           HttpRequest& req, HttpResponse* denied, const AuthDeferrer& defer) {
+    // Forwarded by another member, which authenticated the client (forward-auth.h).
+    if (!req.Header(kForwardedPrincipalHeader).empty()) {
+      return CheckForwardedPrincipal(req, denied);
+    }
     return auth->Check(req, denied, defer);
   };
+  if (!o.cluster.endpoints.empty() && cluster_secret_.empty()) {
+    LOG(WARNING) << "Clustered with authentication but no --cluster_secret_file: forwarded "
+                    "requests carry the client's credentials and their owner checks them again";
+  }
   http->authorize = [access = access_control_.get()](HttpRequest& req, HttpResponse* denied) {
     return access->CheckUserHeader(req, denied);
   };
@@ -174,6 +221,16 @@ Status CoordinatorServer::Start() {
   statement_service_ =
       std::make_unique<StatementService>(protocol, coordinator_.get(), webserver_.get(),
                                          access_control_.get());
+  if (!options_.cluster.endpoints.empty()) {
+    Forwarder::Options f;
+    f.timeout = options_.forward_timeout;
+    f.max_idle_per_member = options_.forward_pool_size;
+    f.secret = cluster_secret_;
+    f.authentication = authenticator_ != nullptr;
+    f.cluster_name = options_.cluster.cluster_name;
+    forwarder_ = std::make_unique<Forwarder>(std::move(f));
+    statement_service_->set_forwarder(forwarder_.get());
+  }
   statement_service_->RegisterHandlers();
   RegisterDebugPages(debug_pages::Options(), this);
   QR_RETURN_IF_ERROR(webserver_->Start());
@@ -201,6 +258,7 @@ void CoordinatorServer::StartMembership(const std::string& bound) {
   membership_ = std::make_unique<Membership>(std::move(o));
   membership_->set_on_member_id([c = coordinator_.get()](uint32_t id) { c->set_member_id(id); });
   runtime_tables_->set_membership(membership_.get());
+  if (forwarder_) forwarder_->set_membership(membership_.get());
   membership_->Start();
 }
 
@@ -212,6 +270,8 @@ int CoordinatorServer::Shutdown(int64_t grace_ms) {
   if (membership_) membership_->Stop();
   // Stop serving before the coordinator goes away: no handler may run against freed state.
   if (webserver_) webserver_->Stop();
+  // Its idle connections are sockets of the webserver's io_contexts, destroyed below.
+  if (forwarder_) forwarder_->Close();
   // Then the verification threads: their late callbacks find the webserver stopped.
   if (authenticator_) authenticator_->Stop();
   // The engine before the coordinator: executor threads still finishing (canceled) queries

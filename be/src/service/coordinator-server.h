@@ -3,6 +3,7 @@
 #include <memory>
 #include <string>
 
+#include "cluster/forwarder.h"
 #include "cluster/membership.h"
 #include "runtime/memory-budget.h"
 #include "runtime/query-exec-mgr.h"
@@ -74,6 +75,13 @@ class CoordinatorServer {
     /// coordinator runs alone. An empty 'advertised_uri' is the scheme and the bound address;
     /// Start() sets 'version' and 'start_time_ms'.
     Membership::Options cluster;
+    /// Forwarding of other members' queries' follow-ups (cluster only): the bound beyond a
+    /// poll's maxWait and the idle connections kept per member.
+    std::chrono::milliseconds forward_timeout{5000};
+    size_t forward_pool_size = 8;
+    /// The cluster's shared secret (LoadClusterSecret()); empty: none (with authentication,
+    /// forwarded principals are refused and forwarded requests authenticated again).
+    std::string cluster_secret_file;
   };
 
   explicit CoordinatorServer(Options options);
@@ -109,6 +117,9 @@ class CoordinatorServer {
   const HistoryReadStats& history_restored() const { return history_restored_; }
   /// Null when the coordinator runs alone (no etcd endpoints) or before Start().
   const Membership* membership() const { return membership_.get(); }
+  /// Null when the coordinator runs alone (or before Start()).
+  Forwarder* forwarder() { return forwarder_.get(); }
+  const Forwarder* forwarder() const { return forwarder_.get(); }
   /// "http" or "https".
   const char* scheme() const { return options_.tls_cert_file.empty() ? "http" : "https"; }
 
@@ -138,6 +149,14 @@ class CoordinatorServer {
   std::unique_ptr<QueryCoordinator> coordinator_;
   /// Sets up authentication and TLS in 'http'.
   Status ConfigureSecurity(Webserver::Options* http);
+
+  /// With authentication: accepts a forwarded request's signed principal (kAllow, with
+  /// req.authenticated_user set) or refuses it (401, logged).
+  AuthVerdict CheckForwardedPrincipal(HttpRequest& req, HttpResponse* denied) const;
+  std::string cluster_secret_;
+  /// Its pool's connections live on the webserver's io_contexts: closed after the webserver
+  /// stopped, before it is destroyed.
+  std::unique_ptr<Forwarder> forwarder_;
 
   std::unique_ptr<BasicAuthenticator> authenticator_;
   std::unique_ptr<AccessControl> access_control_;

@@ -187,6 +187,18 @@ DEFINE_int32(cluster_max_members, 1024,
              "Member ids are 1..this (query ids carry the owner's; at most 65535).");
 DEFINE_int32(etcd_request_timeout_ms, 2000,
              "Bound of each request to etcd; a failed one is retried with backoff.");
+DEFINE_int32(cluster_forward_timeout_ms, 5000,
+             "Bound of a request forwarded to the member owning its query, beyond the wait a "
+             "poll asks for (maxWait); an owner that does not answer in time fails the request "
+             "with REMOTE_HOST_GONE.");
+DEFINE_int32(cluster_forward_pool_size, 8,
+             "Idle keep-alive connections kept per member and HTTP I/O thread for forwarded "
+             "requests.");
+DEFINE_string(cluster_secret_file, "",
+              "A file (not readable by others, at least 16 bytes) with the secret the members "
+              "of a cluster share: with authentication, a forwarded request carries its "
+              "authenticated user signed with it (HMAC-SHA256). Without it, an owner refuses "
+              "forwarded users and authenticates forwarded requests again.");
 
 namespace {
 
@@ -303,6 +315,16 @@ bool ValidateMaxMembers(const char* flag, int32_t v) {
   fprintf(stderr, "--%s must be in [1, %u], got %d\n", flag, qr::kMaxQueryOwner, v);
   return false;
 }
+bool ValidateForwardTimeout(const char* flag, int32_t v) {
+  if (v >= 100 && v <= 600000) return true;
+  fprintf(stderr, "--%s must be in [100, 600000] ms, got %d\n", flag, v);
+  return false;
+}
+bool ValidateForwardPool(const char* flag, int32_t v) {
+  if (v >= 0 && v <= 1024) return true;
+  fprintf(stderr, "--%s must be in [0, 1024], got %d\n", flag, v);
+  return false;
+}
 bool ValidateEtcdTimeout(const char* flag, int32_t v) {
   if (v >= 100 && v <= 60000) return true;
   fprintf(stderr, "--%s must be in [100, 60000] ms, got %d\n", flag, v);
@@ -317,6 +339,8 @@ DEFINE_validator(advertised_uri, &ValidateAdvertisedUri);
 DEFINE_validator(cluster_lease_ttl_s, &ValidateLeaseTtl);
 DEFINE_validator(cluster_max_members, &ValidateMaxMembers);
 DEFINE_validator(etcd_request_timeout_ms, &ValidateEtcdTimeout);
+DEFINE_validator(cluster_forward_timeout_ms, &ValidateForwardTimeout);
+DEFINE_validator(cluster_forward_pool_size, &ValidateForwardPool);
 DEFINE_validator(http_port, &ValidatePort);
 DEFINE_validator(catalog_name, &ValidateCatalog);
 DEFINE_validator(num_http_threads, &ValidateThreads);
@@ -433,6 +457,9 @@ CoordinatorServer::Options OptionsFromFlags() {
   o.cluster.lease_ttl_s = FLAGS_cluster_lease_ttl_s;
   o.cluster.max_member_id = static_cast<uint32_t>(FLAGS_cluster_max_members);
   o.cluster.request_timeout = std::chrono::milliseconds(FLAGS_etcd_request_timeout_ms);
+  o.forward_timeout = std::chrono::milliseconds(FLAGS_cluster_forward_timeout_ms);
+  o.forward_pool_size = static_cast<size_t>(FLAGS_cluster_forward_pool_size);
+  o.cluster_secret_file = FLAGS_cluster_secret_file;
   return o;
 }
 

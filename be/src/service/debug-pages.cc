@@ -23,6 +23,7 @@
 
 #include "service/access-control.h"
 #include "service/coordinator-server.h"
+#include "service/protocol-json.h"
 #include "service/query-history-convert.h"
 #include "service/query-history.h"
 #include "service/query-plan.h"
@@ -302,11 +303,26 @@ std::shared_ptr<ClientRequestState> FindAccessible(const PageContext& ctx,
   return state;
 }
 
+/// True when query 'id' is another member's and the forwarder took 'req' over (forwarded to
+/// the owner, or answered REMOTE_HOST_GONE when the owner is gone).
+bool Forwarded(const PageContext& ctx, HttpRequest& req, const UniqueId& id,
+               ResponseCallback& respond) {
+  Forwarder* forwarder = ctx.server->forwarder();
+  if (forwarder == nullptr || ctx.coordinator->Find(id) != nullptr) return false;
+  return forwarder->MaybeForward(
+      id, req, std::chrono::milliseconds(0),
+      [id](const std::string& message) {
+        return FailedElsewhereJson(id, QueryError::RemoteHostGone(message));
+      },
+      ctx.server->webserver()->io_context(), respond);
+}
+
 /// GET /query_statement?query_id=ID: the full statement as text/plain (never HTML).
 void HandleQueryStatement(const Ctx& ctx, HttpRequest& req, ResponseCallback respond) {
   UniqueId id;
   HttpResponse error;
   if (!ParseQueryIdParam(req, &id, &error)) return respond(std::move(error));
+  if (Forwarded(*ctx, req, id, respond)) return;
   std::shared_ptr<ClientRequestState> state = FindAccessible(*ctx, req, id);
   if (!state) return respond(UnknownQuery(id));
   HttpResponse r;
@@ -325,6 +341,7 @@ void HandleQueryDetail(const Ctx& ctx, HttpRequest& req, ResponseCallback respon
   UniqueId id;
   HttpResponse error;
   if (!ParseQueryIdParam(req, &id, &error)) return respond(std::move(error));
+  if (Forwarded(*ctx, req, id, respond)) return;
   std::shared_ptr<ClientRequestState> state = FindAccessible(*ctx, req, id);
   if (!state) return respond(UnknownQuery(id));
   HttpResponse r = HttpResponse::Json(200, debug_pages::RenderQueryDetailJson(*state) + "\n");
@@ -383,6 +400,8 @@ void HandleCancel(const Ctx& ctx, HttpRequest& req, ResponseCallback respond) {
   UniqueId id;
   HttpResponse error;
   if (!ParseQueryIdParam(req, &id, &error)) return respond(std::move(error));
+  // Another member's query: its owner checks the user and cancels it.
+  if (Forwarded(*ctx, req, id, respond)) return;
   const Principal principal = ctx->access->Identify(req);
   const std::string& user = principal.user;
   if (user.empty()) {

@@ -4,6 +4,7 @@
 #include <string>
 
 namespace qr {
+class Forwarder;
 class Membership;
 class QueryHistory;
 struct HistoryReadStats;
@@ -62,5 +63,7 @@ void AppendHistoryMetrics(const QueryHistory* history, const HistoryReadStats& r
 /// The cluster membership's qr_cluster_* families (state, member id, members, etcd errors,
 /// lease renewals, registrations); state "disabled" and zeros when 'membership' is null.
 void AppendClusterMetrics(const Membership* membership, std::string* out);
+/// qr_cluster_forward* (zero when 'forwarder' is null: the coordinator runs alone).
+void AppendForwardMetrics(const Forwarder* forwarder, std::string* out);
 
 }  // namespace qr::metrics

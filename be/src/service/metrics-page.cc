@@ -364,6 +364,7 @@ std::string RenderMetrics(CoordinatorServer* server) {
   metrics::AppendProcessMetrics(&out);
   metrics::AppendHistoryMetrics(server->history(), server->history_restored(), &out);
   metrics::AppendClusterMetrics(server->membership(), &out);
+  metrics::AppendForwardMetrics(server->forwarder(), &out);
   if (server->authenticator() != nullptr) AppendAuthMetrics(*server->authenticator(), &out);
   return out;
 }

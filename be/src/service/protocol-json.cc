@@ -174,6 +174,33 @@ void RenderSubmitted(const ClientRequestState& req, const ResultsUris& uris,
   out.append(",\"warnings\":[]}");
 }
 
+void RenderFailedElsewhere(const UniqueId& id, const QueryError& error, const ResultsUris& uris,
+                           HttpResponse* resp) {
+  char text[33];
+  PrintId(id, text);
+  std::string& out = resp->body;
+  out.append("{\"id\":\"");
+  out.append(text, 33);
+  out.append("\",\"infoUri\":\"");
+  out.append(uris.base);
+  out.append("/v1/query/");
+  out.append(text, 33);
+  out.append("\",\"error\":");
+  AppendErrorJson(error, &out);
+  out.push_back(',');
+  AppendStatsJson("FAILED", ClientRequestState::Info{}, &out);
+  out.append(",\"warnings\":[]}");
+  resp->status = 200;
+  resp->content_type = "application/json";
+}
+
+HttpResponse FailedElsewhereJson(const UniqueId& id, const QueryError& error) {
+  std::string body = "{\"queryId\":\"" + PrintId(id) + "\",\"state\":\"FAILED\",\"error\":";
+  AppendErrorJson(error, &body);
+  body += "}\n";
+  return HttpResponse::Json(410, std::move(body));
+}
+
 void AppendQueryInfoJson(const ClientRequestState& req, const ResultsUris& uris,
                          std::string* out, size_t stmt_size) {
   ClientRequestState::Info info = req.GetInfo();

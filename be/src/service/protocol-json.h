@@ -26,6 +26,15 @@ void RenderQueryResults(const ClientRequestState& req, const QueryPage& page,
 void RenderSubmitted(const ClientRequestState& req, const ResultsUris& uris,
                      HttpResponse* resp);
 
+/// A QueryResults document of state FAILED with 'error' for query 'id' that this coordinator
+/// does not hold (its owner in the cluster is gone): id, infoUri, stats, error, no nextUri.
+void RenderFailedElsewhere(const UniqueId& id, const QueryError& error, const ResultsUris& uris,
+                           HttpResponse* resp);
+
+/// The answer (410, JSON {"queryId","state":"FAILED","error"}) of the endpoints other than a
+/// nextUri for query 'id' that failed elsewhere with 'error'.
+HttpResponse FailedElsewhereJson(const UniqueId& id, const QueryError& error);
+
 /// The "error" object of a failed query.
 void AppendErrorJson(const QueryError& error, std::string* out);
 

@@ -11,6 +11,7 @@
 #include <gflags/gflags.h>
 #include <glog/logging.h>
 
+#include "cluster/forward-auth.h"
 #include "runtime/json-encoding.h"
 #include "service/protocol-json.h"
 #include "service/version.h"
@@ -308,6 +309,10 @@ void StatementService::RegisterHandlers() {
 
 std::string StatementService::BaseUri(const HttpRequest& req) const {
   std::string scheme = req.secure ? "https" : "http";
+  // Forwarded by another member: the scheme the client used there (the Host is the client's).
+  if (!req.Header(kForwardedByHeader).empty() && req.Header(kForwardedProtoHeader) == "https") {
+    scheme = "https";
+  }
   std::string_view host = req.Header("Host");
   if (options_.trust_forwarded_headers) {
     std::string_view fwd_host = req.Header("X-Forwarded-Host");
@@ -426,20 +431,26 @@ void StatementService::HandleStatementGet(HttpRequest& req, ResponseCallback res
     respond(NotFoundText("Not a statement URI: " + QuoteForError(req.path, 120)));
     return;
   }
+  std::chrono::milliseconds max_wait = options_.default_max_wait;
+  bool has_max_wait = false;
+  std::string max_wait_text = req.QueryParam("maxWait", &has_max_wait);
+  const bool max_wait_ok = !has_max_wait || ParseDuration(max_wait_text, &max_wait);
+  max_wait = std::min(max_wait, options_.max_max_wait);
+  // Another member's query: the owner answers (a bad maxWait too).
+  if (Forwarded(req, id, max_wait_ok ? max_wait : options_.default_max_wait, /*results=*/true,
+                respond)) {
+    return;
+  }
   std::shared_ptr<ClientRequestState> state = FindAccessible(req, id);
   if (state == nullptr || !state->SlugMatches(slug)) {
     respond(NotFoundText("Query not found: " + PrintId(id)));
     return;
   }
-  std::chrono::milliseconds max_wait = options_.default_max_wait;
-  bool has_max_wait = false;
-  std::string max_wait_text = req.QueryParam("maxWait", &has_max_wait);
-  if (has_max_wait && !ParseDuration(max_wait_text, &max_wait)) {
+  if (!max_wait_ok) {
     respond(HttpResponse::Text(400, "Invalid maxWait " + QuoteForError(max_wait_text) +
                                         ": expected a duration such as 1s or 500ms\n"));
     return;
   }
-  max_wait = std::min(max_wait, options_.max_max_wait);
   auto op = std::make_shared<PendingFetch>(coordinator_, std::move(state), token,
                                            ResultsUris{BaseUri(req)}, std::move(respond),
                                            webserver_->io_context());
@@ -454,6 +465,7 @@ void StatementService::HandleStatementDelete(HttpRequest& req, ResponseCallback 
     respond(NotFoundText("Not a statement URI: " + QuoteForError(req.path, 120)));
     return;
   }
+  if (Forwarded(req, id, std::chrono::milliseconds(0), /*results=*/false, respond)) return;
   std::shared_ptr<ClientRequestState> state = FindAccessible(req, id);
   if (state == nullptr || !state->SlugMatches(slug)) {
     respond(NotFoundText("Query not found: " + PrintId(id)));
@@ -463,6 +475,25 @@ void StatementService::HandleStatementDelete(HttpRequest& req, ResponseCallback 
   (void)coordinator_->Cancel(id, access_->Identify(req).Describe() + " from " +
                                      req.remote_address + " (DELETE of its nextUri)");
   respond(HttpResponse::Text(204, ""));
+}
+
+bool StatementService::Forwarded(HttpRequest& req, const UniqueId& id,
+                                 std::chrono::milliseconds wait, bool results,
+                                 ResponseCallback& respond) {
+  if (forwarder_ == nullptr || coordinator_->Find(id) != nullptr) return false;
+  Forwarder::GoneRenderer gone;
+  if (results) {
+    gone = [id, uris = ResultsUris{BaseUri(req)}](const std::string& message) {
+      HttpResponse resp;
+      RenderFailedElsewhere(id, QueryError::RemoteHostGone(message), uris, &resp);
+      return resp;
+    };
+  } else {
+    gone = [id](const std::string& message) {
+      return FailedElsewhereJson(id, QueryError::RemoteHostGone(message));
+    };
+  }
+  return forwarder_->MaybeForward(id, req, wait, gone, webserver_->io_context(), respond);
 }
 
 std::shared_ptr<ClientRequestState> StatementService::FindAccessible(const HttpRequest& req,
@@ -518,6 +549,7 @@ void StatementService::HandleQueryGet(HttpRequest& req, ResponseCallback respond
     respond(HttpResponse::Text(400, s.message() + "\n"));
     return;
   }
+  if (Forwarded(req, id, std::chrono::milliseconds(0), /*results=*/false, respond)) return;
   std::shared_ptr<ClientRequestState> q = FindAccessible(req, id);
   if (q == nullptr) {
     respond(HttpResponse::Text(410, "Query " + PrintId(id) + " is unknown or expired\n"));
@@ -536,6 +568,7 @@ void StatementService::HandleQueryDelete(HttpRequest& req, ResponseCallback resp
     respond(HttpResponse::Text(400, s.message() + "\n"));
     return;
   }
+  if (Forwarded(req, id, std::chrono::milliseconds(0), /*results=*/false, respond)) return;
   // Idempotent, like DELETE of a nextUri: an unknown or finished query is not an error, and
   // someone else's query (with authentication on) is answered as an unknown one.
   if (FindAccessible(req, id) != nullptr) {

@@ -4,6 +4,7 @@
 #include <memory>
 #include <string>
 
+#include "cluster/forwarder.h"
 #include "service/access-control.h"
 #include "service/query-coordinator.h"
 #include "http/webserver.h"
@@ -48,6 +49,9 @@ class StatementService {
 
   /// Registers every protocol route. Call before Webserver::Start().
   void RegisterHandlers();
+  /// In a cluster: follow-ups for other members' queries go through 'forwarder' (borrowed,
+  /// outlives the service's handlers). Call before Webserver::Start().
+  void set_forwarder(Forwarder* forwarder) { forwarder_ = forwarder; }
 
  private:
   void HandleSubmit(HttpRequest& req, ResponseCallback respond);
@@ -62,6 +66,11 @@ class StatementService {
   /// Answers a submission of 'user' refused by the failure throttle: 429 with Trino's error
   /// document (QUERY_QUEUE_FULL), after Options::throttled_answer_delay.
   void RefuseThrottled(const std::string& user, ResponseCallback respond);
+  /// True when 'req', about query 'id' that this member does not hold, was taken over by the
+  /// forwarder (forwarded to its owner, or answered REMOTE_HOST_GONE: a QueryResults document
+  /// when 'results', else FailedElsewhereJson()). 'wait': the poll's maxWait.
+  bool Forwarded(HttpRequest& req, const UniqueId& id, std::chrono::milliseconds wait,
+                 bool results, ResponseCallback& respond);
   /// "http[s]://host:port" for absolute URIs in answers to 'req'.
   std::string BaseUri(const HttpRequest& req) const;
   /// The query 'id' if it exists and 'req' may access it, else nullptr: callers answer both
@@ -73,6 +82,7 @@ class StatementService {
   QueryCoordinator* const coordinator_;
   Webserver* const webserver_;
   const AccessControl* const access_;
+  Forwarder* forwarder_ = nullptr;
   const std::chrono::steady_clock::time_point start_time_;
 };
 

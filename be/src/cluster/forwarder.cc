@@ -1,0 +1,412 @@
+#include "cluster/forwarder.h"
+
+#include <ctime>
+#include <map>
+#include <optional>
+#include <utility>
+#include <vector>
+
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/core/tcp_stream.hpp>
+#include <boost/beast/http/read.hpp>
+#include <boost/beast/http/string_body.hpp>
+#include <boost/beast/http/write.hpp>
+#include <glog/logging.h>
+
+#include "cluster/forward-auth.h"
+#include "util/mutex.h"
+
+namespace qr {
+
+namespace beast = boost::beast;
+namespace http = boost::beast::http;
+using tcp = boost::asio::ip::tcp;
+
+namespace {
+
+/// A relayed answer may be a whole result page.
+constexpr uint64_t kMaxRelayedBodyBytes = uint64_t{1} << 30;
+
+int64_t NowMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+std::string FormatTime(int64_t ms) {
+  const std::time_t t = static_cast<std::time_t>(ms / 1000);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+bool IEquals(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    char x = a[i], y = b[i];
+    if (x >= 'A' && x <= 'Z') x = static_cast<char>(x - 'A' + 'a');
+    if (y >= 'A' && y <= 'Z') y = static_cast<char>(y - 'A' + 'a');
+    if (x != y) return false;
+  }
+  return true;
+}
+
+/// Headers that belong to one hop (RFC 9110 7.6.1) or that the server sets itself.
+bool IsHopHeader(std::string_view name) {
+  for (std::string_view h : {"Connection", "Keep-Alive", "Transfer-Encoding", "Content-Length",
+                             "TE", "Trailer", "Upgrade", "Proxy-Connection"}) {
+    if (IEquals(name, h)) return true;
+  }
+  return false;
+}
+
+bool IsClusterHeader(std::string_view name) {
+  return IEquals(name, kForwardedByHeader) || IEquals(name, kForwardedProtoHeader) ||
+         IEquals(name, kForwardedPrincipalHeader);
+}
+
+/// "http://host:port[/]" -> host, port. False for another scheme or no port.
+bool SplitHttpUri(std::string_view uri, std::string* host, std::string* port) {
+  constexpr std::string_view kScheme = "http://";
+  if (uri.substr(0, kScheme.size()) != kScheme) return false;
+  uri.remove_prefix(kScheme.size());
+  uri = uri.substr(0, uri.find('/'));
+  const size_t colon = uri.rfind(':');
+  if (colon == std::string_view::npos || colon + 1 == uri.size()) return false;
+  std::string_view h = uri.substr(0, colon);
+  if (h.size() >= 2 && h.front() == '[' && h.back() == ']') h = h.substr(1, h.size() - 2);
+  if (h.empty()) return false;
+  *host = std::string(h);
+  *port = std::string(uri.substr(colon + 1));
+  return true;
+}
+
+}  // namespace
+
+RouteDecision DecideRoute(uint32_t owner, uint32_t self, bool already_forwarded,
+                          const MemberLookup& lookup) {
+  RouteDecision d;
+  if (owner == 0 || owner == self || already_forwarded) return d;
+  DepartedMember departed;
+  if (lookup(owner, &d.member, &departed)) {
+    d.kind = RouteDecision::Kind::kForward;
+    return d;
+  }
+  d.kind = RouteDecision::Kind::kGone;
+  d.member = std::move(departed.member);
+  d.member.id = owner;
+  d.gone_since_ms = departed.gone_since_ms;
+  return d;
+}
+
+std::string RemoteHostGoneMessage(const UniqueId& id, const RouteDecision& d,
+                                  const std::string& cluster_name) {
+  std::string msg = "Query " + PrintId(id) + " belongs to coordinator member " +
+                    std::to_string(d.member.id) + " of cluster '" + cluster_name + "'";
+  if (d.gone_since_ms > 0) {
+    msg += " (last at " + d.member.uri + "), which is gone since " +
+           FormatTime(d.gone_since_ms) + ": its etcd lease expired or was revoked";
+  } else {
+    msg += ", which is not a live member (this coordinator has not seen it since it joined)";
+  }
+  return msg;
+}
+
+const char* Forwarder::ResultName(int result) {
+  switch (result) {
+    case kOk: return "ok";
+    case kGone: return "gone";
+    case kTimeout: return "timeout";
+    default: return "error";
+  }
+}
+
+/// The idle connections per member and the counters; shared with the operations in flight,
+/// which may end after the Forwarder is gone.
+struct Forwarder::Pool {
+  explicit Pool(size_t max_idle) : max_idle(max_idle) {}
+
+  std::unique_ptr<beast::tcp_stream> Take(const std::string& key) QR_EXCLUDES(mu) {
+    MutexLock l(&mu);
+    auto it = idle.find(key);
+    if (it == idle.end() || it->second.empty()) return nullptr;
+    std::unique_ptr<beast::tcp_stream> s = std::move(it->second.back());
+    it->second.pop_back();
+    return s;
+  }
+
+  void Put(const std::string& key, std::unique_ptr<beast::tcp_stream> s) QR_EXCLUDES(mu) {
+    MutexLock l(&mu);
+    std::vector<std::unique_ptr<beast::tcp_stream>>& v = idle[key];
+    if (closed || v.size() >= max_idle) return;  // 's' closes as it goes
+    v.push_back(std::move(s));
+  }
+
+  /// Counts a request answered without a hop (the owner is gone): no latency.
+  void RecordNoHop(int result) { results[result].fetch_add(1, std::memory_order_relaxed); }
+
+  void Record(int result, std::chrono::steady_clock::duration took) {
+    results[result].fetch_add(1, std::memory_order_relaxed);
+    const double s = std::chrono::duration<double>(took).count();
+    for (size_t i = 0; i < kLatencyBucketsSeconds.size(); ++i) {
+      if (s <= kLatencyBucketsSeconds[i]) buckets[i].fetch_add(1, std::memory_order_relaxed);
+    }
+    buckets.back().fetch_add(1, std::memory_order_relaxed);
+    latency_us.fetch_add(static_cast<int64_t>(s * 1e6), std::memory_order_relaxed);
+  }
+
+  const size_t max_idle;
+  mutable Mutex mu;
+  bool closed QR_GUARDED_BY(mu) = false;
+  std::map<std::string, std::vector<std::unique_ptr<beast::tcp_stream>>> idle QR_GUARDED_BY(mu);
+  std::array<std::atomic<int64_t>, kNumResults> results{};
+  std::array<std::atomic<int64_t>, kLatencyBucketsSeconds.size() + 1> buckets{};
+  std::atomic<int64_t> latency_us{0};
+  std::atomic<int64_t> busy{0};
+  std::atomic<int64_t> opened{0};
+};
+
+namespace {
+
+/// One forwarded request: connect (or reuse), write, read, relay. Each step is bounded by
+/// the deadline; the handlers keep the operation alive. Its connections are pooled per member
+/// and io_context, so everything it does (and a reused stream's handlers) runs on the I/O
+/// thread that received the request, and no socket outlives its io_context's neighbours.
+class ForwardOp : public std::enable_shared_from_this<ForwardOp> {
+ public:
+  ForwardOp(std::shared_ptr<Forwarder::Pool> pool, boost::asio::io_context& io, std::string host,
+            std::string port, http::request<http::string_body> request,
+            std::chrono::steady_clock::time_point deadline, std::chrono::milliseconds bound,
+            Forwarder::GoneRenderer gone, ResponseCallback respond, std::string what)
+      : pool_(std::move(pool)), io_(io), resolver_(io), host_(std::move(host)),
+        port_(std::move(port)),
+        key_(host_ + ":" + port_ + "@" + std::to_string(reinterpret_cast<uintptr_t>(&io))),
+        request_(std::move(request)),
+        deadline_(deadline), bound_(bound), gone_(std::move(gone)),
+        respond_(std::move(respond)), what_(std::move(what)),
+        started_(std::chrono::steady_clock::now()) {}
+
+  ~ForwardOp() { Release(); }
+
+  void Start() {
+    stream_ = pool_->Take(key_);
+    if (stream_ == nullptr) return Connect();
+    pool_->busy.fetch_add(1, std::memory_order_relaxed);
+    reused_ = true;
+    Write();
+  }
+
+ private:
+  void Connect() {
+    reused_ = false;
+    resolver_.async_resolve(
+        host_, port_, [self = shared_from_this()](beast::error_code ec,
+                                                   tcp::resolver::results_type results) {
+          if (ec) return self->Fail(ec);
+          self->stream_ = std::make_unique<beast::tcp_stream>(self->io_);
+          self->pool_->busy.fetch_add(1, std::memory_order_relaxed);
+          self->stream_->expires_at(self->deadline_);
+          self->stream_->async_connect(
+              results, [self](beast::error_code ec, const tcp::endpoint&) {
+                if (ec) return self->Fail(ec);
+                self->pool_->opened.fetch_add(1, std::memory_order_relaxed);
+                self->Write();
+              });
+        });
+  }
+
+  void Write() {
+    stream_->expires_at(deadline_);
+    http::async_write(*stream_, request_,
+                      [self = shared_from_this()](beast::error_code ec, size_t) {
+                        if (ec) return self->RetryOrFail(ec);
+                        self->Read();
+                      });
+  }
+
+  void Read() {
+    parser_.emplace();
+    parser_->body_limit(kMaxRelayedBodyBytes);
+    buffer_.clear();
+    http::async_read(*stream_, buffer_, *parser_,
+                     [self = shared_from_this()](beast::error_code ec, size_t) {
+                       if (ec) return self->RetryOrFail(ec);
+                       self->Relay();
+                     });
+  }
+
+  /// A pooled connection the owner closed while idle fails before any answer: once, the
+  /// request goes again on a fresh connection.
+  void RetryOrFail(beast::error_code ec) {
+    const bool nothing_read = !parser_ || !parser_->got_some();
+    if (reused_ && nothing_read && ec != beast::error::timeout) {
+      Release();
+      return Connect();
+    }
+    Fail(ec);
+  }
+
+  void Relay() {
+    http::response<http::string_body> msg = parser_->release();
+    const bool keep = msg.keep_alive();
+    HttpResponse resp;
+    resp.status = msg.result_int();
+    resp.content_type.clear();
+    for (const auto& f : msg) {
+      const std::string_view name(f.name_string().data(), f.name_string().size());
+      const std::string value(f.value().data(), f.value().size());
+      if (IsHopHeader(name) || IEquals(name, "Server") || IEquals(name, "Date")) {
+        continue;
+      }
+      if (IEquals(name, "Content-Type")) {
+        resp.content_type = value;
+      } else {
+        resp.headers.emplace_back(std::string(name), value);
+      }
+    }
+    resp.body = std::move(msg.body());
+    if (keep && stream_ != nullptr) {
+      pool_->busy.fetch_sub(1, std::memory_order_relaxed);
+      pool_->Put(key_, std::move(stream_));
+    }
+    Finish(Forwarder::kOk, std::move(resp));
+  }
+
+  void Fail(beast::error_code ec) {
+    const bool timeout = ec == beast::error::timeout;
+    const std::string msg =
+        what_ + (timeout ? ", did not answer within " + std::to_string(bound_.count()) + " ms"
+                         : ", could not be reached: " + ec.message());
+    LOG(WARNING) << "Forwarding " << request_.method_string() << " " << request_.target()
+                 << ": " << msg;
+    Release();
+    Finish(timeout ? Forwarder::kTimeout : Forwarder::kError,
+           gone_(msg));
+  }
+
+  void Finish(int result, HttpResponse resp) {
+    pool_->Record(result, std::chrono::steady_clock::now() - started_);
+    respond_(std::move(resp));
+  }
+
+  void Release() {
+    if (stream_ == nullptr) return;
+    pool_->busy.fetch_sub(1, std::memory_order_relaxed);
+    beast::error_code ignored;
+    stream_->socket().close(ignored);
+    stream_.reset();
+  }
+
+  const std::shared_ptr<Forwarder::Pool> pool_;
+  boost::asio::io_context& io_;
+  tcp::resolver resolver_;
+  const std::string host_;
+  const std::string port_;
+  const std::string key_;
+  http::request<http::string_body> request_;
+  const std::chrono::steady_clock::time_point deadline_;
+  const std::chrono::milliseconds bound_;
+  const Forwarder::GoneRenderer gone_;
+  const ResponseCallback respond_;
+  const std::string what_;
+  const std::chrono::steady_clock::time_point started_;
+  std::unique_ptr<beast::tcp_stream> stream_;
+  bool reused_ = false;
+  beast::flat_buffer buffer_;
+  std::optional<http::response_parser<http::string_body>> parser_;
+};
+
+}  // namespace
+
+Forwarder::Forwarder(Options options)
+    : options_(std::move(options)), pool_(std::make_shared<Pool>(options_.max_idle_per_member)) {}
+
+Forwarder::~Forwarder() { Close(); }
+
+void Forwarder::Close() {
+  std::map<std::string, std::vector<std::unique_ptr<beast::tcp_stream>>> idle;
+  {
+    MutexLock l(&pool_->mu);
+    pool_->closed = true;
+    idle.swap(pool_->idle);
+  }
+  // 'idle' closes its sockets here, outside the lock.
+}
+
+bool Forwarder::MaybeForward(const UniqueId& id, const HttpRequest& req,
+                             std::chrono::milliseconds extra_wait, const GoneRenderer& gone,
+                             boost::asio::io_context& io, ResponseCallback& respond) {
+  const Membership* membership = membership_.load(std::memory_order_acquire);
+  if (membership == nullptr) return false;
+  const uint32_t self = membership->member_id();
+  const RouteDecision d = DecideRoute(
+      QueryOwner(id), self, !req.Header(kForwardedByHeader).empty(),
+      [membership](uint32_t member, ClusterMember* live, DepartedMember* departed) {
+        return membership->LookupMember(member, live, departed);
+      });
+  if (d.kind == RouteDecision::Kind::kLocal) return false;
+  if (d.kind == RouteDecision::Kind::kGone) {
+    pool_->RecordNoHop(kGone);
+    respond(gone(RemoteHostGoneMessage(id, d, options_.cluster_name)));
+    return true;
+  }
+  const std::string what = "Query " + PrintId(id) + "'s coordinator, member " +
+                           std::to_string(d.member.id) + " at " + d.member.uri;
+  std::string host, port;
+  if (!SplitHttpUri(d.member.uri, &host, &port)) {
+    pool_->RecordNoHop(kError);
+    respond(gone(what + ", cannot be forwarded to: only http:// advertised URIs are supported"));
+    return true;
+  }
+  http::request<http::string_body> out;
+  if (req.method != http::verb::unknown) {
+    out.method(req.method);
+  } else {
+    out.method_string(req.method_string);
+  }
+  out.target(req.target);
+  out.version(11);
+  for (const auto& f : req.headers) {
+    const std::string_view name(f.name_string().data(), f.name_string().size());
+    if (IsHopHeader(name) || IsClusterHeader(name)) continue;
+    out.insert(f.name_string(), f.value());
+  }
+  if (out.find(http::field::host) == out.end()) {
+    out.set(http::field::host, !req.absolute_authority.empty() ? req.absolute_authority
+                                                                : host + ":" + port);
+  }
+  out.set(std::string(kForwardedByHeader), std::to_string(self));
+  out.set(std::string(kForwardedProtoHeader), req.secure ? "https" : "http");
+  if (options_.authentication && !options_.secret.empty() && !req.authenticated_user.empty()) {
+    out.set(std::string(kForwardedPrincipalHeader),
+            SignForwardedPrincipal(options_.secret, req.authenticated_user, req.method_string,
+                                   req.target, NowMs()));
+  }
+  out.body() = req.body;
+  out.prepare_payload();
+  out.keep_alive(true);
+  const std::chrono::milliseconds bound = options_.timeout + extra_wait;
+  auto op = std::make_shared<ForwardOp>(pool_, io, std::move(host), std::move(port),
+                                        std::move(out), std::chrono::steady_clock::now() + bound,
+                                        bound, gone, std::move(respond), what);
+  op->Start();
+  return true;
+}
+
+Forwarder::Stats Forwarder::GetStats() const {
+  Stats s;
+  for (int i = 0; i < kNumResults; ++i) s.results[i] = pool_->results[i].load();
+  for (size_t i = 0; i < s.latency_buckets.size(); ++i) {
+    s.latency_buckets[i] = pool_->buckets[i].load();
+  }
+  s.latency_seconds_sum = static_cast<double>(pool_->latency_us.load()) / 1e6;
+  s.connections_busy = pool_->busy.load();
+  s.connections_opened = pool_->opened.load();
+  MutexLock l(&pool_->mu);
+  for (const auto& [key, v] : pool_->idle) s.connections_idle += static_cast<int64_t>(v.size());
+  return s;
+}
+
+}  // namespace qr

@@ -1,0 +1,121 @@
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include <boost/asio/io_context.hpp>
+
+#include "cluster/membership.h"
+#include "http/webserver.h"
+#include "util/unique-id.h"
+
+namespace qr {
+
+/// Where a request for a query goes (DecideRoute()).
+struct RouteDecision {
+  enum class Kind {
+    kLocal,    // served here as always (404 when unknown)
+    kForward,  // forwarded to 'member', the live owner
+    kGone,     // its owner is not a live member: REMOTE_HOST_GONE
+  };
+  Kind kind = Kind::kLocal;
+  /// kForward: the owner; kGone: its last known value (empty 'uri' when never seen).
+  ClusterMember member;
+  /// kGone: since when (Unix ms; 0: this member never saw it).
+  int64_t gone_since_ms = 0;
+};
+
+/// Looks member 'id' up as Membership::LookupMember() does.
+using MemberLookup = std::function<bool(uint32_t id, ClusterMember*, DepartedMember*)>;
+
+/// The routing of a request for a query owned by member 'owner' (QueryOwner() of its id) that
+/// this member ('self', 0 before its first registration) does not hold: local when the id
+/// names no owner or this member, or when the request was already forwarded once (never
+/// forwarded again: loop-proof); else forwarded to the owner when it is live, else gone.
+RouteDecision DecideRoute(uint32_t owner, uint32_t self, bool already_forwarded,
+                          const MemberLookup& lookup);
+
+/// The REMOTE_HOST_GONE message for query 'id' of a gone owner ('d' from DecideRoute()).
+std::string RemoteHostGoneMessage(const UniqueId& id, const RouteDecision& d,
+                                  const std::string& cluster_name);
+
+/// Forwards follow-up requests for other members' queries to their owners (issue 19 item 2,
+/// docs/architecture.md "Forwarding"): the request's method, target, headers (Host
+/// included, so the owner builds nextUri for the address the client used) and body go to the
+/// owner's advertised URI over a keep-alive connection from a pool per member and I/O thread
+/// (at most 'max_idle_per_member' idle ones each), asynchronously on the calling I/O thread's
+/// io_context (Beast client; nothing blocks), and the owner's status, headers and body are
+/// relayed. A request gets kForwardedByHeader (never forwarded again) and, with
+/// authentication and a secret, the authenticated principal signed in
+/// kForwardedPrincipalHeader. A stale pooled connection is retried once on a fresh one; an
+/// owner that does not answer within the bound fails the request with REMOTE_HOST_GONE.
+/// Thread-safety: all methods are thread-safe.
+/// Lifecycle: construct -> set_membership() -> (forward) -> Close() after the webserver
+/// stopped, before its io_contexts are destroyed.
+class Forwarder {
+ public:
+  struct Options {
+    /// Bound of a forwarded request beyond the wait its poll asks for (maxWait).
+    std::chrono::milliseconds timeout{5000};
+    size_t max_idle_per_member = 8;
+    /// The cluster secret (--cluster_secret_file); empty: no principal crosses a hop.
+    std::string secret;
+    bool authentication = false;
+    std::string cluster_name;
+  };
+
+  /// Renders the answer for a query that failed with REMOTE_HOST_GONE with this message, in
+  /// the shape of the endpoint that was asked (QueryError::RemoteHostGone()).
+  using GoneRenderer = std::function<HttpResponse(const std::string& message)>;
+
+  /// Results of forwarded requests, for qr_cluster_forwarded_requests_total{result}.
+  enum Result { kOk, kGone, kTimeout, kError, kNumResults };
+  static const char* ResultName(int result);
+  /// Upper bounds of the latency histogram's buckets, in seconds.
+  static constexpr std::array<double, 10> kLatencyBucketsSeconds = {
+      0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.1, 0.5, 2.5, 10};
+
+  struct Stats {
+    std::array<int64_t, kNumResults> results{};
+    /// Cumulative bucket counts; the last one (+Inf) is the count of forwarded requests.
+    std::array<int64_t, kLatencyBucketsSeconds.size() + 1> latency_buckets{};
+    double latency_seconds_sum = 0;
+    int64_t connections_idle = 0;
+    int64_t connections_busy = 0;
+    int64_t connections_opened = 0;
+  };
+
+  explicit Forwarder(Options options);
+  ~Forwarder();
+
+  void set_membership(const Membership* membership) {
+    membership_.store(membership, std::memory_order_release);
+  }
+
+  /// For a request about query 'id' that this member does not hold: false when it is to be
+  /// served here (DecideRoute()); true when it took the request over: forwarded (then
+  /// 'respond' was moved from and is called with the owner's answer) or answered with
+  /// 'gone'. 'extra_wait' is what the owner may wait before answering (a poll's maxWait).
+  bool MaybeForward(const UniqueId& id, const HttpRequest& req,
+                    std::chrono::milliseconds extra_wait, const GoneRenderer& gone,
+                    boost::asio::io_context& io, ResponseCallback& respond);
+
+  /// Drops the idle connections; later ones are closed instead of pooled. Idempotent.
+  void Close();
+
+  Stats GetStats() const;
+
+  struct Pool;
+
+ private:
+  const Options options_;
+  std::atomic<const Membership*> membership_{nullptr};
+  std::shared_ptr<Pool> pool_;
+};
+
+}  // namespace qr
