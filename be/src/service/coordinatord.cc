@@ -50,13 +50,14 @@ DEFINE_int32(long_query_after_ms, 200,
              "An executor thread running one query for longer than this gets a lower CPU "
              "priority (--long_query_nice) until the query ends, so that short queries run "
              "first (0: off).");
-DEFINE_int32(long_query_nice, 10,
+DEFINE_int32(long_query_nice, 19,
              "How much the nice value of a long query's executor thread is raised, 0-19 "
              "(0: off; the result is capped at 19), with --long_query_policy=nice.");
-DEFINE_string(long_query_policy, "idle",
-              "How a long query's executor thread is demoted: idle (it runs under SCHED_IDLE, "
-              "the kernel's lowest weight, until the query ends: short queries first, long ones "
-              "on the CPU left over) or nice (its nice value is raised by --long_query_nice).");
+DEFINE_string(long_query_policy, "nice",
+              "How a long query's executor thread is demoted: nice (its nice value is raised by "
+              "--long_query_nice until the query ends) or idle (it runs under SCHED_IDLE, the "
+              "kernel's lowest weight: short queries first, long ones only on the CPU nothing "
+              "else on the host wants; for dedicated hosts).");
 DEFINE_string(database, "", "Serve this SQLite file read-only instead of the sample database.");
 DEFINE_string(catalog_name, "sqlite",
               "The name of the served database's catalog in Trino's metadata (SHOW CATALOGS, "
