@@ -94,7 +94,9 @@ TEST_F(QueryPlanAdmissionTest, ExplainIsRefusedByTheUsersCapWithTheStatementsErr
   EXPECT_EQ(plan["error"]["message"], refused.error.value("message", std::string()));
   EXPECT_EQ(server_->coordinator()->GetMetrics().rejected_in_flight_per_user, rejected + 1);
   // Another user is not held back by alice's cap.
-  StatementResult bob = RunStatement(server_->port(), "SELECT 1", StatementOptions{"bob"});
+  StatementOptions as_bob;
+  as_bob.user = "bob";
+  StatementResult bob = RunStatement(server_->port(), "SELECT 1", as_bob);
   EXPECT_EQ(bob.final_state, "FINISHED") << bob.failure;
   Cancel(id);
 }
