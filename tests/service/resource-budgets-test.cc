@@ -6,11 +6,11 @@
 #include <string>
 #include <vector>
 
-#include <sqlite3.h>
 
 #include <gtest/gtest.h>
 
 #include "resource-limits-test-util.h"
+#include "runtime/sqlite-heap.h"
 
 namespace qr::testing {
 namespace {
@@ -30,8 +30,8 @@ TEST_F(ResourceLimitsTest, WideRowFailsItsQueryNotTheServer) {
     if (i > 0) sql += ", ";
     sql += "zeroblob(16000000) c" + std::to_string(i);
   }
-  sqlite3_memory_highwater(/*resetFlag=*/1);
-  const int64_t heap_before = sqlite3_memory_used();
+  ResetSqliteHeapPeak();
+  const int64_t heap_before = SqliteHeapUsed();
   StatementResult r = RunStatement(port_, sql);
   EXPECT_TRUE(r.failure.empty()) << r.failure;
   EXPECT_EQ(r.final_state, "FAILED");
@@ -41,7 +41,7 @@ TEST_F(ResourceLimitsTest, WideRowFailsItsQueryNotTheServer) {
   EXPECT_EQ(r.error.value("errorType", ""), "INSUFFICIENT_RESOURCES") << r.error.dump();
   const std::string message = MessageOf(r);
   EXPECT_NE(message.find("--query_max_memory_mb"), std::string::npos) << message;
-  EXPECT_LT(sqlite3_memory_highwater(0) - heap_before, int64_t{16} << 20)
+  EXPECT_LT(SqliteHeapPeak() - heap_before, int64_t{16} << 20)
       << "SQLite's heap grew by a blob or more";
   EXPECT_TRUE(WaitFor([&] { return server_->result_memory()->used_bytes() == 0; }, kDeadline))
       << server_->result_memory()->used_bytes() << " bytes still reserved";

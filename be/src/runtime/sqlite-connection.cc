@@ -3,6 +3,7 @@
 #include "runtime/memory-budget.h"
 #include "runtime/sqlite-functions.h"
 #include "runtime/sqlite-guarded-functions.h"
+#include "runtime/sqlite-heap.h"
 #include "runtime/sql-rewrite.h"
 #include "runtime/trino-metadata.h"
 #include "runtime/trino-show.h"
@@ -459,7 +460,7 @@ QueryError SqliteConnection::StepError(int rc) {
     case SQLITE_READONLY:
       return ReadOnlyError();
     case SQLITE_NOMEM: {
-      const int64_t limit = sqlite3_hard_heap_limit64(-1);
+      const int64_t limit = SqliteHeapLimit();
       if (limit > 0) {
         return QueryError::ExceededGlobalMemoryLimit(
             "Query exceeded the memory limit of the SQL engine: SQLite's heap, shared by all "

@@ -4,13 +4,13 @@
 #include <chrono>
 #include <utility>
 
-#include <sqlite3.h>
 
 #include <glog/logging.h>
 
 #include "cluster/forward-auth.h"
 #include "runtime/registry-flags.h"
 #include "runtime/sample-db.h"
+#include "runtime/sqlite-heap.h"
 #include "service/debug-pages.h"
 #include "service/query-history-convert.h"
 #include "service/version.h"
@@ -118,7 +118,9 @@ Status CoordinatorServer::ConfigureResources() {
     if (value <= 0) return InvalidArgument(std::string(flag) + " must be positive");
   }
   // Process-wide: the last server started sets it (one per process outside of tests).
-  sqlite3_hard_heap_limit64(o.sqlite_heap_limit_bytes);
+  Status heap = InstallSqliteHeap();
+  if (!heap.ok()) LOG(WARNING) << heap.message() << "; SQLite's own accounting enforces the limit";
+  SetSqliteHeapLimit(o.sqlite_heap_limit_bytes);
   result_memory_ = std::make_unique<MemoryBudget>(o.max_result_memory_bytes);
   spill_budget_ = std::make_unique<SpillBudget>(o.max_spill_bytes);
   spill_dir_ = !o.spill_dir.empty() ? o.spill_dir : o.data_dir + "/spill";

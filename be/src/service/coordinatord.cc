@@ -103,8 +103,8 @@ DEFINE_int64(query_max_memory_mb, 128,
              "Encoded results one query may hold (a single wide row included); beyond it the "
              "query fails with EXCEEDED_LOCAL_MEMORY_LIMIT.");
 DEFINE_int64(sqlite_heap_limit_mb, 512,
-             "SQLite's heap for all running queries (sqlite3_hard_heap_limit64); a query that "
-             "needs more fails with EXCEEDED_GLOBAL_MEMORY_LIMIT.");
+             "SQLite's heap for all running queries (counted without SQLite's global memory "
+             "mutex); a query that needs more fails with EXCEEDED_GLOBAL_MEMORY_LIMIT.");
 DEFINE_string(spill_dir, "",
               "Directory of SQLite's temporary files (sorts, GROUP BY, DISTINCT); empty: "
               "<data_dir>/spill. Stale files of an earlier run are removed at start-up.");

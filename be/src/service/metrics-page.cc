@@ -2,7 +2,6 @@
 // as '# HELP', '# TYPE', then all of its samples, as the format requires. Reading the numbers
 // takes no registry lock (per-shard statistics are published atomics).
 
-#include <sqlite3.h>
 
 #include <algorithm>
 #include <cinttypes>
@@ -12,6 +11,7 @@
 
 #include "runtime/query-exec-mgr.h"
 #include "runtime/spool-file.h"
+#include "runtime/sqlite-heap.h"
 #include "service/coordinator-server.h"
 #include "service/debug-pages.h"
 #include "service/metrics-format.h"
@@ -278,9 +278,13 @@ void AppendResourceMetrics(const CoordinatorServer& server, std::string* out) {
          "Reservations of result memory refused by --max_result_memory_mb.", mem.refusals(),
          out);
   Scalar("qr_sqlite_heap_bytes", "gauge", "SQLite's heap in use (--sqlite_heap_limit_mb).",
-         sqlite3_memory_used(), out);
+         SqliteHeapUsed(), out);
   Scalar("qr_sqlite_heap_peak_bytes", "gauge", "Highest qr_sqlite_heap_bytes so far.",
-         sqlite3_memory_highwater(0), out);
+         SqliteHeapPeak(), out);
+  Scalar("qr_sqlite_heap_refusals_total", "counter",
+         "Allocations of SQLite refused by --sqlite_heap_limit_mb (its statement fails with "
+         "EXCEEDED_GLOBAL_MEMORY_LIMIT).",
+         SqliteHeapRefusals(), out);
   const SpillBudget& spill = *server.spill_budget();
   Scalar("qr_spill_bytes", "gauge", "Bytes of SQLite temporary files of running queries.",
          spill.used_bytes(), out);
