@@ -566,6 +566,11 @@ int Main() {
 }  // namespace qr
 
 int main(int argc, char** argv) {
+  // While TZ is unset, glibc stats /etc/localtime on every localtime call: one syscall per log
+  // line, two per query (docs/benchmarks.md, "Per-query log lines"). Naming the same file
+  // makes it read once; a changed /etc/localtime is then seen at the next start. Before any
+  // thread exists (setenv is not thread-safe); an operator's TZ is kept.
+  setenv("TZ", ":/etc/localtime", /*overwrite=*/0);
   gflags::SetUsageMessage("coordinatord [flags]: Trino-protocol query coordinator over SQLite");
   gflags::SetVersionString(QR_FULL_VERSION);
   // --help, --helpshort and --version are ours (flags grouped, glog's last); gflags keeps
