@@ -5,32 +5,18 @@
 #   coordinatord-audit-log-test.sh PATH-TO-COORDINATORD
 set -uo pipefail
 daemon=$1
-work=$(mktemp -d /tmp/qr-audit-log-test.XXXXXX)
-pid=""
-cleanup() {
-  if [ -n "$pid" ]; then kill -KILL "$pid" 2>/dev/null; wait "$pid" 2>/dev/null; fi
-  rm -rf "$work"
-}
-trap cleanup EXIT
+source "$(dirname "$0")/../testutil/daemon-test-lib.sh"
+qr_test_init audit-log-test
 mkdir -p "$work/logs"
 
-"$daemon" --http_port=0 --data_dir="$work/data" --sample_scale_factor=0.001 \
-  --log_dir="$work/logs" > "$work/stdout" 2> "$work/stderr" < /dev/null &
-pid=$!
-# Wait for the "listening" line (bounded: 120 s, the sample database is generated first).
-port=""
-for _ in $(seq 1200); do
-  port=$(sed -n 's/^coordinatord listening on http:\/\/[^:]*:\([0-9]*\) .*/\1/p' "$work/stdout")
-  [ -n "$port" ] && break
-  kill -0 "$pid" 2>/dev/null || { echo "FAIL: coordinatord exited:"; cat "$work/stderr"; exit 1; }
-  sleep 0.1
-done
-[ -n "$port" ] || { echo "FAIL: coordinatord did not start within 120 s"; exit 1; }
+# Bounded: 120 s (the sample database is generated first).
+qr_start_daemon 120 "$daemon" --http_port=0 --data_dir="$work/data" --sample_scale_factor=0.001 \
+  --log_dir="$work/logs"
 
 answer=$(curl -s -X POST -H 'X-Trino-User: auditor' --data 'SELECT 42' \
   "http://127.0.0.1:$port/v1/statement")
 id=$(sed -n 's/.*"id":"\([^"]*\)".*/\1/p' <<< "$answer")
-[ -n "$id" ] || { echo "FAIL: no query id in the answer: $answer"; exit 1; }
+[ -n "$id" ] || fail "no query id in the answer: $answer"
 kill -KILL "$pid"
 wait "$pid" 2>/dev/null
 pid=""

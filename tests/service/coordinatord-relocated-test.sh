@@ -10,14 +10,8 @@ daemon=$1
 source_dir=$2
 build_dir=$3
 cmake=$4
-work=$(mktemp -d /tmp/qr-relocated-test.XXXXXX)
-pid=""
-cleanup() {
-  if [ -n "$pid" ]; then kill -KILL "$pid" 2>/dev/null; wait "$pid" 2>/dev/null; fi
-  rm -rf "$work"
-}
-trap cleanup EXIT
-fail() { echo "FAIL: $*"; exit 1; }
+source "$source_dir/tests/testutil/daemon-test-lib.sh"
+qr_test_init relocated-test
 
 # 1. The binary alone, elsewhere.
 mkdir -p "$work/bin" "$work/run"
@@ -29,19 +23,10 @@ echo "ok: the binary does not contain $source_dir/be/www"
 
 # The example flag file, then what this test needs (later flags win).
 cd "$work/run" || fail "cd $work/run"
-"$work/bin/coordinatord" --flagfile="$source_dir/packaging/coordinatord.flags" --http_port=0 \
-  --data_dir="$work/run/data" --spill_dir="$work/run/spill" --sample_scale_factor=0.001 \
-  > "$work/stdout" 2> "$work/stderr" < /dev/null &
-pid=$!
-# Wait for the "listening" line (bounded: 120 s, the sample database is generated first).
-port=""
-for _ in $(seq 1200); do
-  port=$(sed -n 's/^coordinatord listening on http:\/\/[^:]*:\([0-9]*\) .*/\1/p' "$work/stdout")
-  [ -n "$port" ] && break
-  kill -0 "$pid" 2>/dev/null || { cat "$work/stderr"; fail "coordinatord exited"; }
-  sleep 0.1
-done
-[ -n "$port" ] || fail "coordinatord did not start within 120 s"
+# Bounded: 120 s (the sample database is generated first).
+qr_start_daemon 120 "$work/bin/coordinatord" --flagfile="$source_dir/packaging/coordinatord.flags" \
+  --http_port=0 --data_dir="$work/run/data" --spill_dir="$work/run/spill" \
+  --sample_scale_factor=0.001
 base="http://127.0.0.1:$port"
 
 # fetch PATH: the body into $work/body, prints "STATUS CONTENT-TYPE".
@@ -67,11 +52,8 @@ while IFS= read -r name; do
   assets=$((assets + 1))
 done < <(cd "$source_dir/be/www" && find . -type f | sed 's|^\./||' | sort)
 [ "$assets" -ge 3 ] || fail "only $assets files in $source_dir/be/www"
-kill -TERM "$pid"
-wait "$pid"
-rc=$?
-pid=""
-[ "$rc" -eq 0 ] || fail "coordinatord exited with $rc after SIGTERM"
+qr_stop_daemon
+[ "$qr_rc" -eq 0 ] || fail "coordinatord exited with $qr_rc after SIGTERM"
 
 # 2. cmake --install into a temporary prefix.
 "$cmake" --install "$build_dir" --prefix "$work/prefix" --component coordinatord > "$work/install.log" 2>&1 ||

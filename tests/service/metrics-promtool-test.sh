@@ -7,34 +7,18 @@
 set -uo pipefail
 daemon=$1
 command -v promtool > /dev/null || { echo "promtool not found (apt install prometheus)"; exit 77; }
-work=$(mktemp -d /tmp/qr-metrics-promtool-test.XXXXXX)
-pid=""
-cleanup() {
-  if [ -n "$pid" ]; then kill -KILL "$pid" 2>/dev/null; wait "$pid" 2>/dev/null; fi
-  rm -rf "$work"
-}
-trap cleanup EXIT
+source "$(dirname "$0")/../testutil/daemon-test-lib.sh"
+qr_test_init metrics-promtool-test
 
-# Starts the daemon with the given flags; sets 'pid' and 'port'.
+# Starts the daemon with the given flags; sets 'pid' and 'port'. Bounded: 120 s (the sample
+# database is generated first).
 start() {
-  "$daemon" --http_port=0 --data_dir="$work/data" --sample_scale_factor=0.001 "$@" \
-    > "$work/stdout" 2> "$work/stderr" < /dev/null &
-  pid=$!
-  port=""
-  for _ in $(seq 1200); do  # bounded: 120 s, the sample database is generated first
-    port=$(sed -n 's/^coordinatord listening on http:\/\/[^:]*:\([0-9]*\) .*/\1/p' "$work/stdout")
-    [ -n "$port" ] && return 0
-    kill -0 "$pid" 2>/dev/null || { echo "FAIL: coordinatord exited:"; cat "$work/stderr"; exit 1; }
-    sleep 0.1
-  done
-  echo "FAIL: coordinatord did not start within 120 s"
-  exit 1
+  qr_start_daemon 120 "$daemon" --http_port=0 --data_dir="$work/data" \
+    --sample_scale_factor=0.001 "$@"
 }
 
 stop() {
-  kill -TERM "$pid"
-  wait "$pid" 2>/dev/null
-  pid=""
+  qr_stop_daemon
 }
 
 # Runs a query to its end (following nextUri), so that the counters have moved.

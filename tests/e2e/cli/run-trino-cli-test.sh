@@ -19,27 +19,12 @@ if ! jar="$("$source_dir/scripts/fetch-trino-jar.sh" cli "$cache" 2>/dev/null)" 
   exit 77
 fi
 
-work=$(mktemp -d /tmp/qr-trino-cli-test.XXXXXX)
-pid=""
-cleanup() {
-  if [ -n "$pid" ]; then kill -TERM "$pid" 2>/dev/null; wait "$pid" 2>/dev/null; fi
-  rm -rf "$work"
-}
-trap cleanup EXIT
-fail() { echo "FAIL: $*"; exit 1; }
-
-TZ="${TZ:-:/etc/localtime}" "$daemon" --http_port=0 --data_dir="$work/data" \
-  --sample_scale_factor=0.001 --shutdown_grace_period_s=0 --minloglevel=1 \
-  > "$work/stdout" 2> "$work/stderr" < /dev/null &
-pid=$!
-port=""
-for _ in $(seq 1200); do  # bounded: 120 s (the sample database is generated first)
-  port=$(sed -n 's/^coordinatord listening on http:\/\/[^:]*:\([0-9]*\) .*/\1/p' "$work/stdout")
-  [ -n "$port" ] && break
-  kill -0 "$pid" 2>/dev/null || { cat "$work/stderr"; fail "coordinatord exited"; }
-  sleep 0.1
-done
-[ -n "$port" ] || fail "coordinatord did not start within 120 s"
+source "$source_dir/tests/testutil/daemon-test-lib.sh"
+qr_test_init trino-cli-test
+qr_cleanup_signal=TERM
+# Bounded: 120 s (the sample database is generated first).
+qr_start_daemon 120 "$daemon" --http_port=0 --data_dir="$work/data" \
+  --sample_scale_factor=0.001 --shutdown_grace_period_s=0 --minloglevel=1
 
 # cli ARGS...: the CLI's stdout in $work/out (its stderr in $work/err); returns its status.
 cli() {

@@ -22,14 +22,9 @@ if ! jar="$("$source_dir/scripts/fetch-trino-jar.sh" jdbc "$cache" 2>/dev/null)"
   exit 77
 fi
 
-work=$(mktemp -d /tmp/qr-trino-jdbc-test.XXXXXX)
-pid=""
-cleanup() {
-  if [ -n "$pid" ]; then kill -TERM "$pid" 2>/dev/null; wait "$pid" 2>/dev/null; fi
-  rm -rf "$work"
-}
-trap cleanup EXIT
-fail() { echo "FAIL: $*"; exit 1; }
+source "$source_dir/tests/testutil/daemon-test-lib.sh"
+qr_test_init trino-jdbc-test
+qr_cleanup_signal=TERM
 
 # The sample tables' names (the driver's getTables is checked against them) plus `typed`.
 python3 - "$work/test.db" <<'PY' || fail "cannot create the test database"
@@ -48,18 +43,8 @@ db.execute("INSERT INTO typed VALUES (2, NULL, '2024-01-02T03:04:05Z', '-0.005',
 db.commit()
 PY
 
-TZ="${TZ:-:/etc/localtime}" "$daemon" --http_port=0 --data_dir="$work/data" \
-  --database="$work/test.db" --shutdown_grace_period_s=0 --minloglevel=1 \
-  > "$work/stdout" 2> "$work/stderr" < /dev/null &
-pid=$!
-port=""
-for _ in $(seq 600); do  # bounded: 60 s
-  port=$(sed -n 's/^coordinatord listening on http:\/\/[^:]*:\([0-9]*\) .*/\1/p' "$work/stdout")
-  [ -n "$port" ] && break
-  kill -0 "$pid" 2>/dev/null || { cat "$work/stderr"; fail "coordinatord exited"; }
-  sleep 0.1
-done
-[ -n "$port" ] || fail "coordinatord did not start within 60 s"
+qr_start_daemon 60 "$daemon" --http_port=0 --data_dir="$work/data" \
+  --database="$work/test.db" --shutdown_grace_period_s=0 --minloglevel=1
 
 # Single-file source launch (JDK 11+): compiled in memory against the driver jar.
 java -cp "$jar" "$source_dir/tests/e2e/jdbc/TrinoJdbcTest.java" "$port" < /dev/null
