@@ -2,6 +2,7 @@
 // read in SQL, each query exactly once while queries complete, filtered by who asks.
 
 #include <atomic>
+#include <chrono>
 #include <fstream>
 #include <map>
 #include <set>
@@ -13,6 +14,8 @@
 
 #include "http/base64.h"
 #include "http/password-file.h"
+#include "runtime/system-tables.h"
+#include "service/debug-pages.h"
 #include "service-test-util.h"
 
 namespace qr::testing {
@@ -79,6 +82,17 @@ class RuntimeTablesTest : public ServiceTest {
   std::unique_ptr<CoordinatorServer> server_;
   int port_ = 0;
 };
+
+
+TEST(TimestampFormatTest, SqlAndIsoStylesOfOneInstant) {
+  // 2026-11-26 07:05:23.123 UTC; and one millisecond before the epoch rounds down.
+  EXPECT_EQ(FormatTimestampMillis(1795676723123), "2026-11-26 07:05:23.123");
+  EXPECT_EQ(FormatTimestampMillis(1795676723123, TimestampStyle::kIso), "2026-11-26T07:05:23.123Z");
+  EXPECT_EQ(FormatTimestampMillis(-1), "1969-12-31 23:59:59.999");
+  EXPECT_EQ(FormatTimestampMillis(0, TimestampStyle::kIso), "1970-01-01T00:00:00.000Z");
+  EXPECT_EQ(debug_pages::FormatIsoTime(std::chrono::system_clock::time_point(std::chrono::milliseconds(1))),
+            "1970-01-01T00:00:00.001Z");
+}
 
 TEST_F(RuntimeTablesTest, ColumnsAreTrinosAndAQueryShowsItself) {
   Start(DefaultOptions());

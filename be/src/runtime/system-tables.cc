@@ -275,15 +275,16 @@ Status SystemTables::Register(sqlite3* db, SystemTablesSource* source,
 
 SystemTables::~SystemTables() = default;
 
-std::string FormatTimestampMillis(int64_t epoch_ms) {
+std::string FormatTimestampMillis(int64_t epoch_ms, TimestampStyle style) {
   int64_t secs = epoch_ms >= 0 ? epoch_ms / 1000 : (epoch_ms - 999) / 1000;
   time_t tt = static_cast<time_t>(secs);
   struct tm tm {};
   gmtime_r(&tt, &tm);
+  const bool iso = style == TimestampStyle::kIso;
   char buf[64];
-  snprintf(buf, sizeof(buf), "%04d-%02d-%02d %02d:%02d:%02d.%03d", tm.tm_year + 1900,
-           tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
-           static_cast<int>(epoch_ms - secs * 1000));
+  snprintf(buf, sizeof(buf), "%04d-%02d-%02d%c%02d:%02d:%02d.%03d%s", tm.tm_year + 1900,
+           tm.tm_mon + 1, tm.tm_mday, iso ? 'T' : ' ', tm.tm_hour, tm.tm_min, tm.tm_sec,
+           static_cast<int>(epoch_ms - secs * 1000), iso ? "Z" : "");
   return buf;
 }
 

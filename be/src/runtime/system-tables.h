@@ -112,8 +112,13 @@ class SystemTables {
   const SqlViewer* viewer_ = nullptr;
 };
 
-/// "2026-11-26 07:05:23.123" (UTC) for milliseconds since the epoch: Trino's timestamp(3)
-/// text form.
-std::string FormatTimestampMillis(int64_t epoch_ms);
+/// How FormatTimestampMillis writes a time.
+enum class TimestampStyle {
+  kSql,  ///< "2026-11-26 07:05:23.123": Trino's timestamp(3) text form
+  kIso,  ///< "2026-11-26T07:05:23.123Z": ISO 8601, for JSON
+};
+
+/// Milliseconds since the epoch as UTC text (times before 1970 round down).
+std::string FormatTimestampMillis(int64_t epoch_ms, TimestampStyle style = TimestampStyle::kSql);
 
 }  // namespace qr

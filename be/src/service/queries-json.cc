@@ -1,10 +1,7 @@
 // GET /queries?json: the data of the /queries page, built from snapshots (no registry lock is
 // held while it is rendered).
 
-#include <time.h>
-
 #include <algorithm>
-#include <cstdio>
 #include <memory>
 #include <string>
 #include <vector>
@@ -13,6 +10,7 @@
 
 #include "service/client-request-state.h"
 #include "service/debug-pages.h"
+#include "runtime/system-tables.h"
 #include "runtime/utf8.h"
 #include "service/queries-list.h"
 #include "service/query-coordinator.h"
@@ -96,17 +94,9 @@ Json ListJson(const QueryListPage& list, size_t stmt_size) {
 }  // namespace
 
 std::string FormatIsoTime(std::chrono::system_clock::time_point t) {
-  int64_t ms =
-      std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count();
-  int64_t secs = ms >= 0 ? ms / 1000 : (ms - 999) / 1000;
-  time_t tt = static_cast<time_t>(secs);
-  struct tm tm {};
-  gmtime_r(&tt, &tm);
-  char buf[64];
-  snprintf(buf, sizeof(buf), "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900,
-           tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
-           static_cast<int>(ms - secs * 1000));
-  return buf;
+  return FormatTimestampMillis(
+      std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count(),
+      TimestampStyle::kIso);
 }
 
 std::string_view TruncateChars(std::string_view s, size_t max_chars) {
