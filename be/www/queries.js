@@ -292,8 +292,22 @@ function renderPager() {
   document.getElementById('page-first').disabled = previousCursors.length === 0;
 }
 
+/// In a cluster: the cluster/local switch, and which members did not answer.
+function renderCluster() {
+  const clustered = Boolean(lastData.scope);
+  document.getElementById('scope-switch').hidden = !clustered;
+  if (clustered) document.getElementById('f-scope').value = lastData.scope === 'local' ? 'local' : 'cluster';
+  const failed = (lastData.members || []).filter((m) => !m.ok);
+  const notice = document.getElementById('members-notice');
+  notice.hidden = failed.length === 0;
+  setText(notice, failed.length === 0 ? '' :
+      `${failed.length} of ${lastData.members.length} members did not answer; their queries are ` +
+      `missing: ${failed.map((m) => `member ${m.id} (${m.uri}): ${m.error}`).join('; ')}`);
+}
+
 function render() {
   if (!lastData) return;
+  renderCluster();
   renderSummary(lastData.summary);
   renderTable('in-flight', lastData.in_flight, inFlightRow, lastData.in_flight_matched);
   renderTable('completed', lastData.completed, completedRow, lastData.completed_matched);
@@ -324,6 +338,7 @@ function listUrl() {
   p.set('order', value('f-order'));
   p.set('limit', value('f-limit'));
   if (pageCursor) p.set('cursor', pageCursor);
+  if (!document.getElementById('scope-switch').hidden) p.set('scope', value('f-scope'));
   return `/queries?${p.toString()}`;
 }
 

@@ -24,28 +24,19 @@ Exits 77 (skipped) only when there is no etcd binary.
 import base64
 import hashlib
 import hmac
-import http.client
-import importlib.util
 import json
 import os
-import re
-import shutil
 import signal
-import subprocess
 import sys
 import tempfile
 import time
 
 sys.dont_write_bytecode = True  # the shared helpers are loaded from the source tree
-_spec = importlib.util.spec_from_file_location(
-    "membership", os.path.join(os.path.dirname(os.path.abspath(__file__)),
-                               "cluster-membership-test.py"))
-membership = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(membership)
-fail, wait_for, Etcd, owner_of = (membership.fail, membership.wait_for, membership.Etcd,
-                                  membership.owner_of)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from cluster_testlib import (DEADLINE_S, Coordinator as Member, Etcd, cleanup,  # noqa: E402
+                             etcd_binary_or_skip, fail, owner_of, wait_for,
+                             write_password_file, write_secret_file)
 
-DEADLINE_S = 60
 USER = "forward-test"
 LB = "lb.test:9999"  # what a load balancer in front would be called
 SLOW_SQL = ("WITH RECURSIVE r(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM r "
@@ -53,65 +44,9 @@ SLOW_SQL = ("WITH RECURSIVE r(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM r "
 SECRET = "forward-test-secret-0123456789abcdef"
 
 
-class Coordinator:
-    def __init__(self, daemon, work, tag, etcd, cluster, extra=()):
-        self.tag = tag
-        os.makedirs(os.path.join(work, f"spill-{tag}"), exist_ok=True)
-        self.out = open(os.path.join(work, f"stdout-{tag}"), "w+")
-        self.err = open(os.path.join(work, f"stderr-{tag}"), "w")
-        self.proc = subprocess.Popen(
-            [daemon, "--http_port=0", f"--data_dir={work}/data", "--sample_scale_factor=0.001",
-             f"--spill_dir={work}/spill-{tag}", f"--etcd_endpoints={etcd.endpoint}",
-             f"--cluster_name={cluster}", f"--cluster_lease_ttl_s={membership.LEASE_TTL_S}",
-             "--etcd_request_timeout_ms=1000", "--shutdown_grace_period_s=0",
-             "--cluster_forward_timeout_ms=3000", *extra],
-            stdout=self.out, stderr=self.err, stdin=subprocess.DEVNULL)
-
-        def listening():
-            if self.proc.poll() is not None:
-                fail(f"coordinatord {tag} exited: {open(self.err.name).read()[-2000:]}")
-            self.out.seek(0)
-            m = re.search(r"listening on http://[^:]*:(\d+) ", self.out.read())
-            return int(m.group(1)) if m else None
-        self.port = wait_for(f"coordinatord {tag} to listen", listening)
-        self.uri = f"http://127.0.0.1:{self.port}"
-
-    def request(self, method, target, body=None, headers=None, host=None, auth=None):
-        """One request on a fresh connection; returns (status, headers, body text)."""
-        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
-        try:
-            h = {"Host": host or f"127.0.0.1:{self.port}"}
-            if auth is None:
-                h["X-Trino-User"] = USER
-            else:
-                h["Authorization"] = "Basic " + base64.b64encode(
-                    f"{auth}:{auth}-pw".encode()).decode()
-            h.update(headers or {})
-            conn.request(method, target, body=body, headers=h)
-            resp = conn.getresponse()
-            return resp.status, dict(resp.getheaders()), resp.read().decode()
-        finally:
-            conn.close()
-
-    def json(self, method, target, **kw):
-        status, _, body = self.request(method, target, **kw)
-        if status != 200:
-            fail(f"{self.tag}: {method} {target} answered {status}: {body[:500]}")
-        return json.loads(body)
-
-    def metric(self, name, auth=None):
-        _, _, text = self.request("GET", "/metrics", auth=auth)
-        m = re.search(r"^" + re.escape(name) + r" (\S+)$", text, re.M)
-        return float(m.group(1)) if m else None
-
-    def member_id(self, auth=None):
-        return int(self.metric("qr_cluster_member_id", auth))
-
-    def live_members(self, auth=None):
-        return int(self.metric("qr_cluster_members", auth))
-
-    def forwarded(self, result, auth=None):
-        return self.metric(f'qr_cluster_forwarded_requests_total{{result="{result}"}}', auth)
+def Coordinator(daemon, work, tag, etcd, cluster, extra=()):
+    return Member(daemon, work, tag, etcd, cluster,
+                  extra=("--cluster_forward_timeout_ms=3000", *extra), user=USER)
 
 
 def target_of(uri, base):
@@ -165,9 +100,8 @@ def main():
     if len(sys.argv) < 2:
         sys.exit(__doc__)
     daemon = sys.argv[1]
-    etcd_binary = sys.argv[2] if len(sys.argv) > 2 else shutil.which("etcd") or "/usr/bin/etcd"
-    if not os.access(etcd_binary, os.X_OK):
-        print(f"SKIP: no etcd binary ({etcd_binary})")
+    etcd_binary = etcd_binary_or_skip(sys.argv)
+    if etcd_binary is None:
         return 77
     work = tempfile.mkdtemp(prefix="qr-forward-test.")
     etcd = Etcd(etcd_binary, work)
@@ -276,16 +210,9 @@ def main():
 
         # Authentication with a cluster secret.
         users = os.path.join(work, "users.passwd")
-        with open(users, "w") as f:
-            for user in ("alice", "bob"):
-                salt = os.urandom(16)
-                digest = hashlib.pbkdf2_hmac("sha256", f"{user}-pw".encode(), salt, 1000)
-                f.write(f"{user}:pbkdf2-sha256:1000:{base64.b64encode(salt).decode()}:"
-                        f"{base64.b64encode(digest).decode()}\n")
+        write_password_file(users, ("alice", "bob"))
         secret_file = os.path.join(work, "cluster.secret")
-        with open(secret_file, "w") as f:
-            f.write(SECRET + "\n")
-        os.chmod(secret_file, 0o600)
+        write_secret_file(secret_file, SECRET)
         auth_flags = (f"--auth_password_file={users}", "--allow_insecure_auth",
                       f"--cluster_secret_file={secret_file}")
         d = Coordinator(daemon, work, "d", etcd, "qr-auth", auth_flags)
@@ -334,27 +261,11 @@ def main():
         print("ok: forged principal headers refused with 401; a signed one accepted")
 
         for x in (d, e):
-            x.proc.send_signal(signal.SIGTERM)
-            rc = x.proc.wait(timeout=DEADLINE_S)
-            err = open(x.err.name).read()
-            if rc != 0 or "Sanitizer" in err:
-                fail(f"coordinatord {x.tag} stopped with {rc}: {err[-3000:]}")
+            x.stop()
         print("ok: clean stops")
         return 0
     finally:
-        for x in coordinators:
-            if x.proc.poll() is None:
-                x.proc.send_signal(signal.SIGTERM)
-        for x in coordinators:
-            try:
-                x.proc.wait(timeout=DEADLINE_S)
-            except subprocess.TimeoutExpired:
-                x.proc.kill()
-        if etcd.proc is not None and etcd.proc.poll() is None:
-            etcd.proc.kill()
-            etcd.proc.wait()
-        shutil.rmtree(work, ignore_errors=True)
-
+        cleanup(coordinators, etcd, work)
 
 if __name__ == "__main__":
     sys.exit(main())

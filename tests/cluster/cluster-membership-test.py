@@ -17,162 +17,23 @@ Waits on conditions with deadlines, never fixed sleeps.
 Exits 77 (skipped) only when there is no etcd binary.
 """
 
-import json
 import os
-import re
-import shutil
 import signal
-import socket
-import subprocess
 import sys
 import tempfile
-import time
-import urllib.error
-import urllib.request
 
-LEASE_TTL_S = 2
-DEADLINE_S = 60
-USER = "cluster-test"
-
-
-def fail(msg):
-    print("FAIL: " + msg, flush=True)
-    raise SystemExit(1)
-
-
-def wait_for(what, pred, deadline_s=DEADLINE_S):
-    """Polls 'pred' until it returns a true value (returned) or the deadline passes (fail)."""
-    deadline = time.monotonic() + deadline_s
-    last = None
-    while time.monotonic() < deadline:
-        try:
-            last = pred()
-        except (OSError, urllib.error.URLError, ValueError, KeyError) as e:
-            last = e
-        else:
-            if last:
-                return last
-        time.sleep(0.05)  # polling the daemons' state, bounded by the deadline
-    fail(f"timed out after {deadline_s} s waiting for {what} (last: {last!r})")
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class Etcd:
-    def __init__(self, binary, work):
-        self.binary, self.work = binary, work
-        self.client_port, self.peer_port = free_port(), free_port()
-        self.proc = None
-        self.runs = 0
-
-    @property
-    def endpoint(self):
-        return f"127.0.0.1:{self.client_port}"
-
-    def start(self, wipe=False):
-        data = os.path.join(self.work, "etcd-data")
-        if wipe:
-            shutil.rmtree(data, ignore_errors=True)
-        self.runs += 1
-        log = open(os.path.join(self.work, f"etcd-{self.runs}.log"), "w")
-        peer = f"http://127.0.0.1:{self.peer_port}"
-        client = f"http://{self.endpoint}"
-        self.proc = subprocess.Popen(
-            [self.binary, "--name=qr-test", f"--data-dir={data}",
-             f"--listen-client-urls={client}", f"--advertise-client-urls={client}",
-             f"--listen-peer-urls={peer}", f"--initial-advertise-peer-urls={peer}",
-             f"--initial-cluster=qr-test={peer}"],
-            stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-        wait_for("etcd to answer /health",
-                 lambda: self.proc.poll() is None and
-                 json.loads(urllib.request.urlopen(client + "/health", timeout=5).read())
-                 .get("health") == "true")
-
-    def stop(self):
-        self.proc.send_signal(signal.SIGTERM)
-        self.proc.wait(timeout=DEADLINE_S)
-
-
-class Coordinator:
-    def __init__(self, daemon, work, tag, etcd, endpoints=None):
-        self.tag = tag
-        os.makedirs(os.path.join(work, f"spill-{tag}"), exist_ok=True)
-        self.out = open(os.path.join(work, f"stdout-{tag}"), "w+")
-        self.err = open(os.path.join(work, f"stderr-{tag}"), "w")
-        self.proc = subprocess.Popen(
-            [daemon, "--http_port=0", f"--data_dir={work}/data", "--sample_scale_factor=0.001",
-             f"--spill_dir={work}/spill-{tag}", f"--etcd_endpoints={endpoints or etcd.endpoint}",
-             "--cluster_name=qr-test", f"--cluster_lease_ttl_s={LEASE_TTL_S}",
-             "--etcd_request_timeout_ms=1000", "--shutdown_grace_period_s=0"],
-            stdout=self.out, stderr=self.err, stdin=subprocess.DEVNULL)
-
-        def listening():
-            if self.proc.poll() is not None:
-                fail(f"coordinatord {tag} exited: {open(self.err.name).read()[-2000:]}")
-            self.out.seek(0)
-            m = re.search(r"listening on http://[^:]*:(\d+) ", self.out.read())
-            return int(m.group(1)) if m else None
-        self.port = wait_for(f"coordinatord {tag} to listen", listening)
-        self.base = f"http://127.0.0.1:{self.port}"
-
-    def get(self, path):
-        req = urllib.request.Request(self.base + path, headers={"X-Trino-User": USER})
-        with urllib.request.urlopen(req, timeout=30) as resp:
-            return resp.read().decode()
-
-    def query(self, sql):
-        """Runs 'sql'; returns (query id, rows). Fails the test unless it finishes."""
-        req = urllib.request.Request(self.base + "/v1/statement", data=sql.encode(),
-                                     method="POST", headers={"X-Trino-User": USER})
-        answer = json.loads(urllib.request.urlopen(req, timeout=30).read())
-        rows = []
-        while True:
-            rows += answer.get("data", [])
-            if "nextUri" not in answer:
-                break
-            req = urllib.request.Request(answer["nextUri"], headers={"X-Trino-User": USER})
-            answer = json.loads(urllib.request.urlopen(req, timeout=30).read())
-        if answer["stats"]["state"] != "FINISHED":
-            fail(f"{self.tag}: {sql} ended {answer['stats']['state']}: {answer.get('error')}")
-        return answer["id"], rows
-
-    def metric(self, name):
-        m = re.search(r"^" + re.escape(name) + r" (\S+)$", self.get("/metrics"), re.M)
-        return float(m.group(1)) if m else None
-
-    def state(self):
-        for s in ("disabled", "connecting", "registered", "unreachable"):
-            if self.metric(f'qr_cluster_state{{state="{s}"}}') == 1:
-                return s
-        return None
-
-    def nodes(self):
-        _, rows = self.query("SELECT node_id, http_uri, node_version, coordinator, state "
-                             "FROM system.runtime.nodes ORDER BY node_id")
-        return rows
-
-    def member_ids_seen(self):
-        return sorted(int(r[0]) for r in self.nodes())
-
-
-def owner_of(query_id):
-    """The member id in a Trino query id: 'lo' is the 16 hex digits after the ':' (our ids
-    are 16 hex, ':', 16 hex); the owner is its top 16 bits."""
-    return int(query_id.split(":")[1][:4], 16)
+sys.dont_write_bytecode = True  # the shared helpers are loaded from the source tree
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from cluster_testlib import (Coordinator, Etcd, cleanup, etcd_binary_or_skip,  # noqa: E402
+                             fail, free_port, owner_of, wait_for)
 
 
 def main():
     if len(sys.argv) < 2:
         sys.exit(__doc__)
     daemon = sys.argv[1]
-    etcd_binary = sys.argv[2] if len(sys.argv) > 2 else shutil.which("etcd") or "/usr/bin/etcd"
-    if not os.access(etcd_binary, os.X_OK):
-        print(f"SKIP: no etcd binary ({etcd_binary}); scripts/install-deps.sh installs "
-              "Debian's etcd-server")
+    etcd_binary = etcd_binary_or_skip(sys.argv)
+    if etcd_binary is None:
         return 77
     work = tempfile.mkdtemp(prefix="qr-cluster-test.")
     etcd = Etcd(etcd_binary, work)
@@ -183,7 +44,8 @@ def main():
         coordinators.append(Coordinator(daemon, work, "a", etcd))
         # 'b' names a dead endpoint first: it must fail over to the live one.
         dead = f"127.0.0.1:{free_port()}"
-        coordinators.append(Coordinator(daemon, work, "b", etcd, f"{dead},{etcd.endpoint}"))
+        coordinators.append(Coordinator(daemon, work, "b", etcd,
+                                        endpoints=f"{dead},{etcd.endpoint}"))
         coordinators.append(Coordinator(daemon, work, "c", etcd))
 
         for c in coordinators:
@@ -252,29 +114,11 @@ def main():
 
         # A clean stop (revoking the lease): exit status 0, and under the sanitizers no report.
         for c in coordinators:
-            c.proc.send_signal(signal.SIGTERM)
-            rc = c.proc.wait(timeout=DEADLINE_S)
-            err = open(c.err.name).read()
-            if rc != 0 or "Sanitizer" in err:
-                report = err.find("Sanitizer")
-                shown = err[max(0, report - 100):report + 6000] if report >= 0 else err[-3000:]
-                fail(f"coordinatord {c.tag} stopped with {rc}: {shown}")
+            c.stop()
         print("ok: clean stops")
         return 0
     finally:
-        for c in coordinators:
-            if c.proc.poll() is None:
-                c.proc.send_signal(signal.SIGTERM)
-        for c in coordinators:
-            try:
-                c.proc.wait(timeout=DEADLINE_S)
-            except subprocess.TimeoutExpired:
-                c.proc.kill()
-        if etcd.proc is not None and etcd.proc.poll() is None:
-            etcd.proc.kill()
-            etcd.proc.wait()
-        shutil.rmtree(work, ignore_errors=True)
-
+        cleanup(coordinators, etcd, work)
 
 if __name__ == "__main__":
     sys.exit(main())

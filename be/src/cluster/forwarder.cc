@@ -7,6 +7,7 @@
 #include <vector>
 
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
 #include <boost/beast/http/read.hpp>
@@ -179,14 +180,12 @@ class ForwardOp : public std::enable_shared_from_this<ForwardOp> {
   ForwardOp(std::shared_ptr<Forwarder::Pool> pool, boost::asio::io_context& io, std::string host,
             std::string port, http::request<http::string_body> request,
             std::chrono::steady_clock::time_point deadline, std::chrono::milliseconds bound,
-            Forwarder::GoneRenderer gone, ResponseCallback respond, std::string what)
+            Forwarder::SendCallback done, std::string what)
       : pool_(std::move(pool)), io_(io), resolver_(io), host_(std::move(host)),
         port_(std::move(port)),
         key_(host_ + ":" + port_ + "@" + std::to_string(reinterpret_cast<uintptr_t>(&io))),
         request_(std::move(request)),
-        deadline_(deadline), bound_(bound), gone_(std::move(gone)),
-        respond_(std::move(respond)), what_(std::move(what)),
-        started_(std::chrono::steady_clock::now()) {}
+        deadline_(deadline), bound_(bound), done_(std::move(done)), what_(std::move(what)) {}
 
   ~ForwardOp() { Release(); }
 
@@ -271,7 +270,7 @@ class ForwardOp : public std::enable_shared_from_this<ForwardOp> {
       pool_->busy.fetch_sub(1, std::memory_order_relaxed);
       pool_->Put(key_, std::move(stream_));
     }
-    Finish(Forwarder::kOk, std::move(resp));
+    done_(Forwarder::kOk, std::move(resp), std::string());
   }
 
   void Fail(beast::error_code ec) {
@@ -282,13 +281,7 @@ class ForwardOp : public std::enable_shared_from_this<ForwardOp> {
     LOG(WARNING) << "Forwarding " << request_.method_string() << " " << request_.target()
                  << ": " << msg;
     Release();
-    Finish(timeout ? Forwarder::kTimeout : Forwarder::kError,
-           gone_(msg));
-  }
-
-  void Finish(int result, HttpResponse resp) {
-    pool_->Record(result, std::chrono::steady_clock::now() - started_);
-    respond_(std::move(resp));
+    done_(timeout ? Forwarder::kTimeout : Forwarder::kError, HttpResponse(), msg);
   }
 
   void Release() {
@@ -308,10 +301,8 @@ class ForwardOp : public std::enable_shared_from_this<ForwardOp> {
   http::request<http::string_body> request_;
   const std::chrono::steady_clock::time_point deadline_;
   const std::chrono::milliseconds bound_;
-  const Forwarder::GoneRenderer gone_;
-  const ResponseCallback respond_;
+  const Forwarder::SendCallback done_;
   const std::string what_;
-  const std::chrono::steady_clock::time_point started_;
   std::unique_ptr<beast::tcp_stream> stream_;
   bool reused_ = false;
   beast::flat_buffer buffer_;
@@ -377,22 +368,72 @@ bool Forwarder::MaybeForward(const UniqueId& id, const HttpRequest& req,
     out.set(http::field::host, !req.absolute_authority.empty() ? req.absolute_authority
                                                                 : host + ":" + port);
   }
-  out.set(std::string(kForwardedByHeader), std::to_string(self));
   out.set(std::string(kForwardedProtoHeader), req.secure ? "https" : "http");
-  if (options_.authentication && !options_.secret.empty() && !req.authenticated_user.empty()) {
-    out.set(std::string(kForwardedPrincipalHeader),
-            SignForwardedPrincipal(options_.secret, req.authenticated_user, req.method_string,
-                                   req.target, NowMs()));
-  }
   out.body() = req.body;
+  const std::chrono::milliseconds bound = options_.timeout + extra_wait;
+  const auto started = std::chrono::steady_clock::now();
+  Start(std::move(host), std::move(port), std::move(out), req.authenticated_user, bound, io,
+        [pool = pool_, gone, respond = std::move(respond), started](
+            int result, HttpResponse resp, std::string error) {
+          pool->Record(result, std::chrono::steady_clock::now() - started);
+          respond(result == kOk ? std::move(resp) : gone(error));
+        },
+        what);
+  return true;
+}
+
+void Forwarder::Start(std::string host, std::string port, http::request<http::string_body> out,
+                      const std::string& principal, std::chrono::milliseconds bound,
+                      boost::asio::io_context& io, SendCallback done, std::string what) {
+  const uint32_t self = [this] {
+    const Membership* m = membership_.load(std::memory_order_acquire);
+    return m != nullptr ? m->member_id() : 0u;
+  }();
+  out.set(std::string(kForwardedByHeader), std::to_string(self));
+  if (options_.authentication && !options_.secret.empty() && !principal.empty()) {
+    out.set(std::string(kForwardedPrincipalHeader),
+            SignForwardedPrincipal(
+                options_.secret, principal,
+                std::string_view(out.method_string().data(), out.method_string().size()),
+                std::string_view(out.target().data(), out.target().size()), NowMs()));
+  }
   out.prepare_payload();
   out.keep_alive(true);
-  const std::chrono::milliseconds bound = options_.timeout + extra_wait;
   auto op = std::make_shared<ForwardOp>(pool_, io, std::move(host), std::move(port),
                                         std::move(out), std::chrono::steady_clock::now() + bound,
-                                        bound, gone, std::move(respond), what);
+                                        bound, std::move(done), std::move(what));
   op->Start();
-  return true;
+}
+
+void Forwarder::Send(const ClusterMember& member, const Outgoing& request,
+                     std::chrono::milliseconds bound, boost::asio::io_context& io,
+                     SendCallback done) {
+  const std::string what = "Coordinator member " + std::to_string(member.id) + " at " +
+                           member.uri;
+  std::string host, port;
+  if (!SplitHttpUri(member.uri, &host, &port)) {
+    done(kError, HttpResponse(),
+         what + " cannot be asked: only http:// advertised URIs are supported");
+    return;
+  }
+  http::request<http::string_body> out;
+  out.method_string(request.method);
+  out.target(request.target);
+  out.version(11);
+  for (const auto& [name, value] : request.headers) {
+    if (IsHopHeader(name) || IsClusterHeader(name)) continue;
+    out.insert(name, value);
+  }
+  if (out.find(http::field::host) == out.end()) out.set(http::field::host, host + ":" + port);
+  out.set(std::string(kForwardedProtoHeader), request.secure ? "https" : "http");
+  out.body() = request.body;
+  // On the io_context's own thread, as a forwarded request's operation runs.
+  boost::asio::post(io, [this, host = std::move(host), port = std::move(port),
+                         out = std::move(out), principal = request.principal, bound, &io,
+                         done = std::move(done), what]() mutable {
+    Start(std::move(host), std::move(port), std::move(out), principal, bound, io,
+          std::move(done), what);
+  });
 }
 
 Forwarder::Stats Forwarder::GetStats() const {

@@ -7,8 +7,12 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <boost/asio/io_context.hpp>
+#include <boost/beast/http/message.hpp>
+#include <boost/beast/http/string_body.hpp>
 
 #include "cluster/membership.h"
 #include "http/webserver.h"
@@ -90,6 +94,23 @@ class Forwarder {
     int64_t connections_opened = 0;
   };
 
+  /// The end of a request sent to a member: kOk with its answer (any status), or kTimeout /
+  /// kError with why ('error' names the member).
+  using SendCallback = std::function<void(int result, HttpResponse response, std::string error)>;
+
+  /// A request of this member's own to another member (the cluster view's fan-out).
+  struct Outgoing {
+    std::string method = "GET";
+    std::string target;  // origin form, with the query string
+    std::vector<std::pair<std::string, std::string>> headers;
+    std::string body;
+    /// With authentication and a secret: the user it is made for, signed across the hop
+    /// (kForwardedPrincipalHeader) as a forwarded request's.
+    std::string principal;
+    /// How the client reached this member (kForwardedProtoHeader, for the URIs in answers).
+    bool secure = false;
+  };
+
   explicit Forwarder(Options options);
   ~Forwarder();
 
@@ -105,6 +126,12 @@ class Forwarder {
                     std::chrono::milliseconds extra_wait, const GoneRenderer& gone,
                     boost::asio::io_context& io, ResponseCallback& respond);
 
+  /// Sends 'request' to 'member' over the pool of 'io' (the operation is posted there and runs
+  /// on its thread; nothing blocks), marked kForwardedByHeader like a forwarded request, bounded
+  /// by 'bound'. 'done' is called once, on that thread. Not counted in the forwarding metrics.
+  void Send(const ClusterMember& member, const Outgoing& request, std::chrono::milliseconds bound,
+            boost::asio::io_context& io, SendCallback done);
+
   /// Drops the idle connections; later ones are closed instead of pooled. Idempotent.
   void Close();
 
@@ -113,6 +140,12 @@ class Forwarder {
   struct Pool;
 
  private:
+  /// Marks and signs 'out' and runs it on 'io'.
+  void Start(std::string host, std::string port,
+             boost::beast::http::request<boost::beast::http::string_body> out,
+             const std::string& principal, std::chrono::milliseconds bound,
+             boost::asio::io_context& io, SendCallback done, std::string what);
+
   const Options options_;
   std::atomic<const Membership*> membership_{nullptr};
   std::shared_ptr<Pool> pool_;

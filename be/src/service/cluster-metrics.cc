@@ -2,6 +2,7 @@
 
 #include <cstdio>
 
+#include "cluster/cluster-view.h"
 #include "cluster/forwarder.h"
 #include "cluster/membership.h"
 #include "service/metrics-format.h"
@@ -77,6 +78,34 @@ void AppendForwardMetrics(const Forwarder* forwarder, std::string* out) {
   Scalar("qr_cluster_forward_connections_opened_total", "counter",
          "Connections opened to other members for forwarded requests.", s.connections_opened,
          out);
+}
+
+void AppendClusterViewMetrics(const ClusterView* view, std::string* out) {
+  const ClusterView::Stats s = view != nullptr ? view->GetStats() : ClusterView::Stats{};
+  Scalar("qr_cluster_view_requests_total", "counter",
+         "Cluster-wide listings (/queries?json, /v1/query, system.runtime.queries) that asked "
+         "the other members.",
+         s.fan_outs, out);
+  Scalar("qr_cluster_view_member_requests_total", "counter",
+         "Requests to other members for their part of a cluster-wide listing.",
+         s.member_requests, out);
+  Scalar("qr_cluster_view_member_failures_total", "counter",
+         "Members that did not answer their part of a cluster-wide listing (not in time, not "
+         "reachable, or not with 200): marked in the answer, their queries left out.",
+         s.member_failures, out);
+  const char* name = "qr_cluster_view_seconds";
+  Family(name, "histogram",
+         "Latency of a cluster-wide listing's fan-out, until the last member answered or the "
+         "deadline (--cluster_view_timeout_ms) passed.",
+         out);
+  for (size_t i = 0; i < ClusterView::kLatencyBucketsSeconds.size(); ++i) {
+    Sample("qr_cluster_view_seconds_bucket",
+           "{le=\"" + Seconds(ClusterView::kLatencyBucketsSeconds[i]) + "\"}",
+           s.latency_buckets[i], out);
+  }
+  Sample("qr_cluster_view_seconds_bucket", "{le=\"+Inf\"}", s.latency_buckets.back(), out);
+  Sample("qr_cluster_view_seconds_sum", "", Seconds(s.latency_seconds_sum), out);
+  Sample("qr_cluster_view_seconds_count", "", s.latency_buckets.back(), out);
 }
 
 }  // namespace qr::metrics

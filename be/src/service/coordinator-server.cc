@@ -11,6 +11,7 @@
 #include "runtime/registry-flags.h"
 #include "runtime/sample-db.h"
 #include "runtime/sqlite-heap.h"
+#include "service/cluster-queries.h"
 #include "service/debug-pages.h"
 #include "service/query-history-convert.h"
 #include "service/version.h"
@@ -232,6 +233,17 @@ Status CoordinatorServer::Start() {
     f.cluster_name = options_.cluster.cluster_name;
     forwarder_ = std::make_unique<Forwarder>(std::move(f));
     statement_service_->set_forwarder(forwarder_.get());
+    if (authenticator_ != nullptr && cluster_secret_.empty()) {
+      LOG(WARNING) << "Clustered with authentication but no --cluster_secret_file: the "
+                      "cluster view is off (/queries, /v1/query and system.runtime.queries "
+                      "list this member's queries only)";
+    } else {
+      cluster_view_ = std::make_unique<ClusterView>(
+          ClusterView::Options{options_.cluster_view_timeout}, forwarder_.get());
+      statement_service_->set_cluster_view(cluster_view_.get());
+      runtime_tables_->set_cluster_view(cluster_view_.get(), webserver_.get());
+      RegisterClusterViewHandlers(this);
+    }
   }
   statement_service_->RegisterHandlers();
   RegisterDebugPages(debug_pages::Options(), this);
@@ -261,6 +273,7 @@ void CoordinatorServer::StartMembership(const std::string& bound) {
   membership_->set_on_member_id([c = coordinator_.get()](uint32_t id) { c->set_member_id(id); });
   runtime_tables_->set_membership(membership_.get());
   if (forwarder_) forwarder_->set_membership(membership_.get());
+  if (cluster_view_) cluster_view_->set_membership(membership_.get());
   membership_->Start();
 }
 

@@ -3,6 +3,7 @@
 #include <memory>
 #include <string>
 
+#include "cluster/cluster-view.h"
 #include "cluster/forwarder.h"
 #include "cluster/membership.h"
 #include "runtime/memory-budget.h"
@@ -79,6 +80,9 @@ class CoordinatorServer {
     /// poll's maxWait and the idle connections kept per member.
     std::chrono::milliseconds forward_timeout{5000};
     size_t forward_pool_size = 8;
+    /// How long the other members may take to answer their part of a cluster-wide listing
+    /// (--cluster_view_timeout_ms).
+    std::chrono::milliseconds cluster_view_timeout{2000};
     /// The cluster's shared secret (LoadClusterSecret()); empty: none (with authentication,
     /// forwarded principals are refused and forwarded requests authenticated again).
     std::string cluster_secret_file;
@@ -120,6 +124,12 @@ class CoordinatorServer {
   /// Null when the coordinator runs alone (or before Start()).
   Forwarder* forwarder() { return forwarder_.get(); }
   const Forwarder* forwarder() const { return forwarder_.get(); }
+  /// The cluster-wide listings; null when alone, before Start(), or with authentication but
+  /// no cluster secret (no user could be carried to the others: each member lists its own).
+  ClusterView* cluster_view() { return cluster_view_.get(); }
+  const ClusterView* cluster_view() const { return cluster_view_.get(); }
+  /// Null before Start().
+  CoordinatorRuntimeTables* runtime_tables() { return runtime_tables_.get(); }
   /// "http" or "https".
   const char* scheme() const { return options_.tls_cert_file.empty() ? "http" : "https"; }
 
@@ -157,6 +167,8 @@ class CoordinatorServer {
   /// Its pool's connections live on the webserver's io_contexts: closed after the webserver
   /// stopped, before it is destroyed.
   std::unique_ptr<Forwarder> forwarder_;
+  /// Borrows the forwarder; its fan-outs in flight hold only their own state.
+  std::unique_ptr<ClusterView> cluster_view_;
 
   std::unique_ptr<BasicAuthenticator> authenticator_;
   std::unique_ptr<AccessControl> access_control_;

@@ -48,7 +48,7 @@ const std::vector<FlagGroup>& FlagGroups() {
       {"Cluster (etcd)",
        {"etcd_endpoints", "cluster_name", "advertised_uri", "cluster_lease_ttl_s",
         "cluster_max_members", "etcd_request_timeout_ms", "cluster_forward_timeout_ms",
-        "cluster_forward_pool_size", "cluster_secret_file"}},
+        "cluster_forward_pool_size", "cluster_view_timeout_ms", "cluster_secret_file"}},
       {"Debug pages and metrics",
        {"query_log_size", "query_stmt_size", "queries_max_limit", "www_dir",
         "metrics_per_shard"}},

@@ -195,6 +195,10 @@ DEFINE_int32(cluster_forward_timeout_ms, 5000,
 DEFINE_int32(cluster_forward_pool_size, 8,
              "Idle keep-alive connections kept per member and HTTP I/O thread for forwarded "
              "requests.");
+DEFINE_int32(cluster_view_timeout_ms, 2000,
+             "How long the other members may take to answer their part of a cluster-wide "
+             "listing (/queries, /v1/query, system.runtime.queries); one that does not is "
+             "marked as not answering and its queries are left out.");
 DEFINE_string(cluster_secret_file, "",
               "A file (not readable by others, at least 16 bytes) with the secret the members "
               "of a cluster share: with authentication, a forwarded request carries its "
@@ -321,6 +325,11 @@ bool ValidateForwardTimeout(const char* flag, int32_t v) {
   fprintf(stderr, "--%s must be in [100, 600000] ms, got %d\n", flag, v);
   return false;
 }
+bool ValidateViewTimeout(const char* flag, int32_t v) {
+  if (v >= 50 && v <= 600000) return true;
+  fprintf(stderr, "--%s must be in [50, 600000] ms, got %d\n", flag, v);
+  return false;
+}
 bool ValidateForwardPool(const char* flag, int32_t v) {
   if (v >= 0 && v <= 1024) return true;
   fprintf(stderr, "--%s must be in [0, 1024], got %d\n", flag, v);
@@ -342,6 +351,7 @@ DEFINE_validator(cluster_max_members, &ValidateMaxMembers);
 DEFINE_validator(etcd_request_timeout_ms, &ValidateEtcdTimeout);
 DEFINE_validator(cluster_forward_timeout_ms, &ValidateForwardTimeout);
 DEFINE_validator(cluster_forward_pool_size, &ValidateForwardPool);
+DEFINE_validator(cluster_view_timeout_ms, &ValidateViewTimeout);
 DEFINE_validator(http_port, &ValidatePort);
 DEFINE_validator(catalog_name, &ValidateCatalog);
 DEFINE_validator(num_http_threads, &ValidateThreads);
@@ -460,6 +470,7 @@ CoordinatorServer::Options OptionsFromFlags() {
   o.cluster.request_timeout = std::chrono::milliseconds(FLAGS_etcd_request_timeout_ms);
   o.forward_timeout = std::chrono::milliseconds(FLAGS_cluster_forward_timeout_ms);
   o.forward_pool_size = static_cast<size_t>(FLAGS_cluster_forward_pool_size);
+  o.cluster_view_timeout = std::chrono::milliseconds(FLAGS_cluster_view_timeout_ms);
   o.cluster_secret_file = FLAGS_cluster_secret_file;
   return o;
 }

@@ -22,6 +22,7 @@
 #include <nlohmann/json.hpp>
 
 #include "service/access-control.h"
+#include "service/cluster-queries.h"
 #include "service/coordinator-server.h"
 #include "service/protocol-json.h"
 #include "service/query-history-convert.h"
@@ -200,7 +201,7 @@ paging: docs/operations.md)</li>
 
 /// GET / and the catch-all for unknown paths ("/" is registered as a prefix for every method,
 /// so it must answer 404 and 405 as the webserver would).
-void HandleRoot(HttpRequest& req, ResponseCallback respond) {
+void HandleRoot(const Ctx& ctx, HttpRequest& req, ResponseCallback respond) {
   if (req.path != "/") {
     respond(TextResponse(404, "Not found: " + QuoteForError(req.path, 200)));
   } else if (req.method != http::verb::get && req.method != http::verb::head) {
@@ -209,7 +210,12 @@ void HandleRoot(HttpRequest& req, ResponseCallback respond) {
     r.headers.emplace_back("Allow", "GET, HEAD");
     respond(std::move(r));
   } else {
-    HttpResponse r = HttpResponse::Text(200, kIndexHtml);
+    std::string page = kIndexHtml;
+    // In a cluster, its members (cluster-view-service.cc).
+    if (const Membership* membership = ctx->server->membership()) {
+      page.insert(page.rfind("</main>"), RenderMembersHtml(*membership));
+    }
+    HttpResponse r = HttpResponse::Text(200, std::move(page));
     r.content_type = "text/html; charset=utf-8";
     AddSecurityHeaders(&r, true);
     respond(std::move(r));
@@ -257,10 +263,26 @@ void HandleQueries(const Ctx& ctx, HttpRequest& req, ResponseCallback respond) {
   if (!debug_pages::ParseQueryListParams(req, ctx->max_limit, &params, &bad)) {
     return respond(JsonError(400, std::move(bad)));
   }
+  // In a cluster: every member's queries ("cluster", the default), or this one's ("local");
+  // a member's part of another's cluster view ("member") carries each row's position.
+  const std::string scope = req.QueryParam("scope");
+  if (!scope.empty() && scope != "cluster" && scope != "local") {
+    return respond(JsonError(400, "Bad scope: 'cluster' or 'local'"));
+  }
+  const bool member = IsLocalOnlyRequest(req, ctx->access->authentication_enabled());
+  const bool cluster = ctx->server->cluster_view() != nullptr && !member && scope != "local";
+  std::string_view shown = ctx->server->membership() == nullptr ? ""
+                           : member || cluster                  ? "member"
+                                                                : "local";
   const Principal principal = ctx->access->Identify(req);
   auto visible = [&](std::string_view user) { return ctx->access->MayAccessUser(principal, user); };
-  HttpResponse r = HttpResponse::Json(
-      200, debug_pages::RenderQueriesJson(*ctx->coordinator, ctx->stmt_size, visible, params));
+  std::string body = debug_pages::RenderQueriesJson(*ctx->coordinator, ctx->stmt_size, visible,
+                                                    params, shown, member || cluster);
+  if (cluster) {
+    return debug_pages::AnswerClusterQueries(ctx->server, req, params, std::move(body),
+                                             std::move(respond));
+  }
+  HttpResponse r = HttpResponse::Json(200, std::move(body));
   AddSecurityHeaders(&r, false);
   respond(std::move(r));
 }
@@ -494,7 +516,7 @@ void RegisterDebugPages(const debug_pages::Options& options, CoordinatorServer* 
   };
   for (http::verb v : {http::verb::get, http::verb::post, http::verb::put, http::verb::delete_,
                        http::verb::patch, http::verb::options}) {
-    web->RegisterHandler(v, "/", HandleRoot);
+    web->RegisterHandler(v, "/", bind(HandleRoot));
   }
   web->RegisterHandler(http::verb::get, "/healthz", bind(HandleHealthz));
   web->RegisterHandler(http::verb::get, "/varz", bind(HandleVarz));

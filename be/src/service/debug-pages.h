@@ -38,11 +38,13 @@ struct Options {
 /// the queries of users 'visible' accepts (all when it is empty; the
 /// summary's totals are server-wide) and 'params' selects, in its order, at most
 /// 'params.limit' of each; 'next_cursor' continues the completed list. Statements are cut to
-/// 'stmt_size' characters.
+/// 'stmt_size' characters. In a cluster (docs/operations.md#cluster), 'scope' ("local" or,
+/// for a member's part of the cluster view, "member") is added as "scope", and with
+/// 'row_cursors' each row carries its position ("cursor") for MergeQueriesPages().
 std::string RenderQueriesJson(
     const QueryCoordinator& coordinator, int stmt_size,
     const std::function<bool(std::string_view user)>& visible = {},
-    const QueryListParams& params = {});
+    const QueryListParams& params = {}, std::string_view scope = {}, bool row_cursors = false);
 
 /// The body of GET /query_detail?json: one query in full (statement, timeline, counters,
 /// error with its position, session, who canceled). The caller checked access.

@@ -4,6 +4,7 @@
 #include <string>
 
 namespace qr {
+class ClusterView;
 class Forwarder;
 class Membership;
 class QueryHistory;
@@ -65,5 +66,7 @@ void AppendHistoryMetrics(const QueryHistory* history, const HistoryReadStats& r
 void AppendClusterMetrics(const Membership* membership, std::string* out);
 /// qr_cluster_forward* (zero when 'forwarder' is null: the coordinator runs alone).
 void AppendForwardMetrics(const Forwarder* forwarder, std::string* out);
+/// qr_cluster_view_*: the cluster-wide listings' fan-outs (zeros when 'view' is null).
+void AppendClusterViewMetrics(const ClusterView* view, std::string* out);
 
 }  // namespace qr::metrics

@@ -369,6 +369,7 @@ std::string RenderMetrics(CoordinatorServer* server) {
   metrics::AppendHistoryMetrics(server->history(), server->history_restored(), &out);
   metrics::AppendClusterMetrics(server->membership(), &out);
   metrics::AppendForwardMetrics(server->forwarder(), &out);
+  metrics::AppendClusterViewMetrics(server->cluster_view(), &out);
   if (server->authenticator() != nullptr) AppendAuthMetrics(*server->authenticator(), &out);
   return out;
 }

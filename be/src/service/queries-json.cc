@@ -85,9 +85,14 @@ Json SummaryJson(const QueryCoordinator& coordinator, size_t in_flight, size_t c
   return s;
 }
 
-Json ListJson(const QueryListPage& list, size_t stmt_size) {
+Json ListJson(const QueryListPage& list, size_t stmt_size, bool row_cursors) {
   Json out = Json::array();
-  for (const ListedQuery& row : list.rows) out.push_back(QueryJson(row, stmt_size));
+  for (const ListedQuery& row : list.rows) {
+    out.push_back(QueryJson(row, stmt_size));
+    if (row_cursors) {
+      out.back()["cursor"] = EncodeCursor({row.key, row.request->query_id()});
+    }
+  }
   return out;
 }
 
@@ -113,7 +118,8 @@ size_t CountChars(std::string_view s) {
 
 std::string RenderQueriesJson(const QueryCoordinator& coordinator, int stmt_size,
                               const std::function<bool(std::string_view user)>& visible,
-                              const QueryListParams& params) {
+                              const QueryListParams& params, std::string_view scope,
+                              bool row_cursors) {
   std::function<bool(const ClientRequestState&)> visible_request;
   if (visible) visible_request = [&visible](const ClientRequestState& q) { return visible(q.user()); };
   // Both lists are copies: the registry's Snapshot() and the log's, so no lock is held below
@@ -127,14 +133,15 @@ std::string RenderQueriesJson(const QueryCoordinator& coordinator, int stmt_size
   page["generated_at"] = FormatIsoTime(std::chrono::system_clock::now());
   page["query_stmt_size"] = size;
   page["limit"] = params.limit;
+  if (!scope.empty()) page["scope"] = scope;
   page["summary"] = SummaryJson(coordinator, in_flight.matched, completed.matched);
   page["in_flight_matched"] = in_flight.matched;
   page["completed_matched"] = completed.matched;
   // A text search over the history read --queries_max_limit records without filling the
   // page: 'completed_matched' counts what it found so far, and next_cursor continues.
   page["completed_partial"] = partial;
-  page["in_flight"] = ListJson(in_flight, size);
-  page["completed"] = ListJson(completed, size);
+  page["in_flight"] = ListJson(in_flight, size, row_cursors);
+  page["completed"] = ListJson(completed, size, row_cursors);
   page["next_cursor"] = completed.next ? Json(EncodeCursor(*completed.next)) : Json(nullptr);
   // Invalid UTF-8 in a statement becomes U+FFFD instead of an exception.
   return page.dump(-1, ' ', false, Json::error_handler_t::replace);

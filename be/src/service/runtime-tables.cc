@@ -7,7 +7,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cluster/cluster-view.h"
 #include "cluster/membership.h"
+#include "service/cluster-queries.h"
 #include "service/client-request-state.h"
 #include "service/query-coordinator.h"
 #include "service/query-history.h"
@@ -141,6 +143,28 @@ bool CoordinatorRuntimeTables::CompletedQueries(const SqlViewer& viewer, size_t 
 }
 
 std::vector<RuntimeQueryRow> CoordinatorRuntimeTables::Queries(const SqlViewer& viewer) {
+  std::vector<RuntimeQueryRow> out = LocalQueries(viewer);
+  ClusterView* view = cluster_view_.load(std::memory_order_acquire);
+  Webserver* web = web_.load(std::memory_order_acquire);
+  if (view == nullptr || web == nullptr) return out;
+  // The others' rows, asked as this session's user (each member applies its own rules).
+  Forwarder::Outgoing request;
+  request.target = std::string(kClusterRuntimeQueriesPath);
+  request.principal = viewer.user;
+  if (!viewer.user.empty()) request.headers.emplace_back("X-Trino-User", viewer.user);
+  std::unordered_set<std::string> listed;
+  for (const RuntimeQueryRow& r : out) listed.insert(r.query_id);
+  for (const MemberAnswer& a : view->FanOutBlocking(request, web->io_context())) {
+    std::vector<RuntimeQueryRow> rows;
+    if (!a.ok || !RuntimeRowsFromJson(a.response.body, &rows)) continue;
+    for (RuntimeQueryRow& r : rows) {
+      if (listed.insert(r.query_id).second) out.push_back(std::move(r));
+    }
+  }
+  return out;
+}
+
+std::vector<RuntimeQueryRow> CoordinatorRuntimeTables::LocalQueries(const SqlViewer& viewer) {
   QueryCoordinator* c = coordinator_.load(std::memory_order_acquire);
   std::vector<RuntimeQueryRow> out;
   if (c == nullptr) return out;

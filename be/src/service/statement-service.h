@@ -4,6 +4,7 @@
 #include <memory>
 #include <string>
 
+#include "cluster/cluster-view.h"
 #include "cluster/forwarder.h"
 #include "service/access-control.h"
 #include "service/query-coordinator.h"
@@ -52,6 +53,9 @@ class StatementService {
   /// In a cluster: follow-ups for other members' queries go through 'forwarder' (borrowed,
   /// outlives the service's handlers). Call before Webserver::Start().
   void set_forwarder(Forwarder* forwarder) { forwarder_ = forwarder; }
+  /// In a cluster: GET /v1/query lists every live member's queries (borrowed, outlives the
+  /// service's handlers; null: this member's only). Call before Webserver::Start().
+  void set_cluster_view(ClusterView* view) { cluster_view_ = view; }
 
  private:
   void HandleSubmit(HttpRequest& req, ResponseCallback respond);
@@ -59,7 +63,10 @@ class StatementService {
   void HandleStatementDelete(HttpRequest& req, ResponseCallback respond);
   void HandleInfo(HttpRequest& req, ResponseCallback respond);
   void HandleInfoState(HttpRequest& req, ResponseCallback respond);
+  /// GET /v1/query (query-list-service.cc): this member's list, and in a cluster the others'.
   void HandleQueryList(HttpRequest& req, ResponseCallback respond);
+  /// This member's queries that 'req' may see, as a JSON array of QueryInfo.
+  std::string LocalQueryList(const HttpRequest& req) const;
   void HandleQueryGet(HttpRequest& req, ResponseCallback respond);
   void HandleQueryDelete(HttpRequest& req, ResponseCallback respond);
 
@@ -83,6 +90,7 @@ class StatementService {
   Webserver* const webserver_;
   const AccessControl* const access_;
   Forwarder* forwarder_ = nullptr;
+  ClusterView* cluster_view_ = nullptr;
   const std::chrono::steady_clock::time_point start_time_;
 };
 
