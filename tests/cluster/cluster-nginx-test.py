@@ -233,7 +233,8 @@ def clients(daemon, work, etcd, nginx_bin, secret):
         print("SKIP: node or trino-client missing (scripts/install-deps.sh --e2e, "
               "scripts/e2e-deps.sh)")
         return 77
-    if subprocess.run([venv_python, "-c", "import trino"], capture_output=True).returncode:
+    if not os.access(venv_python, os.X_OK) or \
+            subprocess.run([venv_python, "-c", "import trino"], capture_output=True).returncode:
         print("SKIP: the Python client is not in tests/e2e/.venv (scripts/py-deps.sh)")
         return 77
     members = [Coordinator(daemon, work, t, etcd, secret) for t in "abc"]
