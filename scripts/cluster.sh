@@ -90,6 +90,7 @@ stopping=0
 stop_all() {
   [ "$stopping" -eq 1 ] && return
   stopping=1
+  trap '' INT TERM  # a second Ctrl-C must not interrupt the orderly stop
   echo "cluster.sh: stopping"
   # Coordinators first: on SIGTERM each finishes its queries and revokes its lease.
   for pid in "${pids[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
@@ -120,7 +121,9 @@ metric() {  # metric PORT NAME: the value of an unlabelled-or-labelled sample in
 }
 
 etcd_data="$(mktemp -d "${TMPDIR:-/tmp}/qr-cluster-etcd.XXXXXX")"
-etcd --name=qr-local --data-dir="$etcd_data" \
+# Each process runs in a session of its own (setsid): a Ctrl-C in the terminal reaches this
+# script only, which stops the coordinators before etcd.
+setsid etcd --name=qr-local --data-dir="$etcd_data" \
   --listen-client-urls="http://127.0.0.1:$etcd_client" \
   --advertise-client-urls="http://127.0.0.1:$etcd_client" \
   --listen-peer-urls="http://127.0.0.1:$etcd_peer" \
@@ -136,7 +139,7 @@ chmod 600 "$secret"
 
 for i in $(seq 1 "$n"); do
   mkdir -p "$dir/spill-$i"
-  "$binary" --http_port=$((port + i)) --data_dir=data --spill_dir="$dir/spill-$i" \
+  setsid "$binary" --http_port=$((port + i)) --data_dir=data --spill_dir="$dir/spill-$i" \
     --etcd_endpoints="127.0.0.1:$etcd_client" --cluster_name=local \
     --advertised_uri="http://127.0.0.1:$((port + i))" --cluster_secret_file="$secret" \
     --http_trusted_proxies=127.0.0.1 "${extra_flags[@]}" \
@@ -189,7 +192,7 @@ $servers    keepalive 32;
 }
 CONF
 mkdir -p "$dir/nginx-tmp"
-"$nginx_bin" -p "$dir" -e "$dir/nginx-error.log" -c "$dir/nginx.conf" -g 'daemon off;' \
+setsid "$nginx_bin" -p "$dir" -e "$dir/nginx-error.log" -c "$dir/nginx.conf" -g 'daemon off;' \
   </dev/null >>"$dir/nginx-error.log" 2>&1 &
 nginx_pid=$!
 nginx_up() { curl -sf -o /dev/null -H 'X-Trino-User: cluster.sh' "http://127.0.0.1:$port/v1/info"; }
