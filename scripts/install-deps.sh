@@ -14,13 +14,13 @@ packages=(
   libssl-dev
   libtbb-dev libcuckoo-dev
   prometheus
-  etcd-server etcd-client
+  etcd-server etcd-client nginx-light
 )
 for arg in "$@"; do
   case "$arg" in
     --e2e) packages+=(nodejs npm openssl python3 python3-venv openjdk-17-jdk-headless) ;;
     --browser) packages+=(chromium) ;;
-    --bench) packages+=(valgrind python3-matplotlib nginx-light python3-pip); bench=1 ;;
+    --bench) packages+=(valgrind python3-matplotlib python3-pip); bench=1 ;;
     *) echo "install-deps.sh: unknown option '$arg' (accepted: --e2e --browser --bench)" >&2; exit 2 ;;
   esac
 done
