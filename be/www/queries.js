@@ -16,9 +16,11 @@ const expanded = new Set();
 /// query ids with a cancel request in flight.
 const cancelling = new Set();
 let lastData = null;
-/// The completed list's page: the cursor of the shown page (null: the first) and the cursors
-/// of the pages before it, for Previous.
+/// The completed list's page: the cursor of the shown page (null: the first), the rows shown
+/// before it (a partial search's pages hold fewer than the limit), and the same of the pages
+/// before it, for Previous.
 let pageCursor = null;
+let pageOffset = 0;
 const previousCursors = [];
 let refreshTimer = null;
 let refreshing = false;
@@ -284,7 +286,7 @@ function renderTable(id, rows, makeRow, matched) {
 
 function renderPager() {
   const shown = lastData.completed.length;
-  const first = previousCursors.length * Number(lastData.limit) + (shown > 0 ? 1 : 0);
+  const first = pageOffset + (shown > 0 ? 1 : 0);
   setText(document.getElementById('completed-range'),
           shown > 0 ? `${formatCount(first)}–${formatCount(first + shown - 1)}` : '');
   document.getElementById('page-next').disabled = !lastData.next_cursor;
@@ -305,6 +307,29 @@ function renderCluster() {
       `missing: ${failed.map((m) => `member ${m.id} (${m.uri}): ${m.error}`).join('; ')}`);
 }
 
+/// A text search over the history that stopped at its budget (--queries_max_limit) before
+/// filling the page: say so, and offer to go on from where it stopped (its next_cursor).
+function renderPartial() {
+  const partial = Boolean(lastData.completed_partial) && Boolean(lastData.next_cursor);
+  document.getElementById('completed-partial').hidden = !partial;
+  if (!partial) return;
+  const found = lastData.completed.length;
+  setText(document.getElementById('completed-partial-text'),
+          `The search stopped early: it reads a bounded number of records of the query ` +
+          `history per request, and found ${found === 0 ? 'no match' : `${found} ` +
+          `match${found === 1 ? '' : 'es'}`} so far on this page. Older records are not ` +
+          `searched yet.`);
+}
+
+/// Follows the cursor of the shown answer (Next, and Continue after a partial search).
+function nextPage() {
+  if (!lastData || !lastData.next_cursor) return;
+  previousCursors.push({cursor: pageCursor, offset: pageOffset});
+  pageCursor = lastData.next_cursor;
+  pageOffset += lastData.completed.length;
+  refresh();
+}
+
 function render() {
   if (!lastData) return;
   renderCluster();
@@ -312,6 +337,7 @@ function render() {
   renderTable('in-flight', lastData.in_flight, inFlightRow, lastData.in_flight_matched);
   renderTable('completed', lastData.completed, completedRow, lastData.completed_matched);
   renderPager();
+  renderPartial();
   setText(document.getElementById('stmt-size'), String(lastData.query_stmt_size));
   setText(document.getElementById('updated'), `Updated ${formatTime(lastData.generated_at)}`);
 }
@@ -345,6 +371,7 @@ function listUrl() {
 /// A filter changed: back to the first page.
 function filtersChanged() {
   pageCursor = null;
+  pageOffset = 0;
   previousCursors.length = 0;
   refresh();
 }
@@ -390,19 +417,16 @@ function init() {
       typing = setTimeout(filtersChanged, 250);
     });
   }
-  document.getElementById('page-next').addEventListener('click', () => {
-    if (!lastData || !lastData.next_cursor) return;
-    previousCursors.push(pageCursor);
-    pageCursor = lastData.next_cursor;
-    refresh();
-  });
+  document.getElementById('page-next').addEventListener('click', nextPage);
+  document.getElementById('search-continue').addEventListener('click', nextPage);
   document.getElementById('page-prev').addEventListener('click', () => {
     if (previousCursors.length === 0) return;
-    pageCursor = previousCursors.pop();
+    ({cursor: pageCursor, offset: pageOffset} = previousCursors.pop());
     refresh();
   });
   document.getElementById('page-first').addEventListener('click', () => {
     pageCursor = null;
+    pageOffset = 0;
     previousCursors.length = 0;
     refresh();
   });

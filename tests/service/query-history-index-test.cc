@@ -159,16 +159,24 @@ TEST_F(QueryHistoryIndexTest, RetentionDropsTheEntriesOfDeletedSegments) {
     h->Flush();  // one batch each: rotation after every few records
   }
   ASSERT_GT(h->GetStats().segments_deleted, 0);
-  // What is indexed is exactly what the retained segments hold, newest last.
+  // What is indexed is exactly what the retained segments hold, in submit order.
   HistoryReadStats stats;
   std::vector<QueryHistoryRecord> on_disk;
   ASSERT_TRUE(ReadQueryHistory(dir_, 1 << 20, &on_disk, &stats).ok());
   std::vector<HistoryIndexEntry> indexed = h->index().Newest(1 << 20);
   ASSERT_EQ(indexed.size(), on_disk.size());
   ASSERT_LT(indexed.size(), records.size());
-  for (size_t i = 0; i < indexed.size(); ++i) EXPECT_EQ(indexed[i].query_id, on_disk[i].query_id);
-  EXPECT_EQ(indexed.back().query_id, records.back().query_id);
-  // A scan continues at the right place while the front is trimmed.
+  std::vector<std::pair<int64_t, UniqueId>> expected;
+  for (const QueryHistoryRecord& r : on_disk) {
+    expected.emplace_back(r.submit_time_ms * 1000000 + r.submit_time_extra_ns, r.query_id);
+  }
+  std::sort(expected.begin(), expected.end());
+  for (size_t i = 0; i < indexed.size(); ++i) {
+    EXPECT_EQ(indexed[i].submit_ns, expected[i].first);
+    EXPECT_EQ(indexed[i].query_id, expected[i].second);
+  }
+  EXPECT_TRUE(h->index().Find(records.back().query_id).has_value());
+  // A scan reads every entry once, in batches.
   std::vector<UniqueId> scanned;
   uint64_t position = 0;
   for (;;) {

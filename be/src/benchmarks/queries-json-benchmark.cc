@@ -6,10 +6,12 @@
 //   - all:    every row in one answer (what the page fetched before it paged).
 // CPU time per iteration is the server's work for one answer (the rendering runs on the
 // calling thread); 'bytes' is the size of the answer.
-// The History* benchmarks put 10,000 and 100,000 records in an on-disk query history (a log
-// of 100) and time one answer's wall clock (its index pass, its preads and the rendering)
-// for a page of 100 that the history alone holds (oldest first), the same for one user, and
-// a text search reading at most 1,000 records (--queries_max_limit's default). The segments
+// The History* benchmarks put 10,000, 100,000 and 1,000,000 records in an on-disk query
+// history (a log of 100) and time one answer's wall clock (its index work, its preads and the
+// rendering) for a page of 100 that the history alone holds (oldest first), the default page
+// (newest first: the log's 100, then the history's), a page of a one-hour time range in the
+// middle, the oldest page for one user, and a text search reading at most 1,000 records
+// (--queries_max_limit's default). The segments
 // are in the page cache (just written): a cold read adds the disk's latency per range.
 
 #include <stdlib.h>
@@ -66,9 +68,13 @@ struct HistoryFixture {
     QueryHistory::Options o;
     o.dir = dir;
     o.sync = HistorySyncMode::kNone;
-    o.queue_capacity = static_cast<size_t>(n) + 1;
+    // Written in bursts of 10,000: a half-full queue wakes the writer at once.
+    o.queue_capacity = 20000;
     if (!QueryHistory::Open(o, &history).ok()) abort();
-    for (int i = 0; i < n; ++i) history->Append(MakeRecord(i));
+    for (int i = 0; i < n; ++i) {
+      history->Append(MakeRecord(i));
+      if (i % 10000 == 9999) history->Flush();
+    }
     history->Flush();
     QueryCoordinator::Options co;
     co.query_log_size = 100;
@@ -109,6 +115,22 @@ void BM_HistoryPage(benchmark::State& state) {
   debug_pages::QueryListParams params;
   params.limit = 100;
   params.ascending = true;  // the oldest: in the history only
+  RunHistoryPage(state, params);
+}
+
+void BM_HistoryNewestPage(benchmark::State& state) {
+  debug_pages::QueryListParams params;
+  params.limit = 100;  // newest first, the page's default
+  RunHistoryPage(state, params);
+}
+
+void BM_HistoryRangePage(benchmark::State& state) {
+  debug_pages::QueryListParams params;
+  params.limit = 100;
+  // One hour (3,600 records, one a second) from the middle of the history, newest first.
+  const int64_t middle = MakeRecord(static_cast<int>(state.range(0) / 2)).submit_time_ms;
+  params.since_ms = middle;
+  params.until_ms = middle + 3600 * 1000;
   RunHistoryPage(state, params);
 }
 
@@ -184,11 +206,15 @@ BENCHMARK(BM_QueriesSearch)->ArgName("queries")->Arg(100)->Arg(1000)->Arg(10000)
     ->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_QueriesAll)->ArgName("queries")->Arg(100)->Arg(1000)->Arg(10000)
     ->Unit(benchmark::kMicrosecond);
-BENCHMARK(BM_HistoryPage)->ArgName("records")->Arg(10000)->Arg(100000)
+BENCHMARK(BM_HistoryPage)->ArgName("records")->Arg(10000)->Arg(100000)->Arg(1000000)
     ->Unit(benchmark::kMicrosecond)->UseRealTime();
-BENCHMARK(BM_HistoryUserPage)->ArgName("records")->Arg(10000)->Arg(100000)
+BENCHMARK(BM_HistoryNewestPage)->ArgName("records")->Arg(10000)->Arg(100000)->Arg(1000000)
     ->Unit(benchmark::kMicrosecond)->UseRealTime();
-BENCHMARK(BM_HistorySearch)->ArgName("records")->Arg(10000)->Arg(100000)
+BENCHMARK(BM_HistoryRangePage)->ArgName("records")->Arg(10000)->Arg(100000)->Arg(1000000)
+    ->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK(BM_HistoryUserPage)->ArgName("records")->Arg(10000)->Arg(100000)->Arg(1000000)
+    ->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK(BM_HistorySearch)->ArgName("records")->Arg(10000)->Arg(100000)->Arg(1000000)
     ->Unit(benchmark::kMicrosecond)->UseRealTime();
 
 }  // namespace

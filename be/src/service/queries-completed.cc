@@ -2,8 +2,8 @@
 // history's index, which holds every retained record (queries-list.h).
 
 #include <algorithm>
+#include <chrono>
 #include <string_view>
-#include <unordered_set>
 
 #include "service/queries-list.h"
 #include "service/query-coordinator.h"
@@ -62,10 +62,12 @@ QueryListPage SelectCompleted(const QueryCoordinator& coordinator, const QueryLi
   if (history == nullptr || !ToHistoryParams(params, &hp)) return page;
 
   // The log's queries are listed from the log (no disk read); the history adds the rest.
-  std::unordered_set<UniqueId> in_log;
-  in_log.reserve(log.size());
-  for (const auto& q : log) in_log.insert(q->query_id());
-  hp.exclude = [&in_log](const UniqueId& id) { return in_log.contains(id); };
+  hp.exclude.reserve(log.size());
+  for (const auto& q : log) {
+    const int64_t submit_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                  q->submit_wall_time().time_since_epoch()).count();
+    hp.exclude.emplace_back(submit_ns, q->query_id());
+  }
   hp.visible = visible;
   // A text search needs the statements: it reads at most 'max_scan' records per request,
   // and one more than a page is enough to know that another page follows.

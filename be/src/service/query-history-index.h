@@ -55,8 +55,9 @@ struct HistorySelectParams {
   std::optional<std::pair<int64_t, UniqueId>> after;
   /// Users whose queries the caller may see (null: all).
   std::function<bool(std::string_view user)> visible;
-  /// Queries listed from elsewhere (the in-memory log): neither counted nor kept.
-  std::function<bool(const UniqueId&)> exclude;
+  /// Queries listed from elsewhere (the in-memory log), by (submit ns, id): neither counted
+  /// nor kept.
+  std::vector<std::pair<int64_t, UniqueId>> exclude;
 };
 
 /// The rows Select() kept, in order, each with its sort key.
@@ -70,6 +71,11 @@ struct HistorySelection {
 /// start-up, appended by the writer after each write, trimmed when retention deletes a
 /// segment. Lists and SQL scans filter and sort here and read only the records they show,
 /// from the segments (ReadHistoryRecords()).
+/// The entries are kept in submit order, (submit ns, id): records arrive in completion order,
+/// nearly sorted, so an add is an append or an insertion near the end. A list by start time
+/// (the default, newest first) with at most a time range is a binary search and a walk of its
+/// page; other filters and sorts are one pass over the entries
+/// (docs/architecture.md#query-history).
 /// Thread-safety: all methods are thread-safe; its lock is a leaf.
 class HistoryIndex {
  public:
@@ -77,17 +83,29 @@ class HistoryIndex {
   /// 4 GiB into a segment is not indexed (segments rotate at --query_history_segment_bytes).
   void Add(const HistoryRecordSummary& record, uint64_t segment, uint64_t offset,
            size_t length);
+  /// As Add(), at start-up before anything reads the index, then FinishLoad() once: an
+  /// entry far out of submit order (a long query's; or equal timestamps) is kept aside and
+  /// merged in at the end, so a load costs O(n + k log k) for k such entries rather than an
+  /// insertion each.
+  void Load(const HistoryRecordSummary& record, uint64_t segment, uint64_t offset,
+            size_t length);
+  void FinishLoad();
   /// Forgets the records of a segment retention deleted.
   void DropSegment(uint64_t segment);
 
-  /// Filters and sorts every entry (one pass under the lock, keeping the best 'limit').
+  /// Filters and sorts the entries. By start time with no user, source or state filter (and
+  /// every user visible): a binary search and a walk of the page, O(log n + limit + excluded);
+  /// otherwise one pass under the lock, keeping the best 'limit'.
   HistorySelection Select(const HistorySelectParams& params) const;
-  /// Calls 'fn' for the entries from 'position' on (oldest first), at most 'max' of them;
-  /// returns the position after the last one. Positions count every entry ever added, so a
-  /// scan continues at the right place while retention trims the front.
+  /// Calls 'fn' for the entries from 'position' on (oldest submission first), at least 'max'
+  /// of them unless the index ends, and more only to finish the entries of the last one's
+  /// submit ns; returns the position after the last one (unchanged when there is none). A
+  /// position is a submit time (0: the start), so a scan continues at the right place while
+  /// entries are added and retention trims; an entry added behind a running scan's position
+  /// is not seen by it.
   uint64_t Scan(uint64_t position, size_t max,
                 const std::function<void(const HistoryIndexEntry&)>& fn) const;
-  /// The newest 'n' entries, oldest first.
+  /// The 'n' newest submissions, oldest first.
   std::vector<HistoryIndexEntry> Newest(size_t n) const;
   /// The entry of 'id', newest first; nullopt if none.
   std::optional<HistoryIndexEntry> Find(const UniqueId& id) const;
@@ -100,11 +118,23 @@ class HistoryIndex {
 
  private:
   uint32_t InternLocked(std::string_view name) QR_REQUIRES(lock_);
+  /// The entry of a record; false if it lies beyond what an entry can address.
+  bool MakeEntryLocked(const HistoryRecordSummary& record, uint64_t segment, uint64_t offset,
+                       size_t length, HistoryIndexEntry* e) QR_REQUIRES(lock_);
+  HistorySelection SelectByStartLocked(const HistorySelectParams& params) const
+      QR_REQUIRES(lock_);
+  HistorySelection SelectByPassLocked(const HistorySelectParams& params,
+                                      const std::vector<int8_t>& visible) const
+      QR_REQUIRES(lock_);
 
   mutable Mutex lock_;
+  /// Sorted by (submit_ns, query_id).
   std::deque<HistoryIndexEntry> entries_ QR_GUARDED_BY(lock_);
-  /// Entries removed from the front so far (Scan() positions).
-  uint64_t dropped_front_ QR_GUARDED_BY(lock_) = 0;
+  /// The latest submission of each segment's entries: DropSegment() looks for them only
+  /// up to it.
+  std::unordered_map<uint32_t, int64_t> segment_last_submit_ QR_GUARDED_BY(lock_);
+  /// Entries Load() found far out of order, merged in by FinishLoad().
+  std::vector<HistoryIndexEntry> late_ QR_GUARDED_BY(lock_);
   std::vector<std::string> names_ QR_GUARDED_BY(lock_);
   std::unordered_map<std::string, uint32_t> name_numbers_ QR_GUARDED_BY(lock_);
   size_t name_bytes_ QR_GUARDED_BY(lock_) = 0;

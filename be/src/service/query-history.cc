@@ -177,11 +177,12 @@ Status QueryHistory::BuildIndex() {
                      << offset << " of " << data.size() << "; the rest of the segment is skipped";
         break;
       }
-      index_.Add(summary, segment.sequence, offset, consumed);
+      index_.Load(summary, segment.sequence, offset, consumed);
       ++index_stats_.records;
       offset += consumed;
     }
   }
+  index_.FinishLoad();  // in submit order from here on
   return Status::OK();
 }
 
