@@ -17,8 +17,6 @@ namespace {
 
 using State = ClientRequestState::State;
 
-int64_t NowNs() { return std::chrono::steady_clock::now().time_since_epoch().count(); }
-
 }  // namespace
 
 QueryCoordinator::QueryCoordinator(Options options, QueryExecMgr* exec_mgr, SqliteEngine* engine)
