@@ -33,6 +33,7 @@ import threading
 sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import nginx_lib as lib  # noqa: E402
+from cluster_testlib import write_secret_file  # noqa: E402
 from nginx_lib import Client, Coordinator, Etcd, Nginx, fail, owner_of, wait_for  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -301,9 +302,7 @@ def main():
     work = tempfile.mkdtemp(prefix=f"qr-nginx-test-{mode}.")
     os.chmod(work, 0o755)  # nginx's workers may run as another user
     secret = os.path.join(work, "cluster.secret")
-    with open(secret, "w") as f:
-        f.write(os.urandom(32).hex() + "\n")
-    os.chmod(secret, 0o600)
+    write_secret_file(secret, os.urandom(32).hex())
     etcd = Etcd(etcd_bin, work)
     ok = False
     try:

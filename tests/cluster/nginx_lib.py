@@ -1,7 +1,8 @@
 """Helpers of tests/cluster/cluster-nginx-test.py: an etcd, coordinators and nginx in front.
 
-Self-contained (the other cluster tests keep their own helpers). Every wait polls a condition
-with a deadline; nothing sleeps for a fixed time.
+The etcd, ports and query-id helpers are cluster_testlib's; failures here raise TestFailure
+(the test reports them and keeps its logs). Every wait polls a condition with a deadline;
+nothing sleeps for a fixed time.
 """
 
 import http.client
@@ -16,6 +17,8 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
+
+from cluster_testlib import Etcd, free_port, owner_of  # noqa: F401 (re-exported to the test)
 
 LEASE_TTL_S = 2
 DEADLINE_S = 60
@@ -47,53 +50,9 @@ def wait_for(what, pred, deadline_s=DEADLINE_S):
     fail(f"timed out after {deadline_s} s waiting for {what} (last: {last!r})")
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def find_binary(name):
     return shutil.which(name) or next(
         (p for p in (f"/usr/bin/{name}", f"/usr/sbin/{name}") if os.access(p, os.X_OK)), None)
-
-
-def owner_of(query_id):
-    """The member id in a query id: the top 16 bits of the half after the ':'."""
-    return int(query_id.split(":")[1][:4], 16)
-
-
-class Etcd:
-    def __init__(self, binary, work):
-        self.binary, self.work = binary, work
-        self.client_port, self.peer_port = free_port(), free_port()
-        self.proc = None
-        self.runs = 0
-
-    @property
-    def endpoint(self):
-        return f"127.0.0.1:{self.client_port}"
-
-    def start(self):
-        data = os.path.join(self.work, "etcd-data")
-        self.runs += 1
-        log = open(os.path.join(self.work, f"etcd-{self.runs}.log"), "w")
-        peer = f"http://127.0.0.1:{self.peer_port}"
-        client = f"http://{self.endpoint}"
-        self.proc = subprocess.Popen(
-            [self.binary, "--name=qr-nginx", f"--data-dir={data}",
-             f"--listen-client-urls={client}", f"--advertise-client-urls={client}",
-             f"--listen-peer-urls={peer}", f"--initial-advertise-peer-urls={peer}",
-             f"--initial-cluster=qr-nginx={peer}"],
-            stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-        wait_for("etcd to answer /health",
-                 lambda: self.proc.poll() is None and
-                 json.loads(urllib.request.urlopen(client + "/health", timeout=5).read())
-                 .get("health") == "true")
-
-    def stop(self):
-        self.proc.send_signal(signal.SIGTERM)
-        self.proc.wait(timeout=DEADLINE_S)
 
 
 class Coordinator:
