@@ -3,8 +3,11 @@
 
 #include <fcntl.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
+#include <cstring>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -91,11 +94,6 @@ class FileTableFiller {
     setrlimit(RLIMIT_NOFILE, &saved_);
   }
   bool ok() const { return ok_; }
-  /// Frees one descriptor (for the test's client socket).
-  void FreeOne() {
-    close(fds_.back());
-    fds_.pop_back();
-  }
   void Release() {
     for (int fd : fds_) close(fd);
     fds_.clear();
@@ -118,19 +116,30 @@ TEST_F(WebserverTest, OutOfFileDescriptorsAnswers503LogsOnceAndRecovers) {
   });
   LogCapture log;
   {
+    // The clients' sockets are opened before the table is filled and stay open until the end:
+    // a client that needed a free descriptor would race the server's accept() for it (the
+    // kernel reserves the lowest free number for the length of an accept that then finds no
+    // connection), and a client that closed its socket would free one for the server.
+    constexpr int kConnections = 30;
+    std::vector<int> sockets;
+    for (int i = 0; i < kConnections; ++i) {
+      sockets.push_back(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+      ASSERT_GE(sockets.back(), 0) << strerror(errno);
+    }
+    std::vector<std::unique_ptr<Client>> clients;
     FileTableFiller filler;
     ASSERT_TRUE(filler.ok()) << "could not fill the file table";
-    filler.FreeOne();  // For the client's socket; the server has none left.
-    for (int i = 0; i < 30; ++i) {
-      Client c(server_->port());
-      ASSERT_TRUE(c.connected());
+    for (int i = 0; i < kConnections; ++i) {
+      Client& c = *clients.emplace_back(std::make_unique<Client>(server_->port(), sockets[i]));
+      ASSERT_TRUE(c.connected()) << "connection " << i << ": " << c.error();
       c.Send(Get("/healthz"));
       Response r;
       ASSERT_TRUE(c.Read(&r)) << "connection " << i << " got no answer";
       EXPECT_EQ(r.status, 503);
       EXPECT_EQ(r.Header("retry-after"), "1");
     }
-    EXPECT_EQ(server_->connections_refused(Limit::kFileDescriptors), 30u);
+    EXPECT_EQ(server_->connections_refused(Limit::kFileDescriptors),
+              static_cast<uint64_t>(kConnections));
   }
   std::vector<std::string> lines = log.Matching("refused (file descriptors");
   EXPECT_EQ(lines.size(), 1u);

@@ -15,6 +15,7 @@
 #include <atomic>
 #include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <map>
 #include <memory>
 #include <string>
@@ -54,13 +55,15 @@ struct Response {
 /// waits with poll() up to a deadline: no test can hang, and none sleeps.
 class Client {
  public:
-  explicit Client(int port) {
-    fd_ = socket(AF_INET, SOCK_STREAM, 0);
+  explicit Client(int port) : Client(port, socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)) {}
+  /// Connects 'socket_fd' (a TCP socket the caller opened; the client owns it from now on).
+  Client(int port, int socket_fd) : fd_(socket_fd) {
     sockaddr_in addr{};
     addr.sin_family = AF_INET;
     addr.sin_port = htons(static_cast<uint16_t>(port));
     addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    connected_ = connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
+    connected_ = fd_ >= 0 && connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
+    if (!connected_) error_ = std::string(fd_ < 0 ? "socket: " : "connect: ") + strerror(errno);
     int one = 1;
     setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
   }
@@ -69,6 +72,8 @@ class Client {
   Client& operator=(const Client&) = delete;
 
   bool connected() const { return connected_; }
+  /// Why connected() is false ("socket: ..." or "connect: ..."); empty when connected.
+  const std::string& error() const { return error_; }
 
   void Send(std::string_view data) {
     while (!data.empty()) {
@@ -157,6 +162,7 @@ class Client {
 
   int fd_ = -1;
   bool connected_ = false;
+  std::string error_;
   std::string buf_;
 };
 
