@@ -61,6 +61,33 @@ TEST(EtcdJsonTest, PutIfAbsentComparesCreateRevisionZero) {
   EXPECT_TRUE(txn["failure"].empty());
 }
 
+TEST(EtcdJsonTest, PutIfAbsentCanAlsoPutALeaselessKeyOnSuccess) {
+  json txn = json::parse(PutIfAbsentRequest("/k/00007", "{\"id\":7}", 99, "/c", "7"));
+  ASSERT_EQ(txn["compare"].size(), 1u);
+  EXPECT_EQ(Decoded(txn["compare"][0]["key"]), "/k/00007");
+  ASSERT_EQ(txn["success"].size(), 2u);
+  EXPECT_EQ(Decoded(txn["success"][0]["request_put"]["key"]), "/k/00007");
+  EXPECT_EQ(txn["success"][0]["request_put"]["lease"], "99");
+  const json& cursor = txn["success"][1]["request_put"];
+  EXPECT_EQ(Decoded(cursor["key"]), "/c");
+  EXPECT_EQ(Decoded(cursor["value"]), "7");
+  EXPECT_FALSE(cursor.contains("lease"));
+  EXPECT_TRUE(txn["failure"].empty());
+}
+
+TEST(MemberIdCandidatesTest, EarlierIdFirstThenAfterTheCursorWrappingAndSkippingTaken) {
+  // A fresh cluster (no cursor): the smallest ids first.
+  EXPECT_EQ(MemberIdCandidates(0, 0, 4, {}), (std::vector<uint32_t>{1, 2, 3, 4}));
+  // A restarted process (no earlier id) after claims up to 3: a fresh id, the freed 1 last.
+  EXPECT_EQ(MemberIdCandidates(0, 3, 5, {2, 3}), (std::vector<uint32_t>{4, 5, 1}));
+  // A member that lost its lease tries its earlier id first, once.
+  EXPECT_EQ(MemberIdCandidates(2, 3, 4, {3}), (std::vector<uint32_t>{2, 4, 1}));
+  // The cursor at the last id wraps to 1; every id taken leaves only the earlier one.
+  EXPECT_EQ(MemberIdCandidates(0, 4, 4, {}), (std::vector<uint32_t>{1, 2, 3, 4}));
+  EXPECT_EQ(MemberIdCandidates(1, 2, 2, {1, 2}), (std::vector<uint32_t>{1}));
+  EXPECT_TRUE(MemberIdCandidates(0, 1, 2, {1, 2}).empty());
+}
+
 // Responses as etcd 3.4.23's gateway writes them.
 TEST(EtcdJsonTest, ParsesLeaseGrantAndKeepAlive) {
   int64_t id = 0, ttl = 0;

@@ -98,13 +98,20 @@ std::string RangePrefixRequest(std::string_view prefix) {
       .dump();
 }
 
-std::string PutIfAbsentRequest(std::string_view key, std::string_view value, int64_t lease_id) {
+std::string PutIfAbsentRequest(std::string_view key, std::string_view value, int64_t lease_id,
+                               std::string_view also_key, std::string_view also_value) {
   const std::string k = Base64Encode(key);
   json compare = {{"key", k}, {"result", "EQUAL"}, {"target", "CREATE"},
                   {"create_revision", "0"}};
   json put = {{"request_put", {{"key", k}, {"value", Base64Encode(value)},
                                {"lease", Int(lease_id)}}}};
-  return json{{"compare", json::array({compare})}, {"success", json::array({put})},
+  json success = json::array({put});
+  if (!also_key.empty()) {
+    json also = {{"request_put", {{"key", Base64Encode(also_key)},
+                                  {"value", Base64Encode(also_value)}}}};
+    success.push_back(std::move(also));
+  }
+  return json{{"compare", json::array({compare})}, {"success", std::move(success)},
               {"failure", json::array()}}
       .dump();
 }

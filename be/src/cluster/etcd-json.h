@@ -41,8 +41,10 @@ std::string LeaseIdRequest(int64_t lease_id);
 /// POST /v3/kv/range over every key starting with 'prefix'.
 std::string RangePrefixRequest(std::string_view prefix);
 /// POST /v3/kv/txn: put 'key' = 'value' on 'lease_id' only if 'key' does not exist (its
-/// create revision is 0): the claim of a member id.
-std::string PutIfAbsentRequest(std::string_view key, std::string_view value, int64_t lease_id);
+/// create revision is 0): the claim of a member id. With a non-empty 'also_key', the same
+/// success branch also puts 'also_key' = 'also_value' with no lease (the claim cursor).
+std::string PutIfAbsentRequest(std::string_view key, std::string_view value, int64_t lease_id,
+                               std::string_view also_key = {}, std::string_view also_value = {});
 /// POST /v3/kv/deleterange of one key.
 std::string DeleteKeyRequest(std::string_view key);
 /// POST /v3/watch: a create request for every key starting with 'prefix', from revision

@@ -27,6 +27,14 @@ uint32_t MemberIdOfKey(std::string_view prefix, std::string_view key) {
   return id <= kMaxQueryOwner ? id : 0;
 }
 
+/// The claim cursor's value (the id claimed last), 0 when absent, malformed or out of range.
+uint32_t ParseCursor(std::string_view value, uint32_t max_member_id) {
+  uint32_t id = 0;
+  auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), id);
+  if (ec != std::errc() || end != value.data() + value.size() || id > max_member_id) return 0;
+  return id;
+}
+
 std::string MemberKey(const std::string& prefix, uint32_t id) {
   char buf[16];
   snprintf(buf, sizeof(buf), "%05u", id);
@@ -34,6 +42,18 @@ std::string MemberKey(const std::string& prefix, uint32_t id) {
 }
 
 }  // namespace
+
+std::vector<uint32_t> MemberIdCandidates(uint32_t earlier, uint32_t cursor,
+                                         uint32_t max_member_id, const std::set<uint32_t>& taken) {
+  std::vector<uint32_t> out;
+  if (earlier != 0 && earlier <= max_member_id) out.push_back(earlier);
+  if (max_member_id == 0) return out;
+  for (uint32_t step = 1; step <= max_member_id; ++step) {
+    const uint32_t id = (cursor + step - 1) % max_member_id + 1;
+    if (id != earlier && !taken.contains(id)) out.push_back(id);
+  }
+  return out;
+}
 
 const char* ClusterStateName(ClusterState state) {
   switch (state) {
@@ -72,7 +92,9 @@ bool DecodeMember(std::string_view value, ClusterMember* m) {
 
 Membership::Membership(Options options)
     : options_(std::move(options)),
-      members_prefix_("/coordinatord/" + options_.cluster_name + "/members/") {
+      cluster_prefix_("/coordinatord/" + options_.cluster_name + "/"),
+      members_prefix_(cluster_prefix_ + "members/"),
+      cursor_key_(cluster_prefix_ + "last-member-id") {
   lease_etcd_ = std::make_unique<EtcdClient>(options_.endpoints, options_.request_timeout);
   watch_etcd_ = std::make_unique<EtcdClient>(options_.endpoints, options_.request_timeout);
 }
@@ -151,27 +173,32 @@ std::chrono::milliseconds Membership::KeepAliveInterval() const {
 }
 
 Status Membership::ClaimMemberId(EtcdClient* etcd, int64_t lease) {
+  // One read of the cluster's keys: the member keys and the claim cursor.
   std::string body;
-  QR_RETURN_IF_ERROR(etcd->Call("/v3/kv/range", etcd::RangePrefixRequest(members_prefix_), &body));
+  QR_RETURN_IF_ERROR(etcd->Call("/v3/kv/range", etcd::RangePrefixRequest(cluster_prefix_), &body));
   std::vector<etcd::KeyValue> kvs;
   int64_t revision = 0;
   QR_RETURN_IF_ERROR(etcd::ParseRange(body, &kvs, &revision));
   std::set<uint32_t> taken;
-  for (const auto& kv : kvs) taken.insert(MemberIdOfKey(members_prefix_, kv.key));
-  // The earlier id first: ids already handed out (to running queries) keep naming this member.
-  std::vector<uint32_t> candidates;
-  if (member_id() != 0) candidates.push_back(member_id());
-  for (uint32_t id = 1; id <= options_.max_member_id; ++id) {
-    if (!taken.contains(id) && id != member_id()) candidates.push_back(id);
+  uint32_t cursor = 0;
+  for (const auto& kv : kvs) {
+    if (kv.key == cursor_key_) {
+      cursor = ParseCursor(kv.value, options_.max_member_id);
+    } else {
+      taken.insert(MemberIdOfKey(members_prefix_, kv.key));
+    }
   }
+  const std::vector<uint32_t> candidates =
+      MemberIdCandidates(member_id(), cursor, options_.max_member_id, taken);
   ClusterMember self{0, options_.advertised_uri, options_.version, options_.start_time_ms};
   for (uint32_t id : candidates) {
     self.id = id;
     bool won = false;
-    QR_RETURN_IF_ERROR(etcd->Call("/v3/kv/txn",
-                                  etcd::PutIfAbsentRequest(MemberKey(members_prefix_, id),
-                                                           EncodeMember(self), lease),
-                                  &body));
+    QR_RETURN_IF_ERROR(etcd->Call(
+        "/v3/kv/txn",
+        etcd::PutIfAbsentRequest(MemberKey(members_prefix_, id), EncodeMember(self), lease,
+                                 cursor_key_, std::to_string(id)),
+        &body));
     QR_RETURN_IF_ERROR(etcd::ParseTxnSucceeded(body, &won));
     if (!won) continue;  // another member claimed it since the read
     const uint32_t old = member_id_.exchange(id, std::memory_order_acq_rel);

@@ -6,6 +6,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -47,12 +48,22 @@ std::string EncodeMember(const ClusterMember& m);
 /// False when 'value' is not EncodeMember()'s JSON.
 bool DecodeMember(std::string_view value, ClusterMember* m);
 
+/// The order in which a registering member tries member ids (1..max_member_id): its earlier id
+/// first ('earlier', 0 when none), so that its running queries keep naming it; then the ids
+/// after the cluster's claim cursor ('cursor', the id claimed last), wrapping around, skipping
+/// the 'taken' ones. Starting after the last claim rather than at the smallest free id gives a
+/// restarted process a fresh id: the dead process's query ids stay unowned (REMOTE_HOST_GONE)
+/// until max_member_id - 1 other claims have passed.
+std::vector<uint32_t> MemberIdCandidates(uint32_t earlier, uint32_t cursor,
+                                         uint32_t max_member_id, const std::set<uint32_t>& taken);
+
 /// A coordinator's membership of a cluster in etcd. Two threads of its own, each with its own
-/// EtcdClient: the lease thread grants a lease, claims the smallest free member id (its earlier
-/// one first) with a put-if-absent transaction on '<prefix>members/<id>', and keeps the lease
-/// alive every TTL/3; the watch thread reads the member keys and watches them. Any etcd error
-/// is logged, counted and retried with exponential backoff; it never reaches the caller, so a
-/// coordinator whose etcd is gone keeps serving its own queries.
+/// EtcdClient: the lease thread grants a lease, claims a member id (MemberIdCandidates' order)
+/// with a put-if-absent transaction on '<prefix>members/<id>' that also moves the claim cursor
+/// '<prefix>last-member-id' to it, and keeps the lease alive every TTL/3; the watch thread
+/// reads the member keys and watches them. Any etcd error is logged, counted and retried with
+/// exponential backoff; it never reaches the caller, so a coordinator whose etcd is gone keeps
+/// serving its own queries.
 /// Thread-safety: all methods are thread-safe. Start() and Stop() from one thread.
 /// Lifecycle: construct -> Start() -> Stop() (or destroy).
 class Membership {
@@ -124,7 +135,10 @@ class Membership {
   std::chrono::milliseconds KeepAliveInterval() const;
 
   const Options options_;
+  /// "/coordinatord/<cluster_name>/": the members' keys and the claim cursor.
+  const std::string cluster_prefix_;
   const std::string members_prefix_;
+  const std::string cursor_key_;
   std::function<void(uint32_t)> on_member_id_;
   std::unique_ptr<EtcdClient> lease_etcd_;
   std::unique_ptr<EtcdClient> watch_etcd_;
