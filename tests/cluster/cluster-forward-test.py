@@ -12,7 +12,8 @@
   - A killed with SIGKILL: B and C answer its queries with REMOTE_HOST_GONE (a QueryResults
     document for a nextUri, 410 JSON elsewhere) at once, before and after its lease expired,
     naming its member id and URI;
-  - with password authentication and --cluster_secret_file, forwarding keeps the user (the
+  - with password authentication and --cluster_secret_file, the owner logs the client's
+    address (signed across the hop; forged ones refused), and forwarding keeps the user (the
     owner applies its visibility rules to the forwarded user) and a principal header sent by
     a client, forged or signed for another request, is refused with 401.
 Waits on conditions with deadlines, never fixed sleeps.
@@ -259,6 +260,22 @@ def main():
         if status != 200 or json.loads(body)["queryId"] != q["id"]:
             fail(f"a principal signed with the secret was refused: {status} {body}")
         print("ok: forged principal headers refused with 401; a signed one accepted")
+
+        # The owner logs the client's address, not the forwarding member's: D's query
+        # canceled through E names the client's port in D's log.
+        doomed = submit(d, SLOW_SQL, auth="alice")
+        status, _, body = e.request("DELETE", target_of(doomed["nextUri"], f"http://{LB}"),
+                                    host=LB, auth="alice")
+        if status != 204:
+            fail(f"DELETE of D's nextUri through E: {status} {body}")
+        expect = f"from 127.0.0.1:{e.last_local_port} (DELETE of its nextUri)"
+        wait_for(f"D to log the cancel '{expect}'", lambda: expect in open(d.err.name).read())
+        for header in ("127.0.0.1:1", signed("another-secret-0123456789", "alice", "GET", target)):
+            status, _, body = d.request("GET", target, auth="alice",
+                                        headers={"X-Qr-Forwarded-Client": header})
+            if status != 401 or "forwarded client address" not in body:
+                fail(f"D accepted a forged client address {header!r}: {status} {body}")
+        print("ok: the owner logs the forwarded client's address; forged ones refused with 401")
 
         for x in (d, e):
             x.stop()

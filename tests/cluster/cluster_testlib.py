@@ -153,6 +153,7 @@ class Coordinator:
                     f"{auth}:{auth}-pw".encode()).decode()
             h.update(headers or {})
             conn.request(method, target, body=body, headers=h)
+            self.last_local_port = conn.sock.getsockname()[1]  # the client's port, for logs
             resp = conn.getresponse()
             return resp.status, dict(resp.getheaders()), resp.read().decode()
         finally:

@@ -57,6 +57,27 @@ TEST(ForwardAuthTest, EveryFieldIsCovered) {
   EXPECT_EQ(Verify(shifted), PrincipalCheck::kBadMac);
 }
 
+TEST(ForwardAuthTest, SignedClientAddressRoundTripsAndIsNotAPrincipal) {
+  const std::string h = SignForwardedClient(kSecret, "192.0.2.7:51234", "DELETE", "/v1/q", kNow);
+  std::string address;
+  EXPECT_EQ(VerifyForwardedClient(kSecret, h, "DELETE", "/v1/q", kNow, kWindow, &address),
+            PrincipalCheck::kOk);
+  EXPECT_EQ(address, "192.0.2.7:51234");
+  EXPECT_EQ(VerifyForwardedClient(kSecret, h, "GET", "/v1/q", kNow, kWindow, &address),
+            PrincipalCheck::kBadMac);
+  // Each signature holds only for its own kind: a signed client address is no user, and a
+  // signed user no address.
+  std::string principal;
+  EXPECT_EQ(VerifyForwardedPrincipal(kSecret, h, "DELETE", "/v1/q", kNow, kWindow, &principal),
+            PrincipalCheck::kBadMac);
+  const std::string user = SignForwardedPrincipal(kSecret, "alice", "GET", "/v1/q", kNow);
+  EXPECT_EQ(VerifyForwardedClient(kSecret, user, "GET", "/v1/q", kNow, kWindow, &address),
+            PrincipalCheck::kBadMac);
+  EXPECT_EQ(VerifyForwardedClient(kSecret, h, "DELETE", "/v1/q", kNow + kWindow + 1, kWindow,
+                                  &address),
+            PrincipalCheck::kExpired);
+}
+
 TEST(ForwardAuthTest, OnlyWithinTheWindow) {
   const std::string h = SignForwardedPrincipal(kSecret, "alice", "GET", "/v1/query/x", kNow);
   EXPECT_EQ(Verify(h, "GET", "/v1/query/x", kNow + kWindow), PrincipalCheck::kOk);

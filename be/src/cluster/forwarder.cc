@@ -65,7 +65,7 @@ bool IsHopHeader(std::string_view name) {
 
 bool IsClusterHeader(std::string_view name) {
   return IEquals(name, kForwardedByHeader) || IEquals(name, kForwardedProtoHeader) ||
-         IEquals(name, kForwardedPrincipalHeader);
+         IEquals(name, kForwardedPrincipalHeader) || IEquals(name, kForwardedClientHeader);
 }
 
 /// "http://host:port[/]" -> host, port. False for another scheme or no port.
@@ -369,6 +369,12 @@ bool Forwarder::MaybeForward(const UniqueId& id, const HttpRequest& req,
                                                                 : host + ":" + port);
   }
   out.set(std::string(kForwardedProtoHeader), req.secure ? "https" : "http");
+  if (!options_.secret.empty()) {
+    // The owner logs and limits the client, not this member (forward-auth.h).
+    out.set(std::string(kForwardedClientHeader),
+            SignForwardedClient(options_.secret, req.remote_address, req.method_string,
+                                req.target, NowMs()));
+  }
   out.body() = req.body;
   const std::chrono::milliseconds bound = options_.timeout + extra_wait;
   const auto started = std::chrono::steady_clock::now();

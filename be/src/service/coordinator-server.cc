@@ -29,7 +29,33 @@ namespace {
 /// plus the hop).
 constexpr int64_t kForwardedPrincipalWindowMs = 30000;
 
+int64_t NowMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
 }  // namespace
+
+bool CoordinatorServer::ApplyForwardedClient(HttpRequest& req, HttpResponse* denied) const {
+  const std::string_view header = req.Header(kForwardedClientHeader);
+  if (header.empty() || cluster_secret_.empty()) return true;
+  std::string client;
+  const PrincipalCheck check =
+      VerifyForwardedClient(cluster_secret_, header, req.method_string, req.target, NowMs(),
+                            kForwardedPrincipalWindowMs, &client);
+  if (check == PrincipalCheck::kOk) {
+    req.remote_address = std::move(client);
+    return true;
+  }
+  const std::string why = std::string("its signature is ") + PrincipalCheckName(check);
+  LOG(WARNING) << "Refused a forwarded client address (" << kForwardedClientHeader << ") from "
+               << req.remote_address << " on " << QuoteForError(req.method_string, 16) << " "
+               << QuoteForError(req.target, 200) << ": " << why;
+  *denied = HttpResponse::Text(
+      401, "The forwarded client address of this request is refused: " + why + "\n");
+  return false;
+}
 
 AuthVerdict CoordinatorServer::CheckForwardedPrincipal(HttpRequest& req,
                                                        HttpResponse* denied) const {
@@ -37,8 +63,7 @@ AuthVerdict CoordinatorServer::CheckForwardedPrincipal(HttpRequest& req,
   if (cluster_secret_.empty()) {
     why = "this coordinator has no --cluster_secret_file, so it accepts no forwarded user";
   } else {
-    const int64_t now = std::chrono::duration_cast<std::chrono::milliseconds>(
-                            std::chrono::system_clock::now().time_since_epoch()).count();
+    const int64_t now = NowMs();
     std::string principal;
     const PrincipalCheck check =
         VerifyForwardedPrincipal(cluster_secret_, req.Header(kForwardedPrincipalHeader),
@@ -76,7 +101,15 @@ Status CoordinatorServer::ConfigureSecurity(Webserver::Options* http) {
   }
   const bool auth = !o.auth_password_file.empty();
   access_control_ = std::make_unique<AccessControl>(auth, o.admin_users);
-  if (!auth) return Status::OK();
+  if (!auth) {
+    if (!cluster_secret_.empty()) {
+      // Nothing to authenticate; the hook only takes a forwarded client's address over.
+      http->authenticate = [this](HttpRequest& req, HttpResponse* denied, const AuthDeferrer&) {
+        return ApplyForwardedClient(req, denied) ? AuthVerdict::kAllow : AuthVerdict::kDeny;
+      };
+    }
+    return Status::OK();
+  }
   if (!tls && !o.allow_insecure_auth) {
     return InvalidArgument(
         "password authentication over plain HTTP is refused: passwords would cross the network "
@@ -90,6 +123,7 @@ Status CoordinatorServer::ConfigureSecurity(Webserver::Options* http) {
   authenticator_ = std::make_unique<BasicAuthenticator>(std::move(file), o.auth);
   http->authenticate = [this, auth = authenticator_.get()](
                            HttpRequest& req, HttpResponse* denied, const AuthDeferrer& defer) {
+    if (!ApplyForwardedClient(req, denied)) return AuthVerdict::kDeny;
     // Forwarded by another member, which authenticated the client (forward-auth.h).
     if (!req.Header(kForwardedPrincipalHeader).empty()) {
       return CheckForwardedPrincipal(req, denied);

@@ -163,6 +163,11 @@ class CoordinatorServer {
   /// With authentication: accepts a forwarded request's signed principal (kAllow, with
   /// req.authenticated_user set) or refuses it (401, logged).
   AuthVerdict CheckForwardedPrincipal(HttpRequest& req, HttpResponse* denied) const;
+  /// With a cluster secret: a forwarded request's signed client address (kForwardedClientHeader)
+  /// becomes req.remote_address, so that logs and limits name the client, not the forwarding
+  /// member. False when the header is present but refused (401 in '*denied', logged). Without a
+  /// secret the header cannot be checked and is ignored.
+  bool ApplyForwardedClient(HttpRequest& req, HttpResponse* denied) const;
   std::string cluster_secret_;
   /// Its pool's connections live on the webserver's io_contexts: closed after the webserver
   /// stopped, before it is destroyed.
