@@ -201,8 +201,9 @@ DEFINE_int32(cluster_view_timeout_ms, 2000,
              "marked as not answering and its queries are left out.");
 DEFINE_string(cluster_secret_file, "",
               "A file (not readable by others, at least 16 bytes) with the secret the members "
-              "of a cluster share: with authentication, a forwarded request carries its "
-              "authenticated user signed with it (HMAC-SHA256). Without it, an owner refuses "
+              "of a cluster share: a forwarded request carries the client's address and, "
+              "with authentication, its authenticated user signed with it (HMAC-SHA256). "
+              "Without it, an owner sees the forwarding member as the client, refuses "
               "forwarded users and authenticates forwarded requests again.");
 
 namespace {
