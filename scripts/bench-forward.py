@@ -6,8 +6,10 @@ etcd-server) and two coordinatord on loopback ports in a temporary directory.
 
     scripts/bench-forward.py BUILD_DIR [--duration S] [--clients N] [--repeats R]
 
-Prints one line per run (requests/s, p50/p99 latency, server CPU and syscalls per request when
-the loadgen measures them) and the medians of the forwarded/local ratios over the repeats.
+Prints one line per run (requests/s, p50/p99 latency, server CPU, context switches and syscalls
+per request; syscalls need tracefs at /sys/kernel/tracing, e.g. `mount -t tracefs nodev
+/sys/kernel/tracing`) and the medians of the forwarded/local ratios over the repeats. The
+forwarded load runs twice: counted on both members, then on the forwarding member alone.
 """
 
 import argparse
@@ -64,18 +66,23 @@ def main():
         ratios = {"p50": [], "p99": [], "rps": []}
         for r in range(args.repeats):
             res = {}
+            # The forwarded run is made twice: counted on both members, and on the forwarding
+            # member B alone (its share of the syscalls and switches).
             for name, x, pids in (("local", a, f"{a.proc.pid}"),
-                                  ("forwarded", b, f"{a.proc.pid},{b.proc.pid}")):
+                                  ("forwarded", b, f"{a.proc.pid},{b.proc.pid}"),
+                                  ("fwd-B-only", b, f"{b.proc.pid}")):
                 j = run_loadgen(loadgen, x.port, path, pids, args.duration, args.clients,
                                 os.path.join(work, f"{name}-{r}.json"))
                 lat = j["request_latency_all"]
                 res[name] = lat | {"rps": j["requests_per_s"], "errors": j["errors"]}
                 per = j.get("server", {}).get("per_request", {})
                 cpu = per.get("user_us", 0) + per.get("sys_us", 0)
-                print(f"repeat {r} {name:9}: {j['requests_per_s']:8.0f} req/s  "
+                syscalls = per.get("syscalls")
+                print(f"repeat {r} {name:10}: {j['requests_per_s']:8.0f} req/s  "
                       f"p50 {lat['p50_us']:6d} us  p99 {lat['p99_us']:6d} us  "
-                      f"server CPU {cpu:5.1f} us/request (all members)  "
+                      f"server CPU {cpu:5.1f} us/request (counted members)  "
                       f"context switches {per.get('switches', 0):.2f}/request  "
+                      f"syscalls {'-' if syscalls is None else f'{syscalls:.2f}'}/request  "
                       f"errors {j['errors']}")
             ratios["p50"].append(res["forwarded"]["p50_us"] / max(1, res["local"]["p50_us"]))
             ratios["p99"].append(res["forwarded"]["p99_us"] / max(1, res["local"]["p99_us"]))

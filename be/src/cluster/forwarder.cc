@@ -28,6 +28,8 @@ namespace {
 
 /// A relayed answer may be a whole result page.
 constexpr uint64_t kMaxRelayedBodyBytes = uint64_t{1} << 30;
+/// The read buffer's first size: one recvmsg for answers up to this size.
+constexpr size_t kFirstReadBytes = 16 * 1024;
 
 int64_t NowMs() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -229,6 +231,9 @@ class ForwardOp : public std::enable_shared_from_this<ForwardOp> {
     parser_.emplace();
     parser_->body_limit(kMaxRelayedBodyBytes);
     buffer_.clear();
+    // Room for a whole typical answer: an empty flat_buffer's first read takes 512 bytes, so
+    // a status answer of ~800 bytes cost two recvmsg calls.
+    buffer_.reserve(kFirstReadBytes);
     http::async_read(*stream_, buffer_, *parser_,
                      [self = shared_from_this()](beast::error_code ec, size_t) {
                        if (ec) return self->RetryOrFail(ec);
