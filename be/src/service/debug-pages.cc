@@ -1,6 +1,7 @@
 // The debug pages of coordinatord: small static handlers registered in one place
 // (RegisterDebugPages at the bottom). The data renderers live in queries-json.cc and
-// metrics-page.cc; the page assets in be/www, compiled into the binary (www-assets.h).
+// metrics-page.cc; the per-query pages in debug-query-pages.cc; the page assets in be/www,
+// compiled into the binary (www-assets.h).
 
 #include "service/debug-pages.h"
 
@@ -24,11 +25,8 @@
 #include "service/access-control.h"
 #include "service/cluster-queries.h"
 #include "service/coordinator-server.h"
+#include "service/debug-pages-internal.h"
 #include "service/protocol-json.h"
-#include "service/query-history-convert.h"
-#include "service/query-history.h"
-#include "service/query-plan.h"
-#include "service/statement-service.h"
 #include "service/www-assets.h"
 #include "util/status.h"
 #include "util/unique-id.h"
@@ -56,28 +54,56 @@ DEFINE_validator(query_stmt_size, &ValidateStmtSize);
 DEFINE_validator(queries_max_limit, &ValidateStmtSize);
 
 namespace qr {
+namespace debug_pages::internal {
+
+void AddSecurityHeaders(HttpResponse* r, bool page) {
+  r->headers.emplace_back("X-Content-Type-Options", "nosniff");
+  r->headers.emplace_back("Cache-Control", "no-store");
+  if (!page) return;
+  r->headers.emplace_back("Content-Security-Policy",
+                          "default-src 'self'; base-uri 'none'; form-action 'none'; "
+                          "frame-ancestors 'none'");
+  r->headers.emplace_back("X-Frame-Options", "DENY");
+  r->headers.emplace_back("Referrer-Policy", "no-referrer");
+}
+
+HttpResponse JsonResponse(unsigned status, const Json& body) {
+  HttpResponse r = HttpResponse::Json(
+      status, body.dump(-1, ' ', false, Json::error_handler_t::replace) + "\n");
+  AddSecurityHeaders(&r, false);
+  return r;
+}
+
+HttpResponse JsonError(unsigned status, std::string message) {
+  Json body;
+  body["error"] = std::move(message);
+  return JsonResponse(status, body);
+}
+
+HttpResponse TextResponse(unsigned status, std::string text) {
+  HttpResponse r = HttpResponse::Text(status, std::move(text));
+  AddSecurityHeaders(&r, false);
+  return r;
+}
+
+HttpResponse AssetResponse(const PageContext& ctx, const std::string& name) {
+  auto it = ctx.assets.find(name);
+  if (it == ctx.assets.end()) {
+    return TextResponse(500, "Page asset '" + name + "' is missing from --www_dir=" +
+                                 ctx.www_dir + ": point it at the be/www directory of the "
+                                 "source, or leave it empty for the compiled-in copy\n");
+  }
+  HttpResponse r;
+  r.content_type = it->second.content_type;
+  r.shared_body = it->second.body;
+  AddSecurityHeaders(&r, true);
+  return r;
+}
+}  // namespace debug_pages::internal
+
+using namespace debug_pages::internal;  // NOLINT: the shared helpers of this file's pages
+
 namespace {
-
-namespace http = boost::beast::http;
-using Json = nlohmann::ordered_json;
-
-/// A static file of the pages, loaded once: never copied per request.
-struct Asset {
-  std::string content_type;
-  std::shared_ptr<const std::string> body;
-};
-
-/// What every handler needs. Immutable after RegisterDebugPages().
-struct PageContext {
-  CoordinatorServer* server;
-  QueryCoordinator* coordinator;
-  const AccessControl* access;
-  int stmt_size;
-  size_t max_limit;
-  std::string www_dir;  // empty: the compiled-in assets
-  std::unordered_map<std::string, Asset> assets;  // by file name
-};
-using Ctx = std::shared_ptr<const PageContext>;
 
 const char* ContentTypeFor(const std::filesystem::path& file) {
   std::string ext = file.extension().string();
@@ -133,51 +159,9 @@ const std::unordered_map<std::string, Asset>& EmbeddedAssets() {
   return *assets;
 }
 
-/// Headers of every debug response; pages also get a strict CSP so that even a rendering bug
-/// could not run injected script.
-void AddSecurityHeaders(HttpResponse* r, bool page) {
-  r->headers.emplace_back("X-Content-Type-Options", "nosniff");
-  r->headers.emplace_back("Cache-Control", "no-store");
-  if (!page) return;
-  r->headers.emplace_back("Content-Security-Policy",
-                          "default-src 'self'; base-uri 'none'; form-action 'none'; "
-                          "frame-ancestors 'none'");
-  r->headers.emplace_back("X-Frame-Options", "DENY");
-  r->headers.emplace_back("Referrer-Policy", "no-referrer");
-}
 
-HttpResponse JsonResponse(unsigned status, const Json& body) {
-  HttpResponse r = HttpResponse::Json(
-      status, body.dump(-1, ' ', false, Json::error_handler_t::replace) + "\n");
-  AddSecurityHeaders(&r, false);
-  return r;
-}
+namespace http = boost::beast::http;
 
-HttpResponse JsonError(unsigned status, std::string message) {
-  Json body;
-  body["error"] = std::move(message);
-  return JsonResponse(status, body);
-}
-
-HttpResponse TextResponse(unsigned status, std::string text) {
-  HttpResponse r = HttpResponse::Text(status, std::move(text));
-  AddSecurityHeaders(&r, false);
-  return r;
-}
-
-HttpResponse AssetResponse(const PageContext& ctx, const std::string& name) {
-  auto it = ctx.assets.find(name);
-  if (it == ctx.assets.end()) {
-    return TextResponse(500, "Page asset '" + name + "' is missing from --www_dir=" +
-                                 ctx.www_dir + ": point it at the be/www directory of the "
-                                 "source, or leave it empty for the compiled-in copy\n");
-  }
-  HttpResponse r;
-  r.content_type = it->second.content_type;
-  r.shared_body = it->second.body;
-  AddSecurityHeaders(&r, true);
-  return r;
-}
 
 constexpr char kIndexHtml[] = R"(<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>coordinatord</title>
@@ -285,176 +269,6 @@ void HandleQueries(const Ctx& ctx, HttpRequest& req, ResponseCallback respond) {
   HttpResponse r = HttpResponse::Json(200, std::move(body));
   AddSecurityHeaders(&r, false);
   respond(std::move(r));
-}
-
-/// Reads the 'query_id' parameter. On failure returns false with the 400 answer in '*error'.
-bool ParseQueryIdParam(const HttpRequest& req, UniqueId* id, HttpResponse* error) {
-  bool present = false;
-  std::string text = req.QueryParam("query_id", &present);
-  if (!present) {
-    *error = JsonError(400, "Missing query_id: send ?query_id=<16 hex digits>:<16 hex digits>");
-    return false;
-  }
-  Status s = ParseId(text, id);
-  if (!s.ok()) {
-    *error = JsonError(400, s.message());
-    return false;
-  }
-  return true;
-}
-
-HttpResponse UnknownQuery(const UniqueId& id) {
-  return JsonError(404, "Query " + PrintId(id) + " is not known (never existed, or dropped "
-                            "from the query log and the query history)");
-}
-
-/// The query 'id' if it exists and the requester may access it (see AccessControl).
-std::shared_ptr<ClientRequestState> FindAccessible(const PageContext& ctx,
-                                                   const HttpRequest& req, const UniqueId& id) {
-  std::shared_ptr<ClientRequestState> state = ctx.coordinator->Find(id);
-  const QueryHistory* history = ctx.coordinator->options().history;
-  if (!state && history != nullptr) {
-    // Past the log, in the durable history: one record read from its segment.
-    if (std::optional<HistoryIndexEntry> entry = history->index().Find(id)) {
-      std::vector<std::optional<QueryHistoryRecord>> records;
-      history->ReadRecords({*entry}, &records);
-      if (records[0]) state = RestoreFromHistory(std::move(*records[0]));
-    }
-  }
-  if (!state || !ctx.access->MayAccess(ctx.access->Identify(req), *state)) return nullptr;
-  return state;
-}
-
-/// True when query 'id' is another member's and the forwarder took 'req' over (forwarded to
-/// the owner, or answered REMOTE_HOST_GONE when the owner is gone).
-bool Forwarded(const PageContext& ctx, HttpRequest& req, const UniqueId& id,
-               ResponseCallback& respond) {
-  Forwarder* forwarder = ctx.server->forwarder();
-  if (forwarder == nullptr || ctx.coordinator->Find(id) != nullptr) return false;
-  return forwarder->MaybeForward(
-      id, req, std::chrono::milliseconds(0),
-      [id](const std::string& message) {
-        return FailedElsewhereJson(id, QueryError::RemoteHostGone(message));
-      },
-      ctx.server->webserver()->io_context(), respond);
-}
-
-/// GET /query_statement?query_id=ID: the full statement as text/plain (never HTML).
-void HandleQueryStatement(const Ctx& ctx, HttpRequest& req, ResponseCallback respond) {
-  UniqueId id;
-  HttpResponse error;
-  if (!ParseQueryIdParam(req, &id, &error)) return respond(std::move(error));
-  if (Forwarded(*ctx, req, id, respond)) return;
-  std::shared_ptr<ClientRequestState> state = FindAccessible(*ctx, req, id);
-  if (!state) return respond(UnknownQuery(id));
-  HttpResponse r;
-  r.content_type = "text/plain; charset=utf-8";
-  r.shared_body = state->statement();  // shared, not copied
-  AddSecurityHeaders(&r, true);
-  respond(std::move(r));
-}
-
-/// GET /query_detail?query_id=ID: the per-query page; with 'json', its data
-/// (RenderQueryDetailJson), for the query's user or an admin as /query_statement.
-void HandleQueryDetail(const Ctx& ctx, HttpRequest& req, ResponseCallback respond) {
-  bool json = false;
-  req.QueryParam("json", &json);
-  if (!json) return respond(AssetResponse(*ctx, "query.html"));
-  UniqueId id;
-  HttpResponse error;
-  if (!ParseQueryIdParam(req, &id, &error)) return respond(std::move(error));
-  if (Forwarded(*ctx, req, id, respond)) return;
-  std::shared_ptr<ClientRequestState> state = FindAccessible(*ctx, req, id);
-  if (!state) return respond(UnknownQuery(id));
-  HttpResponse r = HttpResponse::Json(200, debug_pages::RenderQueryDetailJson(*state) + "\n");
-  AddSecurityHeaders(&r, false);
-  respond(std::move(r));
-}
-
-/// GET /query_plan?query_id=ID: SQLite's plan of the query's statement, explained (never
-/// run) by an EXPLAIN query that goes through admission like any statement (query-plan.h);
-/// answered when that query is done.
-void HandleQueryPlan(const Ctx& ctx, HttpRequest& req, ResponseCallback respond) {
-  UniqueId id;
-  HttpResponse error;
-  if (!ParseQueryIdParam(req, &id, &error)) return respond(std::move(error));
-  std::shared_ptr<ClientRequestState> state = FindAccessible(*ctx, req, id);
-  if (!state) return respond(UnknownQuery(id));
-  ExplainStatement(ctx->coordinator, *state,
-                   [id, respond = std::move(respond)](StatementPlanResult result) {
-                     Json body;
-                     body["query_id"] = PrintId(id);
-                     body["plan"] = result.plan.empty() ? Json(nullptr) : Json(result.plan);
-                     body["no_plan_reason"] = result.no_plan_reason.empty()
-                                                  ? Json(nullptr)
-                                                  : Json(result.no_plan_reason);
-                     // The EXPLAIN query's error (admission refused it, or it failed).
-                     Json error = nullptr;
-                     if (result.error) {
-                       error = Json::object();
-                       error["name"] = result.error->name;
-                       error["type"] = ErrorTypeName(result.error->type);
-                       error["message"] = result.error->message;
-                     }
-                     body["error"] = std::move(error);
-                     respond(JsonResponse(200, body));
-                   });
-}
-
-/// True, with a 403 in '*denied', when a state-changing request may come from another site's
-/// page because it lacks the protocol user header (a cross-site form cannot send custom
-/// headers, and a cross-origin fetch() with one needs a CORS preflight this server never
-/// grants). Browsers send cached Basic credentials along with a cross-site form post, so
-/// without this a hostile page could cancel an admin's way through the queries whose ids it
-/// knows. (A foreign Origin or Referer is refused before any handler: http/http-origin.h.)
-bool IsCrossSite(const HttpRequest& req, HttpResponse* denied) {
-  if (AccessControl::HasUserHeader(req)) return false;
-  *denied = JsonError(403, "POST /cancel_query needs the X-Trino-User (or X-Presto-User) "
-                           "header naming who cancels (with authentication, your own user "
-                           "name): a request without it could be a cross-site form");
-  return true;
-}
-
-/// POST /cancel_query?query_id=ID. Without authentication the requester is the self-asserted
-/// protocol user, so the owner check prevents accidents, not attacks; with authentication it
-/// is the authenticated user, and someone else's query is answered as an unknown one.
-void HandleCancel(const Ctx& ctx, HttpRequest& req, ResponseCallback respond) {
-  UniqueId id;
-  HttpResponse error;
-  if (!ParseQueryIdParam(req, &id, &error)) return respond(std::move(error));
-  // Another member's query: its owner checks the user and cancels it.
-  if (Forwarded(*ctx, req, id, respond)) return;
-  const Principal principal = ctx->access->Identify(req);
-  const std::string& user = principal.user;
-  if (user.empty()) {
-    HttpResponse r = JsonError(401, "No user: send the X-Trino-User (or X-Presto-User) header "
-                                    "or Basic credentials naming who cancels");
-    r.headers.emplace_back("WWW-Authenticate", "Basic realm=\"coordinatord\"");
-    return respond(std::move(r));
-  }
-  HttpResponse forged;
-  if (IsCrossSite(req, &forged)) return respond(std::move(forged));
-  std::shared_ptr<ClientRequestState> state = FindAccessible(*ctx, req, id);
-  if (!state) return respond(UnknownQuery(id));
-  if (user != state->user() && !principal.admin) {
-    return respond(JsonError(403, "User " + QuoteForError(user) + " may not cancel query " +
-                                      PrintId(id) + ": only its user or an admin "
-                                      "(--admin_users) may"));
-  }
-  // False when the query had already ended: then it keeps its final state.
-  bool canceled = ctx->coordinator->CancelRequest(state, QueryError::UserCanceled(),
-                                                  principal.Describe() + " (/cancel_query)");
-  if (canceled) {
-    LOG(INFO) << "Query " << PrintId(id) << " of "
-              << DescribeUser(state->user(), state->principal()) << " canceled by "
-              << principal.Describe() << " from " << req.remote_address
-              << " (/cancel_query of the debug pages)";
-  }
-  Json body;
-  body["query_id"] = PrintId(id);
-  body["canceled"] = canceled;
-  body["state"] = ClientRequestState::StateName(state->state());
-  respond(JsonResponse(200, body));
 }
 
 /// GET /www/NAME: a compiled-in asset or one of --www_dir loaded at start (no path is
