@@ -94,6 +94,11 @@ class StatementService {
   const std::chrono::steady_clock::time_point start_time_;
 };
 
+/// Value of X-Trino-<suffix>, else X-Presto-<suffix> (statement-headers.cc, like the
+/// functions below).
+std::string ProtocolHeader(const HttpRequest& req, const std::string& suffix);
+/// X-Trino-Client-Tags: comma-separated tags, trimmed; empty ones dropped.
+std::vector<std::string> SplitClientTags(std::string_view v);
 /// The user of a request: X-Trino-User or X-Presto-User, else the user name of Basic
 /// authorization, else empty.
 std::string RequestUser(const HttpRequest& req);

@@ -1,0 +1,126 @@
+// What a statement request's headers say: the protocol headers (X-Trino-*, X-Presto-*), the
+// session properties and prepared statements, the user, durations (maxWait) and the Host
+// echoed into URIs. Declared in statement-service.h.
+
+#include <charconv>
+#include <cmath>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include <boost/beast/core/string.hpp>
+
+#include "http/basic-credentials.h"
+#include "http/http-message.h"
+#include "service/statement-service.h"
+
+namespace qr {
+
+std::string ProtocolHeader(const HttpRequest& req, const std::string& suffix) {
+  std::string_view v = req.Header("X-Trino-" + suffix);
+  if (v.empty()) v = req.Header("X-Presto-" + suffix);
+  return std::string(v);
+}
+
+std::vector<std::string> SplitClientTags(std::string_view v) {
+  std::vector<std::string> tags;
+  while (!v.empty()) {
+    const size_t comma = v.find(',');
+    std::string_view tag = v.substr(0, comma);
+    while (!tag.empty() && (tag.front() == ' ' || tag.front() == '\t')) tag.remove_prefix(1);
+    while (!tag.empty() && (tag.back() == ' ' || tag.back() == '\t')) tag.remove_suffix(1);
+    if (!tag.empty()) tags.emplace_back(tag);
+    if (comma == std::string_view::npos) break;
+    v.remove_prefix(comma + 1);
+  }
+  return tags;
+}
+
+namespace {
+
+/// Appends the "name=value" items of every 'trino_name' and 'presto_name' header of 'req' to
+/// 'out' (values percent-decoded; with 'form_encoded' names too, and '+' is a space, as in
+/// X-Trino-Prepared-Statement); false beyond 'max'.
+bool ParseItemHeaders(const HttpRequest& req, const char* trino_name, const char* presto_name,
+                      bool form_encoded, size_t max,
+                      std::vector<std::pair<std::string, std::string>>* out) {
+  for (const char* name : {trino_name, presto_name}) {
+    for (const auto& field : req.headers) {
+      if (!boost::beast::iequals(field.name_string(), name)) continue;
+      std::string_view v(field.value().data(), field.value().size());
+      while (!v.empty()) {
+        size_t comma = v.find(',');
+        std::string_view item = v.substr(0, comma);
+        size_t eq = item.find('=');
+        if (eq != std::string_view::npos) {
+          if (out->size() >= max) return false;
+          auto trim = [](std::string_view s) {
+            while (!s.empty() && s.front() == ' ') s.remove_prefix(1);
+            while (!s.empty() && s.back() == ' ') s.remove_suffix(1);
+            return s;
+          };
+          const std::string_view key = trim(item.substr(0, eq));
+          out->emplace_back(form_encoded ? PercentDecode(key, true) : std::string(key),
+                            PercentDecode(trim(item.substr(eq + 1)), form_encoded));
+        }
+        if (comma == std::string_view::npos) break;
+        v.remove_prefix(comma + 1);
+      }
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+bool ParseSessionHeaders(const HttpRequest& req, SessionInfo* session, size_t max_properties) {
+  return ParseItemHeaders(req, "X-Trino-Session", "X-Presto-Session", false, max_properties,
+                          &session->properties);
+}
+
+bool ParsePreparedStatementHeaders(const HttpRequest& req, SessionInfo* session,
+                                   size_t max_statements) {
+  return ParseItemHeaders(req, "X-Trino-Prepared-Statement", "X-Presto-Prepared-Statement",
+                          true, max_statements, &session->prepared_statements);
+}
+
+std::string RequestUser(const HttpRequest& req) {
+  std::string user = ProtocolHeader(req, "User");
+  if (!user.empty()) return user;
+  BasicCredentials credentials;
+  if (!ParseBasicCredentials(req.Header("Authorization"), &credentials)) return "";
+  return std::string(credentials.user());
+}
+
+bool IsSafeAuthority(std::string_view host) {
+  if (host.empty() || host.size() > 255) return false;
+  for (char c : host) {
+    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              c == '.' || c == '-' || c == ':' || c == '[' || c == ']' || c == '_';
+    if (!ok) return false;
+  }
+  return true;
+}
+
+bool ParseDuration(std::string_view s, std::chrono::milliseconds* out) {
+  double value = 0;
+  const char* end = s.data() + s.size();
+  auto [ptr, ec] = std::from_chars(s.data(), end, value);
+  // NaN and infinity parse as doubles ("nans", "infs") and have no integer value.
+  if (ec != std::errc() || ptr == s.data() || !std::isfinite(value) || value < 0) return false;
+  std::string_view unit(ptr, static_cast<size_t>(end - ptr));
+  double ms;
+  if (unit == "ns") ms = value / 1e6;
+  else if (unit == "us") ms = value / 1e3;
+  else if (unit == "ms") ms = value;
+  else if (unit == "s") ms = value * 1e3;
+  else if (unit == "m") ms = value * 60e3;
+  else if (unit == "h") ms = value * 3600e3;
+  else return false;
+  if (ms > 1e12) return false;
+  *out = std::chrono::milliseconds(static_cast<int64_t>(ms));
+  return true;
+}
+
+}  // namespace qr
