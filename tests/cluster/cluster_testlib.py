@@ -11,6 +11,7 @@ import re
 import shutil
 import signal
 import socket
+import ssl
 import subprocess
 import time
 import urllib.error
@@ -116,12 +117,15 @@ class Etcd:
 
 class Coordinator:
     """One coordinatord member of cluster 'cluster' (its etcd endpoints: 'endpoints', else
-    the test's etcd). Requests name 'user' in X-Trino-User unless they authenticate."""
+    the test's etcd). Requests name 'user' in X-Trino-User unless they authenticate. With
+    'tls_ca' (a PEM CA file) the member serves HTTPS ('extra' names its certificate) and the
+    test's requests verify it against that CA."""
 
     def __init__(self, daemon, work, tag, etcd, cluster="qr-test", endpoints=None, extra=(),
-                 user="cluster-test"):
+                 user="cluster-test", tls_ca=None):
         self.tag = tag
         self.user = user
+        self.tls = ssl.create_default_context(cafile=tls_ca) if tls_ca else None
         os.makedirs(os.path.join(work, f"spill-{tag}"), exist_ok=True)
         self.out = open(os.path.join(work, f"stdout-{tag}"), "w+")
         self.err = open(os.path.join(work, f"stderr-{tag}"), "w")
@@ -136,14 +140,17 @@ class Coordinator:
             if self.proc.poll() is not None:
                 fail(f"coordinatord {tag} exited: {open(self.err.name).read()[-2000:]}")
             self.out.seek(0)
-            m = re.search(r"listening on http://[^:]*:(\d+) ", self.out.read())
+            m = re.search(r"listening on https?://[^:]*:(\d+) ", self.out.read())
             return int(m.group(1)) if m else None
         self.port = wait_for(f"coordinatord {tag} to listen", listening)
-        self.uri = self.base = f"http://127.0.0.1:{self.port}"
+        scheme = "https" if self.tls else "http"
+        self.uri = self.base = f"{scheme}://127.0.0.1:{self.port}"
 
     def request(self, method, target, body=None, headers=None, host=None, auth=None):
         """One request on a fresh connection; returns (status, headers, body text)."""
-        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
+        conn = (http.client.HTTPSConnection("127.0.0.1", self.port, timeout=30,
+                                            context=self.tls) if self.tls else
+                http.client.HTTPConnection("127.0.0.1", self.port, timeout=30))
         try:
             h = {"Host": host or f"127.0.0.1:{self.port}"}
             if auth is None:

@@ -4,17 +4,22 @@
 #include <map>
 #include <optional>
 #include <utility>
+#include <variant>
 #include <vector>
 
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/ssl/context.hpp>
+#include <boost/asio/ssl/stream_base.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
 #include <boost/beast/http/read.hpp>
 #include <boost/beast/http/string_body.hpp>
 #include <boost/beast/http/write.hpp>
+#include <boost/beast/ssl/ssl_stream.hpp>
 #include <glog/logging.h>
 
+#include "cluster/cluster-tls.h"
 #include "cluster/forward-auth.h"
 #include "util/mutex.h"
 
@@ -23,6 +28,7 @@ namespace qr {
 namespace beast = boost::beast;
 namespace http = boost::beast::http;
 using tcp = boost::asio::ip::tcp;
+namespace ssl = boost::asio::ssl;
 
 namespace {
 
@@ -70,11 +76,12 @@ bool IsClusterHeader(std::string_view name) {
          IEquals(name, kForwardedPrincipalHeader) || IEquals(name, kForwardedClientHeader);
 }
 
-/// "http://host:port[/]" -> host, port. False for another scheme or no port.
-bool SplitHttpUri(std::string_view uri, std::string* host, std::string* port) {
-  constexpr std::string_view kScheme = "http://";
-  if (uri.substr(0, kScheme.size()) != kScheme) return false;
-  uri.remove_prefix(kScheme.size());
+/// "http[s]://host:port[/]" -> TLS or not, host, port. False for another scheme or no port.
+bool SplitMemberUri(std::string_view uri, bool* tls, std::string* host, std::string* port) {
+  constexpr std::string_view kHttp = "http://", kHttps = "https://";
+  *tls = uri.substr(0, kHttps.size()) == kHttps;
+  if (!*tls && uri.substr(0, kHttp.size()) != kHttp) return false;
+  uri.remove_prefix(*tls ? kHttps.size() : kHttp.size());
   uri = uri.substr(0, uri.find('/'));
   const size_t colon = uri.rfind(':');
   if (colon == std::string_view::npos || colon + 1 == uri.size()) return false;
@@ -86,7 +93,33 @@ bool SplitHttpUri(std::string_view uri, std::string* host, std::string* port) {
   return true;
 }
 
+using TlsStream = beast::ssl_stream<beast::tcp_stream>;
+
 }  // namespace
+
+/// A connection to a member, plain or TLS (its advertised URI's scheme).
+class Forwarder::Connection {
+ public:
+  explicit Connection(boost::asio::io_context& io)
+      : stream_(std::in_place_type<beast::tcp_stream>, io) {}
+  Connection(boost::asio::io_context& io, ssl::context& tls)
+      : stream_(std::in_place_type<TlsStream>, io, tls) {}
+
+  beast::tcp_stream& tcp() {
+    if (TlsStream* s = std::get_if<TlsStream>(&stream_)) return s->next_layer();
+    return std::get<beast::tcp_stream>(stream_);
+  }
+  /// Null for a plain connection.
+  TlsStream* tls() { return std::get_if<TlsStream>(&stream_); }
+  /// Calls 'f' with the stream to read and write.
+  template <class F>
+  void Visit(F&& f) {
+    std::visit(std::forward<F>(f), stream_);
+  }
+
+ private:
+  std::variant<beast::tcp_stream, TlsStream> stream_;
+};
 
 RouteDecision DecideRoute(uint32_t owner, uint32_t self, bool already_forwarded,
                           const MemberLookup& lookup) {
@@ -131,18 +164,18 @@ const char* Forwarder::ResultName(int result) {
 struct Forwarder::Pool {
   explicit Pool(size_t max_idle) : max_idle(max_idle) {}
 
-  std::unique_ptr<beast::tcp_stream> Take(const std::string& key) QR_EXCLUDES(mu) {
+  std::unique_ptr<Connection> Take(const std::string& key) QR_EXCLUDES(mu) {
     MutexLock l(&mu);
     auto it = idle.find(key);
     if (it == idle.end() || it->second.empty()) return nullptr;
-    std::unique_ptr<beast::tcp_stream> s = std::move(it->second.back());
+    std::unique_ptr<Connection> s = std::move(it->second.back());
     it->second.pop_back();
     return s;
   }
 
-  void Put(const std::string& key, std::unique_ptr<beast::tcp_stream> s) QR_EXCLUDES(mu) {
+  void Put(const std::string& key, std::unique_ptr<Connection> s) QR_EXCLUDES(mu) {
     MutexLock l(&mu);
-    std::vector<std::unique_ptr<beast::tcp_stream>>& v = idle[key];
+    std::vector<std::unique_ptr<Connection>>& v = idle[key];
     if (closed || v.size() >= max_idle) return;  // 's' closes as it goes
     v.push_back(std::move(s));
   }
@@ -163,7 +196,7 @@ struct Forwarder::Pool {
   const size_t max_idle;
   mutable Mutex mu;
   bool closed QR_GUARDED_BY(mu) = false;
-  std::map<std::string, std::vector<std::unique_ptr<beast::tcp_stream>>> idle QR_GUARDED_BY(mu);
+  std::map<std::string, std::vector<std::unique_ptr<Connection>>> idle QR_GUARDED_BY(mu);
   std::array<std::atomic<int64_t>, kNumResults> results{};
   std::array<std::atomic<int64_t>, kLatencyBucketsSeconds.size() + 1> buckets{};
   std::atomic<int64_t> latency_us{0};
@@ -173,19 +206,24 @@ struct Forwarder::Pool {
 
 namespace {
 
+using Connection = Forwarder::Connection;
+
 /// One forwarded request: connect (or reuse), write, read, relay. Each step is bounded by
 /// the deadline; the handlers keep the operation alive. Its connections are pooled per member
 /// and io_context, so everything it does (and a reused stream's handlers) runs on the I/O
 /// thread that received the request, and no socket outlives its io_context's neighbours.
 class ForwardOp : public std::enable_shared_from_this<ForwardOp> {
  public:
-  ForwardOp(std::shared_ptr<Forwarder::Pool> pool, boost::asio::io_context& io, std::string host,
-            std::string port, http::request<http::string_body> request,
+  /// 'tls': the TLS context of an https:// member (null for http://).
+  ForwardOp(std::shared_ptr<Forwarder::Pool> pool, boost::asio::io_context& io,
+            std::shared_ptr<ssl::context> tls, std::string host, std::string port,
+            http::request<http::string_body> request,
             std::chrono::steady_clock::time_point deadline, std::chrono::milliseconds bound,
             Forwarder::SendCallback done, std::string what)
-      : pool_(std::move(pool)), io_(io), resolver_(io), host_(std::move(host)),
-        port_(std::move(port)),
-        key_(host_ + ":" + port_ + "@" + std::to_string(reinterpret_cast<uintptr_t>(&io))),
+      : pool_(std::move(pool)), io_(io), tls_(std::move(tls)), resolver_(io),
+        host_(std::move(host)), port_(std::move(port)),
+        key_(std::string(tls_ ? "https://" : "http://") + host_ + ":" + port_ + "@" +
+             std::to_string(reinterpret_cast<uintptr_t>(&io))),
         request_(std::move(request)),
         deadline_(deadline), bound_(bound), done_(std::move(done)), what_(std::move(what)) {}
 
@@ -206,25 +244,48 @@ class ForwardOp : public std::enable_shared_from_this<ForwardOp> {
         host_, port_, [self = shared_from_this()](beast::error_code ec,
                                                    tcp::resolver::results_type results) {
           if (ec) return self->Fail(ec);
-          self->stream_ = std::make_unique<beast::tcp_stream>(self->io_);
+          self->stream_ = self->tls_ ? std::make_unique<Connection>(self->io_, *self->tls_)
+                                     : std::make_unique<Connection>(self->io_);
           self->pool_->busy.fetch_add(1, std::memory_order_relaxed);
-          self->stream_->expires_at(self->deadline_);
-          self->stream_->async_connect(
+          self->stream_->tcp().expires_at(self->deadline_);
+          self->stream_->tcp().async_connect(
               results, [self](beast::error_code ec, const tcp::endpoint&) {
                 if (ec) return self->Fail(ec);
                 self->pool_->opened.fetch_add(1, std::memory_order_relaxed);
+                if (self->stream_->tls() != nullptr) return self->Handshake();
                 self->Write();
               });
         });
   }
 
-  void Write() {
-    stream_->expires_at(deadline_);
-    http::async_write(*stream_, request_,
-                      [self = shared_from_this()](beast::error_code ec, size_t) {
-                        if (ec) return self->RetryOrFail(ec);
-                        self->Read();
+  /// TLS: the member's certificate must chain to the CA (--cluster_ca_file) and match the
+  /// host of its advertised URI; anything else fails the request.
+  void Handshake() {
+    TlsStream& s = *stream_->tls();
+    if (!SetTlsPeerName(s.native_handle(), host_)) {
+      return Fail(boost::asio::error::invalid_argument, "TLS: bad peer name '" + host_ + "'");
+    }
+    s.async_handshake(ssl::stream_base::client,
+                      [self = shared_from_this()](beast::error_code ec) {
+                        if (ec == beast::error::timeout) return self->Fail(ec);
+                        if (ec) {
+                          return self->Fail(
+                              ec, "TLS handshake failed: " +
+                                      TlsHandshakeFailure(self->stream_->tls()->native_handle(),
+                                                          ec.message()));
+                        }
+                        self->Write();
                       });
+  }
+
+  void Write() {
+    stream_->tcp().expires_at(deadline_);
+    stream_->Visit([this](auto& s) {
+      http::async_write(s, request_, [self = shared_from_this()](beast::error_code ec, size_t) {
+        if (ec) return self->RetryOrFail(ec);
+        self->Read();
+      });
+    });
   }
 
   void Read() {
@@ -234,11 +295,13 @@ class ForwardOp : public std::enable_shared_from_this<ForwardOp> {
     // Room for a whole typical answer: an empty flat_buffer's first read takes 512 bytes, so
     // a status answer of ~800 bytes cost two recvmsg calls.
     buffer_.reserve(kFirstReadBytes);
-    http::async_read(*stream_, buffer_, *parser_,
-                     [self = shared_from_this()](beast::error_code ec, size_t) {
-                       if (ec) return self->RetryOrFail(ec);
-                       self->Relay();
-                     });
+    stream_->Visit([this](auto& s) {
+      http::async_read(s, buffer_, *parser_,
+                       [self = shared_from_this()](beast::error_code ec, size_t) {
+                         if (ec) return self->RetryOrFail(ec);
+                         self->Relay();
+                       });
+    });
   }
 
   /// A pooled connection the owner closed while idle fails before any answer: once, the
@@ -278,11 +341,12 @@ class ForwardOp : public std::enable_shared_from_this<ForwardOp> {
     done_(Forwarder::kOk, std::move(resp), std::string());
   }
 
-  void Fail(beast::error_code ec) {
+  /// 'why' (default: 'ec''s message) says what went wrong.
+  void Fail(beast::error_code ec, const std::string& why = std::string()) {
     const bool timeout = ec == beast::error::timeout;
     const std::string msg =
         what_ + (timeout ? ", did not answer within " + std::to_string(bound_.count()) + " ms"
-                         : ", could not be reached: " + ec.message());
+                         : ", could not be reached: " + (why.empty() ? ec.message() : why));
     LOG(WARNING) << "Forwarding " << request_.method_string() << " " << request_.target()
                  << ": " << msg;
     Release();
@@ -293,12 +357,13 @@ class ForwardOp : public std::enable_shared_from_this<ForwardOp> {
     if (stream_ == nullptr) return;
     pool_->busy.fetch_sub(1, std::memory_order_relaxed);
     beast::error_code ignored;
-    stream_->socket().close(ignored);
+    stream_->tcp().socket().close(ignored);
     stream_.reset();
   }
 
   const std::shared_ptr<Forwarder::Pool> pool_;
   boost::asio::io_context& io_;
+  const std::shared_ptr<ssl::context> tls_;
   tcp::resolver resolver_;
   const std::string host_;
   const std::string port_;
@@ -308,7 +373,7 @@ class ForwardOp : public std::enable_shared_from_this<ForwardOp> {
   const std::chrono::milliseconds bound_;
   const Forwarder::SendCallback done_;
   const std::string what_;
-  std::unique_ptr<beast::tcp_stream> stream_;
+  std::unique_ptr<Connection> stream_;
   bool reused_ = false;
   beast::flat_buffer buffer_;
   std::optional<http::response_parser<http::string_body>> parser_;
@@ -322,7 +387,7 @@ Forwarder::Forwarder(Options options)
 Forwarder::~Forwarder() { Close(); }
 
 void Forwarder::Close() {
-  std::map<std::string, std::vector<std::unique_ptr<beast::tcp_stream>>> idle;
+  std::map<std::string, std::vector<std::unique_ptr<Connection>>> idle;
   {
     MutexLock l(&pool_->mu);
     pool_->closed = true;
@@ -350,10 +415,12 @@ bool Forwarder::MaybeForward(const UniqueId& id, const HttpRequest& req,
   }
   const std::string what = "Query " + PrintId(id) + "'s coordinator, member " +
                            std::to_string(d.member.id) + " at " + d.member.uri;
+  bool tls = false;
   std::string host, port;
-  if (!SplitHttpUri(d.member.uri, &host, &port)) {
+  if (std::string why; !CheckMemberUri(d.member.uri, &tls, &host, &port, &why)) {
+    LOG(WARNING) << what << " cannot be forwarded to: " << why;
     pool_->RecordNoHop(kError);
-    respond(gone(what + ", cannot be forwarded to: only http:// advertised URIs are supported"));
+    respond(gone(what + ", cannot be forwarded to: " + why));
     return true;
   }
   http::request<http::string_body> out;
@@ -383,7 +450,7 @@ bool Forwarder::MaybeForward(const UniqueId& id, const HttpRequest& req,
   out.body() = req.body;
   const std::chrono::milliseconds bound = options_.timeout + extra_wait;
   const auto started = std::chrono::steady_clock::now();
-  Start(std::move(host), std::move(port), std::move(out), req.authenticated_user, bound, io,
+  Start(tls, std::move(host), std::move(port), std::move(out), req.authenticated_user, bound, io,
         [pool = pool_, gone, respond = std::move(respond), started](
             int result, HttpResponse resp, std::string error) {
           pool->Record(result, std::chrono::steady_clock::now() - started);
@@ -393,7 +460,20 @@ bool Forwarder::MaybeForward(const UniqueId& id, const HttpRequest& req,
   return true;
 }
 
-void Forwarder::Start(std::string host, std::string port, http::request<http::string_body> out,
+bool Forwarder::CheckMemberUri(const std::string& uri, bool* tls, std::string* host,
+                               std::string* port, std::string* why) const {
+  if (!SplitMemberUri(uri, tls, host, port)) {
+    *why = "only http:// and https:// advertised URIs with a port are supported";
+    return false;
+  }
+  if (*tls && options_.tls_context == nullptr) {
+    *why = "https:// needs a TLS client context (--cluster_ca_file)";
+    return false;
+  }
+  return true;
+}
+
+void Forwarder::Start(bool tls, std::string host, std::string port, http::request<http::string_body> out,
                       const std::string& principal, std::chrono::milliseconds bound,
                       boost::asio::io_context& io, SendCallback done, std::string what) {
   const uint32_t self = [this] {
@@ -410,7 +490,8 @@ void Forwarder::Start(std::string host, std::string port, http::request<http::st
   }
   out.prepare_payload();
   out.keep_alive(true);
-  auto op = std::make_shared<ForwardOp>(pool_, io, std::move(host), std::move(port),
+  auto op = std::make_shared<ForwardOp>(pool_, io, tls ? options_.tls_context : nullptr,
+                                        std::move(host), std::move(port),
                                         std::move(out), std::chrono::steady_clock::now() + bound,
                                         bound, std::move(done), std::move(what));
   op->Start();
@@ -421,10 +502,10 @@ void Forwarder::Send(const ClusterMember& member, const Outgoing& request,
                      SendCallback done) {
   const std::string what = "Coordinator member " + std::to_string(member.id) + " at " +
                            member.uri;
+  bool tls = false;
   std::string host, port;
-  if (!SplitHttpUri(member.uri, &host, &port)) {
-    done(kError, HttpResponse(),
-         what + " cannot be asked: only http:// advertised URIs are supported");
+  if (std::string why; !CheckMemberUri(member.uri, &tls, &host, &port, &why)) {
+    done(kError, HttpResponse(), what + " cannot be asked: " + why);
     return;
   }
   http::request<http::string_body> out;
@@ -439,10 +520,10 @@ void Forwarder::Send(const ClusterMember& member, const Outgoing& request,
   out.set(std::string(kForwardedProtoHeader), request.secure ? "https" : "http");
   out.body() = request.body;
   // On the io_context's own thread, as a forwarded request's operation runs.
-  boost::asio::post(io, [this, host = std::move(host), port = std::move(port),
+  boost::asio::post(io, [this, tls, host = std::move(host), port = std::move(port),
                          out = std::move(out), principal = request.principal, bound, &io,
                          done = std::move(done), what]() mutable {
-    Start(std::move(host), std::move(port), std::move(out), principal, bound, io,
+    Start(tls, std::move(host), std::move(port), std::move(out), principal, bound, io,
           std::move(done), what);
   });
 }

@@ -18,6 +18,10 @@
 #include "http/webserver.h"
 #include "util/unique-id.h"
 
+namespace boost::asio::ssl {
+class context;
+}
+
 namespace qr {
 
 /// Where a request for a query goes (DecideRoute()).
@@ -54,7 +58,10 @@ std::string RemoteHostGoneMessage(const UniqueId& id, const RouteDecision& d,
 /// owner's advertised URI over a keep-alive connection from a pool per member and I/O thread
 /// (at most 'max_idle_per_member' idle ones each), asynchronously on the calling I/O thread's
 /// io_context (Beast client; nothing blocks), and the owner's status, headers and body are
-/// relayed. A request gets kForwardedByHeader (never forwarded again) and, with
+/// relayed. A member whose advertised URI is https:// is reached over TLS ('tls_context':
+/// its certificate must chain to the cluster's CA and match the URI's host; a failed
+/// verification fails the request, never falls back to plain HTTP), pooled alike.
+/// A request gets kForwardedByHeader (never forwarded again) and, with
 /// authentication and a secret, the authenticated principal signed in
 /// kForwardedPrincipalHeader. A stale pooled connection is retried once on a fresh one; an
 /// owner that does not answer within the bound fails the request with REMOTE_HOST_GONE.
@@ -71,6 +78,9 @@ class Forwarder {
     std::string secret;
     bool authentication = false;
     std::string cluster_name;
+    /// TLS towards https:// members (CreateClusterTlsContext()); null: they cannot be
+    /// reached (their requests fail).
+    std::shared_ptr<boost::asio::ssl::context> tls_context;
   };
 
   /// Renders the answer for a query that failed with REMOTE_HOST_GONE with this message, in
@@ -138,10 +148,14 @@ class Forwarder {
   Stats GetStats() const;
 
   struct Pool;
+  class Connection;
 
  private:
-  /// Marks and signs 'out' and runs it on 'io'.
-  void Start(std::string host, std::string port,
+  /// Splits a member's advertised URI; false with 'why' when it cannot be reached.
+  bool CheckMemberUri(const std::string& uri, bool* tls, std::string* host, std::string* port,
+                      std::string* why) const;
+  /// Marks and signs 'out' and runs it on 'io' (over TLS with 'tls').
+  void Start(bool tls, std::string host, std::string port,
              boost::beast::http::request<boost::beast::http::string_body> out,
              const std::string& principal, std::chrono::milliseconds bound,
              boost::asio::io_context& io, SendCallback done, std::string what);

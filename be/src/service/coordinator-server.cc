@@ -88,6 +88,11 @@ Status CoordinatorServer::ConfigureSecurity(Webserver::Options* http) {
   if (!o.cluster_secret_file.empty()) {
     QR_RETURN_IF_ERROR(LoadClusterSecret(o.cluster_secret_file, &cluster_secret_));
   }
+  // Checked whenever given, so that a typo shows before the member joins a cluster.
+  if (!o.cluster.endpoints.empty() || !o.cluster_tls.ca_file.empty() ||
+      !o.cluster_tls.client_cert_file.empty() || !o.cluster_tls.client_key_file.empty()) {
+    QR_RETURN_IF_ERROR(CreateClusterTlsContext(o.cluster_tls, &cluster_tls_context_));
+  }
   Status proxies = IpNetworks::Parse(o.http_trusted_proxies, &o.auth.trusted_proxies);
   if (!proxies.ok()) return InvalidArgument("--http_trusted_proxies: " + proxies.message());
   // A proxy carries many clients' connections: the per-address limit is not for it.
@@ -265,6 +270,7 @@ Status CoordinatorServer::Start() {
     f.secret = cluster_secret_;
     f.authentication = authenticator_ != nullptr;
     f.cluster_name = options_.cluster.cluster_name;
+    f.tls_context = cluster_tls_context_;
     forwarder_ = std::make_unique<Forwarder>(std::move(f));
     statement_service_->set_forwarder(forwarder_.get());
     if (authenticator_ != nullptr && cluster_secret_.empty()) {

@@ -3,6 +3,7 @@
 #include <memory>
 #include <string>
 
+#include "cluster/cluster-tls.h"
 #include "cluster/cluster-view.h"
 #include "cluster/forwarder.h"
 #include "cluster/membership.h"
@@ -86,6 +87,9 @@ class CoordinatorServer {
     /// The cluster's shared secret (LoadClusterSecret()); empty: none (with authentication,
     /// forwarded principals are refused and forwarded requests authenticated again).
     std::string cluster_secret_file;
+    /// TLS towards members whose advertised URI is https:// (--cluster_ca_file, client
+    /// certificate); checked by Start() when clustered or when any is set.
+    ClusterTlsFiles cluster_tls;
   };
 
   explicit CoordinatorServer(Options options);
@@ -169,6 +173,8 @@ class CoordinatorServer {
   /// secret the header cannot be checked and is ignored.
   bool ApplyForwardedClient(HttpRequest& req, HttpResponse* denied) const;
   std::string cluster_secret_;
+  /// The forwarder's TLS client context (cluster only).
+  std::shared_ptr<boost::asio::ssl::context> cluster_tls_context_;
   /// Its pool's connections live on the webserver's io_contexts: closed after the webserver
   /// stopped, before it is destroyed.
   std::unique_ptr<Forwarder> forwarder_;

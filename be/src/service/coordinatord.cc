@@ -205,6 +205,15 @@ DEFINE_string(cluster_secret_file, "",
               "with authentication, its authenticated user signed with it (HMAC-SHA256). "
               "Without it, an owner sees the forwarding member as the client, refuses "
               "forwarded users and authenticates forwarded requests again.");
+DEFINE_string(cluster_ca_file, "",
+              "PEM CA certificates that members with an https:// --advertised_uri must chain "
+              "to (their certificate must also name the URI's host); requests to a member "
+              "that fails the check fail (empty: the system's trust store).");
+DEFINE_string(cluster_client_cert_file, "",
+              "A PEM client certificate (chain) presented to members over TLS, for members "
+              "that require one (with --cluster_client_key_file; empty: none).");
+DEFINE_string(cluster_client_key_file, "",
+              "The unencrypted PEM private key of --cluster_client_cert_file.");
 
 namespace {
 
@@ -473,6 +482,9 @@ CoordinatorServer::Options OptionsFromFlags() {
   o.forward_pool_size = static_cast<size_t>(FLAGS_cluster_forward_pool_size);
   o.cluster_view_timeout = std::chrono::milliseconds(FLAGS_cluster_view_timeout_ms);
   o.cluster_secret_file = FLAGS_cluster_secret_file;
+  o.cluster_tls.ca_file = FLAGS_cluster_ca_file;
+  o.cluster_tls.client_cert_file = FLAGS_cluster_client_cert_file;
+  o.cluster_tls.client_key_file = FLAGS_cluster_client_key_file;
   return o;
 }
 
