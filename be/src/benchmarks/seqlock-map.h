@@ -141,6 +141,7 @@ inline void HeavyBarrier() {
 }
 
 /// A reader's critical section: the table it loads stays allocated until the section ends.
+/// Sections do not nest (the inner one's end would clear the outer one's announcement).
 class ReadSection {
  public:
   [[gnu::always_inline]] ReadSection() {
