@@ -13,6 +13,7 @@
 #include "benchmarks/legacy-spinlock.h"
 #include "benchmarks/map-benchmark-templates.h"
 #include "benchmarks/registry-variants.h"
+#include "benchmarks/seqlock-map.h"
 #include "runtime/registry-flags.h"
 
 namespace qr::bench {
@@ -29,6 +30,11 @@ struct BareOf<ShardedLockMap<T, Lock, Inner>> {
 template <class T, GetSteps kUpTo, class Inner>
 struct BareOf<GetCostMap<T, kUpTo, Inner>> {
   using type = BareMap<T, Inner>;
+};
+/// SeqlockMap has its own tables; its bare baseline is the flat map the default uses.
+template <class T>
+struct BareOf<SeqlockMap<T>> {
+  using type = BareMap<T, FlatMap<T>>;
 };
 
 namespace {
@@ -71,6 +77,10 @@ std::vector<Variant> AllVariants() {
       "GetCostEnter256", 256, false));
   v.push_back(MakeVariant<GetCostMap<Value, GetSteps::kExit, FlatMap<Value>>>(
       "GetCostExit256", 256, false));
+  // Readers that write no shared line (seqlock-map.h): per-shard version-validated reads,
+  // epoch-style table reclamation. Not the default; issue 20, item 3.
+  v.push_back(MakeVariant<SeqlockMap<Value>>("SeqlockMap256", 256));
+  v.push_back(MakeVariant<SeqlockMap<Value>>("SeqlockMap16", 16));
 #ifdef QR_HAVE_TBB
   v.push_back(MakeVariant<TbbMap<Value>>("TbbConcurrentHashMap", 1));
 #endif
