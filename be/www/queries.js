@@ -27,23 +27,6 @@ let refreshing = false;
 /// A refresh was asked for while one was running: run another when it ends.
 let refreshAgain = false;
 
-/// Creates an element; 'text' becomes its textContent.
-function el(tag, className, text) {
-  const e = document.createElement(tag);
-  if (className) e.className = className;
-  if (text !== undefined && text !== null) e.textContent = String(text);
-  return e;
-}
-
-function formatDuration(ms) {
-  if (ms < 1000) return `${ms} ms`;
-  const s = ms / 1000;
-  if (s < 60) return `${s.toFixed(1)} s`;
-  const m = Math.floor(s / 60);
-  if (m < 60) return `${m} m ${String(Math.floor(s % 60)).padStart(2, '0')} s`;
-  return `${Math.floor(m / 60)} h ${String(m % 60).padStart(2, '0')} m`;
-}
-
 /// Local time of an ISO timestamp: "14:03:07" today, "2024-05-01 14:03:07" otherwise.
 function formatTime(iso) {
   if (!iso) return '';
@@ -52,17 +35,6 @@ function formatTime(iso) {
   const time = `${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())}`;
   if (d.toDateString() === new Date().toDateString()) return time;
   return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())} ${time}`;
-}
-
-function formatCount(n) {
-  return Number(n).toLocaleString('en-US');
-}
-
-function showNotice(text, kind) {
-  const n = document.getElementById('notice');
-  n.textContent = text;
-  n.className = `notice ${kind}`;
-  n.hidden = false;
 }
 
 function timeCell(iso) {
@@ -142,15 +114,6 @@ function cancelButton(q) {
   return td;
 }
 
-async function errorText(resp) {
-  const body = await resp.text();
-  try {
-    return JSON.parse(body).error || body;
-  } catch (e) {
-    return body || `HTTP ${resp.status}`;
-  }
-}
-
 async function cancelQuery(id) {
   const user = document.getElementById('user').value.trim();
   if (!user) {
@@ -161,21 +124,8 @@ async function cancelQuery(id) {
   }
   cancelling.add(id);
   render();
-  try {
-    const resp = await fetch(`/cancel_query?query_id=${encodeURIComponent(id)}`,
-                             {method: 'POST', headers: {'X-Trino-User': user}});
-    if (!resp.ok) {
-      showNotice(`Cancel failed (${resp.status}): ${await errorText(resp)}`, 'error');
-    } else {
-      const r = await resp.json();
-      showNotice(r.canceled ? `Query ${id} canceled.`
-                            : `Query ${id} had already ended (${r.state}).`, 'ok');
-    }
-  } catch (e) {
-    showNotice(`Cancel failed: ${e.message}`, 'error');
-  } finally {
-    cancelling.delete(id);
-  }
+  await postCancel(id, user);
+  cancelling.delete(id);
   await refresh();
 }
 

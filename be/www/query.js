@@ -12,30 +12,10 @@ let statementKey = null;
 let refreshTimer = null;
 let terminal = false;
 
-function el(tag, className, text) {
-  const e = document.createElement(tag);
-  if (className) e.className = className;
-  if (text !== undefined && text !== null) e.textContent = String(text);
-  return e;
-}
-
 function setText(id, text) {
   const node = document.getElementById(id);
   const value = text === null || text === undefined ? '' : String(text);
   if (node.textContent !== value) node.textContent = value;
-}
-
-function formatDuration(ms) {
-  if (ms < 1000) return `${ms} ms`;
-  const s = ms / 1000;
-  if (s < 60) return `${s.toFixed(1)} s`;
-  const m = Math.floor(s / 60);
-  if (m < 60) return `${m} m ${String(Math.floor(s % 60)).padStart(2, '0')} s`;
-  return `${Math.floor(m / 60)} h ${String(m % 60).padStart(2, '0')} m`;
-}
-
-function formatCount(n) {
-  return Number(n).toLocaleString('en-US');
 }
 
 /// "2024-05-01 14:03:07.123 (local)", or a dash when the point was not reached.
@@ -46,22 +26,6 @@ function formatTime(iso) {
   return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())} ` +
          `${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())}.` +
          `${pad(d.getMilliseconds(), 3)}`;
-}
-
-function showNotice(text, kind) {
-  const n = document.getElementById('notice');
-  n.textContent = text;
-  n.className = `notice ${kind}`;
-  n.hidden = false;
-}
-
-async function errorText(resp) {
-  const body = await resp.text();
-  try {
-    return JSON.parse(body).error || body;
-  } catch (e) {
-    return body || `HTTP ${resp.status}`;
-  }
 }
 
 /// The statement, with the character at the error's line and column (1-based, in code
@@ -176,21 +140,8 @@ async function cancelQuery() {
   }
   const button = document.getElementById('cancel');
   button.disabled = true;
-  try {
-    const resp = await fetch(`/cancel_query?query_id=${encodeURIComponent(queryId)}`,
-                             {method: 'POST', headers: {'X-Trino-User': user}});
-    if (!resp.ok) {
-      showNotice(`Cancel failed (${resp.status}): ${await errorText(resp)}`, 'error');
-    } else {
-      const r = await resp.json();
-      showNotice(r.canceled ? `Query ${queryId} canceled.`
-                            : `Query ${queryId} had already ended (${r.state}).`, 'ok');
-    }
-  } catch (e) {
-    showNotice(`Cancel failed: ${e.message}`, 'error');
-  } finally {
-    button.disabled = false;
-  }
+  await postCancel(queryId, user);
+  button.disabled = false;
   terminal = false;
   await refresh();
 }
