@@ -25,12 +25,13 @@ class SqliteHeapTest : public testing::Test {
   }
   void TearDown() override { SetSqliteHeapLimit(0); }
 
-  /// Runs `sql` on a fresh in-memory database; returns the step's result code.
+  /// Runs `sql` on a fresh in-memory database; returns the first failing call's result code
+  /// (under a heap limit opening the database can itself fail with SQLITE_NOMEM).
   static int Run(const std::string& sql) {
     sqlite3* db = nullptr;
-    if (sqlite3_open(":memory:", &db) != SQLITE_OK) {
+    if (const int rc = sqlite3_open(":memory:", &db); rc != SQLITE_OK) {
       sqlite3_close(db);
-      return SQLITE_CANTOPEN;
+      return rc;
     }
     sqlite3_stmt* stmt = nullptr;
     int rc = sqlite3_prepare_v2(db, sql.c_str(), -1, &stmt, nullptr);
@@ -102,6 +103,7 @@ TEST_F(SqliteHeapTest, ManyConnectionsAtOnceKeepTheCountExact) {
   std::atomic<int> ok{0};
   std::atomic<int> nomem{0};
   std::atomic<int> other{0};
+  std::atomic<int> other_code{SQLITE_OK};
   std::vector<std::thread> threads;
   for (int t = 0; t < kThreads; ++t) {
     threads.emplace_back([&, t] {
@@ -110,11 +112,12 @@ TEST_F(SqliteHeapTest, ManyConnectionsAtOnceKeepTheCountExact) {
         const int rc = Run("SELECT length(replace(printf('%.*c', " + std::to_string(length) +
                            ", 'a'), 'a', 'bc'))");
         (rc == SQLITE_OK ? ok : rc == SQLITE_NOMEM ? nomem : other).fetch_add(1);
+        if (rc != SQLITE_OK && rc != SQLITE_NOMEM) other_code.store(rc);
       }
     });
   }
   for (auto& th : threads) th.join();
-  EXPECT_EQ(other.load(), 0);
+  EXPECT_EQ(other.load(), 0) << "a statement failed with " << sqlite3_errstr(other_code.load());
   EXPECT_EQ(ok.load() + nomem.load(), kThreads * kRuns);
   EXPECT_GT(ok.load(), 0);
   EXPECT_EQ(SqliteHeapUsed(), before);
