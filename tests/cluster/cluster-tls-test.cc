@@ -1,6 +1,7 @@
 // TLS between cluster members: CreateClusterTlsContext()'s start-up errors name the flag and
 // the file; Forwarder::Send() to an https:// member verifies its certificate (the CA and the
-// URI's host), fails the request when it does not verify, and keeps verified connections.
+// URI's host), fails the request when it does not verify, and keeps verified connections;
+// EtcdClient does the same towards https:// etcd endpoints.
 
 #include "cluster/cluster-tls.h"
 
@@ -18,6 +19,7 @@
 #include <boost/asio/ssl/context.hpp>
 #include <gtest/gtest.h>
 
+#include "cluster/etcd-client.h"
 #include "cluster/forwarder.h"
 #include "http/tls-context.h"
 #include "http/webserver.h"
@@ -107,6 +109,11 @@ class ClusterTlsSendTest : public ClusterTlsTest {
     server_->RegisterHandler(http::verb::get, "/ping", [](HttpRequest& req,
                                                           ResponseCallback respond) {
       respond(HttpResponse::Text(200, "pong " + std::string(req.secure ? "tls" : "plain")));
+    });
+    // What an etcd gateway would answer (EtcdClient over TLS).
+    server_->RegisterHandler(http::verb::post, "/v3/kv/range", [](HttpRequest& req,
+                                                                  ResponseCallback respond) {
+      respond(HttpResponse::Json(200, "{\"count\":\"" + req.body + "\"}"));
     });
     ASSERT_TRUE(server_->Start().ok());
     client_thread_ = std::thread([this] { client_io_.run(); });
@@ -231,6 +238,73 @@ TEST_F(ClusterTlsSendTest, HttpsMemberWithoutATlsContextIsAnError) {
   Answer a = Send(Uri("127.0.0.1"));
   EXPECT_EQ(a.result, Forwarder::kError);
   EXPECT_NE(a.error.find("https:// needs a TLS client context"), std::string::npos) << a.error;
+}
+
+/// The etcd client's TLS (--etcd_ca_file...), against the member standing in for etcd.
+class EtcdTlsTest : public ClusterTlsSendTest {
+ protected:
+  static SslContext Context(const std::string& ca_file,
+                            const testing::TestCert* client = nullptr) {
+    SslContext ctx;
+    ClusterTlsFiles files{ca_file, client ? client->cert_file : "",
+                          client ? client->key_file : "", "etcd"};
+    Status s = CreateClusterTlsContext(files, &ctx);
+    EXPECT_TRUE(s.ok()) << s.message();
+    return ctx;
+  }
+  Status Call(const std::string& endpoint, const SslContext& ctx, std::string* response) {
+    EtcdClient etcd({endpoint}, std::chrono::seconds(30), ctx);
+    return etcd.Call("/v3/kv/range", "7", response);
+  }
+  std::string Endpoint(const std::string& scheme, const std::string& host) {
+    return scheme + "://" + host + ":" + std::to_string(server_->port());
+  }
+};
+
+TEST_F(EtcdTlsTest, FlagsInMessagesAreEtcds) {
+  ClusterTlsFiles files{dir_ + "/nope.pem", "", "", "etcd"};
+  EXPECT_EQ(Error(files),
+            "--etcd_ca_file '" + dir_ + "/nope.pem': cannot be read: No such file or directory");
+  files = {"", cert_.cert_file, "", "etcd"};
+  EXPECT_NE(Error(files).find("needs both --etcd_client_cert_file and --etcd_client_key_file"),
+            std::string::npos);
+}
+
+TEST_F(EtcdTlsTest, VerifiedEndpointIsAskedOverTls) {
+  StartMember(/*tls=*/true);
+  std::string response;
+  Status s = Call(Endpoint("https", "127.0.0.1"), Context(cert_.cert_file), &response);
+  ASSERT_TRUE(s.ok()) << s.message();
+  EXPECT_EQ(response, "{\"count\":\"7\"}");
+}
+
+TEST_F(EtcdTlsTest, UnverifiedEndpointsAreErrorsNeverPlainText) {
+  StartMember(/*tls=*/true);
+  std::string response;
+  // Another CA, a host name the certificate does not name, no TLS context at all.
+  Status s = Call(Endpoint("https", "127.0.0.1"), Context(other_.cert_file), &response);
+  EXPECT_EQ(s.code(), StatusCode::kUnavailable);
+  EXPECT_NE(s.message().find("TLS handshake failed: certificate verify failed"),
+            std::string::npos)
+      << s.message();
+  s = Call(Endpoint("https", "localhost"), Context(cert_.cert_file), &response);
+  EXPECT_NE(s.message().find("hostname mismatch"), std::string::npos) << s.message();
+  s = Call(Endpoint("https", "127.0.0.1"), nullptr, &response);
+  EXPECT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("no TLS context"), std::string::npos) << s.message();
+  // A plain-HTTP client to the TLS server fails too (it answers garbage or closes).
+  s = Call(Endpoint("http", "127.0.0.1"), nullptr, &response);
+  EXPECT_FALSE(s.ok());
+  EXPECT_EQ(server_->responses_with_status(200), 0u);
+}
+
+TEST_F(EtcdTlsTest, ClientCertificateForAnEtcdThatRequiresOne) {
+  StartMember(/*tls=*/true, /*client_ca=*/other_.cert_file);
+  std::string response;
+  EXPECT_FALSE(Call(Endpoint("https", "127.0.0.1"), Context(cert_.cert_file), &response).ok());
+  Status s = Call(Endpoint("https", "127.0.0.1"), Context(cert_.cert_file, &other_), &response);
+  ASSERT_TRUE(s.ok()) << s.message();
+  EXPECT_EQ(server_->responses_with_status(200), 1u);
 }
 
 }  // namespace

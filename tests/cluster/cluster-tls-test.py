@@ -1,6 +1,9 @@
 #!/usr/bin/env python3
-"""TLS between cluster members (issue 19, docs/operations.md "TLS between members"), against a
-real etcd and coordinators serving HTTPS with certificates of a CA the test makes (openssl):
+"""TLS between cluster members and to etcd (issue 19, docs/operations.md "TLS between members"
+and "TLS to etcd"), against a real etcd serving HTTPS only and requiring client certificates
+(--client-cert-auth), and coordinators serving HTTPS, with certificates of a CA the test makes
+(openssl); every member reaches etcd at https://127.0.0.1:PORT with --etcd_ca_file and its
+own certificate as --etcd_client_cert_file:
 
   - three members with --cluster_ca_file naming that CA, one of them advertised by host name
     (https://localhost:PORT, checked against its certificate's DNS entry), the others by
@@ -11,7 +14,11 @@ real etcd and coordinators serving HTTPS with certificates of a CA the test make
   - a fourth member whose --cluster_ca_file is another CA: A's query polled through it fails
     with the certificate verification named (counted as forwarded{result="error"}, never
     "ok"), and its /v1/query names the three others as not answering;
-  - an unreadable or malformed --cluster_ca_file stops a member at start-up naming the flag.
+  - a member whose --etcd_ca_file is the other CA never registers: its state stays
+    "unreachable" and its log names the certificate verification; one without a client
+    certificate is refused by etcd alike;
+  - an unreadable or malformed --cluster_ca_file stops a member at start-up naming the flag,
+    and so do --etcd_* files given without an https:// endpoint.
 Waits on conditions with deadlines, never fixed sleeps.
 
     cluster-tls-test.py PATH-TO-COORDINATORD [PATH-TO-ETCD]
@@ -63,10 +70,14 @@ def make_member_cert(work, name, ca):
     return key, crt
 
 
-def member(daemon, work, tag, etcd, ca_file, cert, port=None, advertised=None):
+def member(daemon, work, tag, etcd, ca_file, cert, port=None, advertised=None,
+           etcd_ca_file=None, etcd_client_cert=True):
     extra = [f"--tls_cert_file={cert[1]}", f"--tls_key_file={cert[0]}",
              f"--cluster_ca_file={ca_file}", "--cluster_forward_timeout_ms=5000",
+             f"--etcd_ca_file={etcd_ca_file or f'{work}/ca.crt'}",
              "--num_http_threads=1"]  # one pool per member: reuse shows in the counts
+    if etcd_client_cert:
+        extra += [f"--etcd_client_cert_file={cert[1]}", f"--etcd_client_key_file={cert[0]}"]
     if port is not None:
         extra.append(f"--http_port={port}")
     if advertised is not None:
@@ -112,7 +123,32 @@ def start_up_errors(daemon, work):
         if r.returncode == 0 or f"--cluster_ca_file '{ca_file}'" not in r.stderr or \
                 expect not in r.stderr:
             fail(f"--cluster_ca_file={ca_file}: exit {r.returncode}, {r.stderr[-1000:]}")
-    print("ok: a missing or malformed --cluster_ca_file stops the member, naming the flag")
+    r = subprocess.run(
+        [daemon, "--http_port=0", f"--data_dir={work}/data", "--sample_scale_factor=0.001",
+         "--etcd_endpoints=127.0.0.1:1", f"--etcd_ca_file={work}/ca.crt"],
+        capture_output=True, text=True, timeout=DEADLINE_S)
+    if r.returncode == 0 or "--etcd_endpoints names none" not in r.stderr:
+        fail(f"--etcd_ca_file without an https:// endpoint: exit {r.returncode}, "
+             f"{r.stderr[-1000:]}")
+    print("ok: a missing or malformed --cluster_ca_file stops the member, naming the flag; "
+          "so do --etcd_* files without an https:// endpoint")
+
+
+def etcd_refuses(daemon, work, etcd, certs, rogue_ca):
+    """Members that cannot verify etcd, or that etcd cannot verify, never register."""
+    for tag, kw, why in (("e", {"etcd_ca_file": rogue_ca[1]}, "certificate verify failed"),
+                         ("f", {"etcd_client_cert": False}, "")):
+        x = member(daemon, work, tag, etcd, f"{work}/ca.crt", certs[tag], **kw)
+        try:
+            wait_for(f"{tag} to fail to reach etcd",
+                     lambda: x.metric("qr_cluster_etcd_errors_total") and
+                     x.state() == "unreachable" and why in open(x.err.name).read())
+            if x.member_id() != 0:
+                fail(f"{tag} registered as {x.member_id()} through an unverified etcd")
+        finally:
+            x.stop()
+    print("ok: a member with another CA for etcd, or without a client certificate, never "
+          "registers")
 
 
 def main():
@@ -125,15 +161,18 @@ def main():
     if shutil.which("openssl") is None:
         fail("no openssl command (Debian's openssl package)")
     work = tempfile.mkdtemp(prefix="qr-tls-test.")
-    etcd = Etcd(etcd_binary, work)
+    etcd = None
     coordinators = []
     try:
         ca = make_ca(work, "ca")
         rogue_ca = make_ca(work, "rogue-ca")
-        certs = {tag: make_member_cert(work, tag, ca) for tag in "abcd"}
+        certs = {tag: make_member_cert(work, tag, ca) for tag in "abcdef"}
+        etcd_cert = make_member_cert(work, "etcd", ca)
         start_up_errors(daemon, work)
 
+        etcd = Etcd(etcd_binary, work, tls=(etcd_cert[1], etcd_cert[0], ca[1]))
         etcd.start()
+        etcd_refuses(daemon, work, etcd, certs, rogue_ca)
         c_port = free_port()
         a = member(daemon, work, "a", etcd, ca[1], certs["a"])
         b = member(daemon, work, "b", etcd, ca[1], certs["b"])

@@ -81,15 +81,18 @@ def write_secret_file(path, secret):
 
 
 class Etcd:
-    def __init__(self, binary, work):
-        self.binary, self.work = binary, work
+    """An etcd on loopback ports. With 'tls' ((cert, key, ca) PEM files) it serves its clients
+    HTTPS only and requires a client certificate signed by 'ca' (--client-cert-auth)."""
+
+    def __init__(self, binary, work, tls=None):
+        self.binary, self.work, self.tls = binary, work, tls
         self.client_port, self.peer_port = free_port(), free_port()
         self.proc = None
         self.runs = 0
 
     @property
     def endpoint(self):
-        return f"127.0.0.1:{self.client_port}"
+        return f"{'https://' if self.tls else ''}127.0.0.1:{self.client_port}"
 
     def start(self, wipe=False):
         data = os.path.join(self.work, "etcd-data")
@@ -98,16 +101,24 @@ class Etcd:
         self.runs += 1
         log = open(os.path.join(self.work, f"etcd-{self.runs}.log"), "w")
         peer = f"http://127.0.0.1:{self.peer_port}"
-        client = f"http://{self.endpoint}"
+        client = f"{'https' if self.tls else 'http'}://127.0.0.1:{self.client_port}"
+        tls_flags, context = [], None
+        if self.tls:
+            cert, key, ca = self.tls
+            tls_flags = [f"--cert-file={cert}", f"--key-file={key}", f"--trusted-ca-file={ca}",
+                         "--client-cert-auth"]
+            context = ssl.create_default_context(cafile=ca)
+            context.load_cert_chain(cert, key)
         self.proc = subprocess.Popen(
             [self.binary, "--name=qr-test", f"--data-dir={data}",
              f"--listen-client-urls={client}", f"--advertise-client-urls={client}",
              f"--listen-peer-urls={peer}", f"--initial-advertise-peer-urls={peer}",
-             f"--initial-cluster=qr-test={peer}"],
+             f"--initial-cluster=qr-test={peer}", *tls_flags],
             stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
         wait_for("etcd to answer /health",
                  lambda: self.proc.poll() is None and
-                 json.loads(urllib.request.urlopen(client + "/health", timeout=5).read())
+                 json.loads(urllib.request.urlopen(client + "/health", timeout=5,
+                                                   context=context).read())
                  .get("health") == "true")
 
     def stop(self):

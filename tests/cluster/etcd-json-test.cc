@@ -174,8 +174,13 @@ TEST(EtcdEndpointsTest, ParsesHostPortLists) {
   std::vector<std::string> endpoints;
   ASSERT_TRUE(ParseEtcdEndpoints("127.0.0.1:2379,etcd-2:2379,[::1]:2380", &endpoints).ok());
   EXPECT_EQ(endpoints, (std::vector<std::string>{"127.0.0.1:2379", "etcd-2:2379", "[::1]:2380"}));
+  ASSERT_TRUE(ParseEtcdEndpoints("https://etcd-1:2379,http://[::1]:2379", &endpoints).ok());
+  EXPECT_EQ(endpoints, (std::vector<std::string>{"https://etcd-1:2379", "http://[::1]:2379"}));
+  EXPECT_TRUE(IsTlsEtcdEndpoint(endpoints[0]));
+  EXPECT_FALSE(IsTlsEtcdEndpoint(endpoints[1]));
   for (const char* bad : {"", "localhost", ":2379", "a:0", "a:65536", "a:x", "::1:2379",
-                          "a:1,,b:2", "[::1:2379"}) {
+                          "a:1,,b:2", "[::1:2379", "ftp://a:1", "https://a:1/", "https://",
+                          "https://a:1/v3"}) {
     EXPECT_FALSE(ParseEtcdEndpoints(bad, &endpoints).ok()) << bad;
   }
 }

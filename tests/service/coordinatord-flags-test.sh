@@ -49,9 +49,9 @@ expect_refused "--query_history_sync must be batch, interval or none" --query_hi
 expect_refused "--query_history_segment_mb must be in" --query_history_segment_mb=0
 expect_refused "--query_history_queue_size must be positive" --query_history_queue_size=0
 expect_refused "--query_history_max_mb must be >= 0" --query_history_max_mb=-1
-expect_refused "--etcd_endpoints: etcd endpoint 'localhost' is not host:port" \
+expect_refused "--etcd_endpoints: etcd endpoint 'localhost' is not [http[s]://]host:port" \
   --etcd_endpoints=localhost
-expect_refused "--etcd_endpoints: etcd endpoint 'a:99999' is not host:port" \
+expect_refused "--etcd_endpoints: etcd endpoint 'a:99999' is not [http[s]://]host:port" \
   --etcd_endpoints=127.0.0.1:2379,a:99999
 expect_refused "--cluster_name must be 1 to 64 letters" --cluster_name=a/b
 expect_refused "--advertised_uri must be http://host:port" --advertised_uri=ftp://x:1

@@ -17,9 +17,9 @@ namespace qr {
 namespace ssl = boost::asio::ssl;
 namespace {
 
-Status CheckReadable(const char* flag, const std::string& path) {
+Status CheckReadable(const std::string& flag, const std::string& path) {
   if (access(path.c_str(), R_OK) != 0) {
-    return InvalidArgument(std::string("--") + flag + " " + QuoteForError(path, 256) +
+    return InvalidArgument(flag + " " + QuoteForError(path, 256) +
                            ": cannot be read: " + std::strerror(errno));
   }
   return Status::OK();
@@ -41,10 +41,12 @@ std::string SslReason(const boost::system::error_code& ec) {
 }  // namespace
 
 Status CreateClusterTlsContext(const ClusterTlsFiles& files, std::shared_ptr<ssl::context>* out) {
+  const std::string ca_flag = "--" + files.flag_prefix + "_ca_file";
+  const std::string cert_flag = "--" + files.flag_prefix + "_client_cert_file";
+  const std::string key_flag = "--" + files.flag_prefix + "_client_key_file";
   if (files.client_cert_file.empty() != files.client_key_file.empty()) {
-    return InvalidArgument(
-        "a client certificate for TLS between members needs both --cluster_client_cert_file "
-        "and --cluster_client_key_file");
+    return InvalidArgument("a TLS client certificate needs both " + cert_flag + " and " +
+                           key_flag);
   }
   auto ctx = std::make_shared<ssl::context>(ssl::context::tls_client);
   boost::system::error_code ec;
@@ -59,22 +61,22 @@ Status CreateClusterTlsContext(const ClusterTlsFiles& files, std::shared_ptr<ssl
     ctx->set_default_verify_paths(ec);
     if (ec) {
       return InvalidArgument("the system's trust store cannot be loaded (" + SslReason(ec) +
-                             "): give the members' CA with --cluster_ca_file");
+                             "): give the CA with " + ca_flag);
     }
   } else {
-    QR_RETURN_IF_ERROR(CheckReadable("cluster_ca_file", files.ca_file));
+    QR_RETURN_IF_ERROR(CheckReadable(ca_flag, files.ca_file));
     ctx->load_verify_file(files.ca_file, ec);
     if (ec) {
-      return InvalidArgument("--cluster_ca_file " + QuoteForError(files.ca_file, 256) + ": " +
+      return InvalidArgument(ca_flag + " " + QuoteForError(files.ca_file, 256) + ": " +
                              SslReason(ec) + " (expected PEM CA certificates)");
     }
   }
   if (!files.client_cert_file.empty()) {
-    QR_RETURN_IF_ERROR(CheckReadable("cluster_client_cert_file", files.client_cert_file));
-    QR_RETURN_IF_ERROR(CheckReadable("cluster_client_key_file", files.client_key_file));
+    QR_RETURN_IF_ERROR(CheckReadable(cert_flag, files.client_cert_file));
+    QR_RETURN_IF_ERROR(CheckReadable(key_flag, files.client_key_file));
     ctx->use_certificate_chain_file(files.client_cert_file, ec);
     if (ec) {
-      return InvalidArgument("--cluster_client_cert_file " +
+      return InvalidArgument(cert_flag + " " +
                              QuoteForError(files.client_cert_file, 256) + ": " + SslReason(ec) +
                              " (expected a PEM certificate chain)");
     }
@@ -85,11 +87,9 @@ Status CreateClusterTlsContext(const ClusterTlsFiles& files, std::shared_ptr<ssl
     }
     if (ec) {
       ERR_clear_error();
-      return InvalidArgument("--cluster_client_key_file " +
-                             QuoteForError(files.client_key_file, 256) +
-                             ": not an unencrypted PEM private key matching "
-                             "--cluster_client_cert_file " +
-                             QuoteForError(files.client_cert_file, 256));
+      return InvalidArgument(key_flag + " " + QuoteForError(files.client_key_file, 256) +
+                             ": not an unencrypted PEM private key matching " + cert_flag +
+                             " " + QuoteForError(files.client_cert_file, 256));
     }
   }
   *out = std::move(ctx);

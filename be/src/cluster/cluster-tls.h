@@ -12,8 +12,8 @@ typedef struct ssl_st SSL;
 
 namespace qr {
 
-/// Files of a coordinator's TLS towards the other members of its cluster (docs/operations.md
-/// "TLS between members").
+/// Files of a coordinator's TLS as a client: towards the other members of its cluster
+/// (docs/operations.md "TLS between members") or towards etcd ("TLS to etcd").
 struct ClusterTlsFiles {
   /// PEM CA certificates the members' certificates are verified against
   /// (--cluster_ca_file); empty: the system's trust store.
@@ -23,11 +23,14 @@ struct ClusterTlsFiles {
   /// --cluster_client_key_file).
   std::string client_cert_file;
   std::string client_key_file;
+  /// The flags' prefix, for messages: "cluster" (--cluster_ca_file, ...) or "etcd"
+  /// (--etcd_ca_file, ...).
+  std::string flag_prefix = "cluster";
 };
 
 /// Builds the client-side TLS context of the requests to members whose advertised URI is
-/// https:// (TLS 1.2 and newer, the peer's chain verified; host names are checked per
-/// connection by SetTlsPeerName()). Errors name the flag and the file and say what is wrong
+/// https://, or to etcd endpoints given as https:// (TLS 1.2 and newer, the peer's chain
+/// verified; host names are checked per connection by SetTlsPeerName()). Errors name the flag and the file and say what is wrong
 /// (unreadable, not PEM, no certificate, key does not match).
 /// Thread-safety: thread-safe; the context is immutable once built and shared.
 Status CreateClusterTlsContext(const ClusterTlsFiles& files,

@@ -5,7 +5,11 @@
 
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/ssl/context.hpp>
 #include <boost/beast/http.hpp>
+
+#include "cluster/cluster-tls.h"
+#include "cluster/maybe-tls-stream.h"
 
 namespace qr {
 namespace {
@@ -18,8 +22,17 @@ using tcp = net::ip::tcp;
 /// No etcd answer we read (a member list, a lease) comes near this; a larger one is not etcd.
 constexpr uint64_t kMaxResponseBytes = 16 << 20;
 
-/// "host:port" -> host (without IPv6 brackets) and port; false when malformed.
+constexpr std::string_view kHttp = "http://";
+constexpr std::string_view kHttps = "https://";
+
+/// "[http[s]://]host:port" -> host (without IPv6 brackets) and port; false when malformed.
 bool SplitHostPort(std::string_view endpoint, std::string* host, std::string* port) {
+  if (endpoint.starts_with(kHttps)) {
+    endpoint.remove_prefix(kHttps.size());
+  } else if (endpoint.starts_with(kHttp)) {
+    endpoint.remove_prefix(kHttp.size());
+  }
+  if (endpoint.find('/') != std::string_view::npos) return false;
   const size_t colon = endpoint.rfind(':');
   if (colon == std::string_view::npos || colon == 0) return false;
   std::string_view h = endpoint.substr(0, colon);
@@ -51,8 +64,8 @@ Status ParseEtcdEndpoints(std::string_view list, std::vector<std::string>* out) 
     std::string host, port;
     if (!SplitHostPort(entry, &host, &port)) {
       return InvalidArgument("etcd endpoint " + QuoteForError(entry) +
-                             " is not host:port (e.g. 127.0.0.1:2379 or [::1]:2379, "
-                             "comma-separated)");
+                             " is not [http[s]://]host:port (e.g. 127.0.0.1:2379, "
+                             "https://etcd-1:2379 or [::1]:2379, comma-separated)");
     }
     out->emplace_back(entry);
   }
@@ -60,15 +73,20 @@ Status ParseEtcdEndpoints(std::string_view list, std::vector<std::string>* out) 
   return Status::OK();
 }
 
-EtcdClient::EtcdClient(std::vector<std::string> endpoints, std::chrono::milliseconds timeout)
-    : endpoints_(std::move(endpoints)), timeout_(timeout) {}
+bool IsTlsEtcdEndpoint(std::string_view endpoint) { return endpoint.starts_with(kHttps); }
+
+EtcdClient::EtcdClient(std::vector<std::string> endpoints, std::chrono::milliseconds timeout,
+                       std::shared_ptr<net::ssl::context> tls)
+    : endpoints_(std::move(endpoints)), timeout_(timeout), tls_(std::move(tls)) {}
 
 EtcdClient::~EtcdClient() = default;
 
 void EtcdClient::Cancel() {
   canceled_.store(true);
   // Runs on the client's thread, inside Run(): the stream is never touched from two threads.
-  net::post(ioc_, [this] { stream_.cancel(); });
+  net::post(ioc_, [this] {
+    if (conn_ != nullptr) conn_->tcp().cancel();
+  });
 }
 
 Status EtcdClient::Cancelled() const { return Status(StatusCode::kCancelled, "canceled"); }
@@ -79,9 +97,12 @@ void EtcdClient::Run() {
 }
 
 void EtcdClient::CloseConnection() {
-  beast::error_code ignored;
-  stream_.socket().shutdown(tcp::socket::shutdown_both, ignored);
-  stream_.close();
+  if (conn_ != nullptr) {
+    // No TLS close_notify: etcd needs none, and waiting for its answer would stall the retry.
+    beast::error_code ignored;
+    conn_->tcp().socket().shutdown(tcp::socket::shutdown_both, ignored);
+    conn_->tcp().close();
+  }
   buffer_.clear();
   connected_ = false;
 }
@@ -94,10 +115,27 @@ void EtcdClient::Fail() {
 Status EtcdClient::Connect() {
   if (connected_) return Status::OK();
   if (canceled_.load()) return Cancelled();
+  const std::string& endpoint = endpoints_[current_];
   std::string host, port;
-  if (!SplitHostPort(endpoints_[current_], &host, &port)) {
-    return InvalidArgument("bad etcd endpoint " + QuoteForError(endpoints_[current_]));
+  if (!SplitHostPort(endpoint, &host, &port)) {
+    return InvalidArgument("bad etcd endpoint " + QuoteForError(endpoint));
   }
+  if (IsTlsEtcdEndpoint(endpoint)) {
+    if (tls_ == nullptr) return InvalidArgument("no TLS context for " + endpoint);
+    conn_ = std::make_unique<MaybeTlsStream>(ioc_, *tls_);
+  } else {
+    conn_ = std::make_unique<MaybeTlsStream>(ioc_);
+  }
+  Status s = ConnectTo(host, port);
+  if (!s.ok()) {
+    conn_->tcp().close();
+    return s;
+  }
+  connected_ = true;
+  return Status::OK();
+}
+
+Status EtcdClient::ConnectTo(const std::string& host, const std::string& port) {
   tcp::resolver resolver(ioc_);
   beast::error_code ec;
   tcp::resolver::results_type results;
@@ -108,28 +146,42 @@ Status EtcdClient::Connect() {
   Run();
   if (canceled_.load()) return Cancelled();
   if (ec) return Status(StatusCode::kUnavailable, "resolving " + host + ": " + ec.message());
-  stream_.expires_after(timeout_);
-  stream_.async_connect(results, [&](beast::error_code e, const tcp::endpoint&) { ec = e; });
+  conn_->tcp().expires_after(timeout_);
+  conn_->tcp().async_connect(results, [&](beast::error_code e, const tcp::endpoint&) { ec = e; });
+  Run();
+  if (canceled_.load()) return Cancelled();
+  if (ec) return Status(StatusCode::kUnavailable, "connecting: " + ec.message());
+  MaybeTlsStream::TlsStream* tls = conn_->tls();
+  if (tls == nullptr) return Status::OK();
+  if (!SetTlsPeerName(tls->native_handle(), host)) {
+    return InvalidArgument("cannot verify TLS peer name " + QuoteForError(host));
+  }
+  tls->async_handshake(net::ssl::stream_base::client, [&](beast::error_code e) { ec = e; });
   Run();
   if (canceled_.load()) return Cancelled();
   if (ec) {
-    stream_.close();
-    return Status(StatusCode::kUnavailable, "connecting: " + ec.message());
+    return Status(StatusCode::kUnavailable,
+                  "TLS handshake failed: " + TlsHandshakeFailure(tls->native_handle(),
+                                                                 ec.message()));
   }
-  connected_ = true;
   return Status::OK();
 }
 
 Status EtcdClient::WriteRequest(std::string_view path, const std::string& body) {
   http::request<http::string_body> req{http::verb::post, std::string(path), 11};
-  req.set(http::field::host, endpoints_[current_]);
+  std::string_view authority = endpoints_[current_];
+  if (authority.starts_with(kHttps)) authority.remove_prefix(kHttps.size());
+  if (authority.starts_with(kHttp)) authority.remove_prefix(kHttp.size());
+  req.set(http::field::host, beast::string_view(authority.data(), authority.size()));
   req.set(http::field::content_type, "application/json");
   req.keep_alive(true);
   req.body() = body;
   req.prepare_payload();
   beast::error_code ec;
-  stream_.expires_after(timeout_);
-  http::async_write(stream_, req, [&](beast::error_code e, size_t) { ec = e; });
+  conn_->tcp().expires_after(timeout_);
+  conn_->Visit([&](auto& s) {
+    http::async_write(s, req, [&](beast::error_code e, size_t) { ec = e; });
+  });
   Run();
   if (canceled_.load()) return Cancelled();
   if (ec) return Status(StatusCode::kUnavailable, "writing: " + ec.message());
@@ -150,8 +202,10 @@ Status EtcdClient::Call(std::string_view path, const std::string& body, std::str
       http::response_parser<http::string_body> parser;
       parser.body_limit(kMaxResponseBytes);
       beast::error_code ec;
-      stream_.expires_after(timeout_);
-      http::async_read(stream_, buffer_, parser, [&](beast::error_code e, size_t) { ec = e; });
+      conn_->tcp().expires_after(timeout_);
+      conn_->Visit([&](auto& s) {
+        http::async_read(s, buffer_, parser, [&](beast::error_code e, size_t) { ec = e; });
+      });
       Run();
       if (canceled_.load()) return Cancelled();
       if (ec) {
@@ -194,8 +248,10 @@ Status EtcdClient::Stream(std::string_view path, const std::string& body,
   http::response_parser<http::string_body> parser;
   parser.body_limit(boost::none);  // a watch runs for as long as it is not canceled
   beast::error_code ec;
-  stream_.expires_after(timeout_);
-  http::async_read_header(stream_, buffer_, parser, [&](beast::error_code e, size_t) { ec = e; });
+  conn_->tcp().expires_after(timeout_);
+  conn_->Visit([&](auto& s) {
+    http::async_read_header(s, buffer_, parser, [&](beast::error_code e, size_t) { ec = e; });
+  });
   Run();
   if (canceled_.load()) return fail(Cancelled());
   if (ec) return fail(Status(StatusCode::kUnavailable, "reading: " + ec.message()));
@@ -203,10 +259,12 @@ Status EtcdClient::Stream(std::string_view path, const std::string& body,
     return fail(Status(StatusCode::kUnavailable,
                        "HTTP " + std::to_string(parser.get().result_int())));
   }
-  stream_.expires_never();
+  conn_->tcp().expires_never();
   std::string& pending = parser.get().body();
   while (!parser.is_done()) {
-    http::async_read_some(stream_, buffer_, parser, [&](beast::error_code e, size_t) { ec = e; });
+    conn_->Visit([&](auto& s) {
+      http::async_read_some(s, buffer_, parser, [&](beast::error_code e, size_t) { ec = e; });
+    });
     Run();
     if (canceled_.load()) return fail(Cancelled());
     if (ec) return fail(Status(StatusCode::kUnavailable, "reading: " + ec.message()));

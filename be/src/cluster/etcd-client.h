@@ -3,29 +3,39 @@
 #include <atomic>
 #include <chrono>
 #include <functional>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include <boost/asio/io_context.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
-#include <boost/beast/core/tcp_stream.hpp>
 
 #include "util/status.h"
 
+namespace boost::asio::ssl {
+class context;
+}
+
 namespace qr {
+
+class MaybeTlsStream;
 
 /// A client of etcd's v3 HTTP/JSON gateway (POST /v3/...; etcd-json.h builds the bodies) for
 /// one thread: one keep-alive HTTP/1.1 connection (Boost.Beast) to one of the endpoints at a
 /// time, on an io_context of its own, so a slow or unreachable etcd blocks only the thread
 /// that asked, never an I/O thread of the HTTP server. A failed request closes the connection
-/// and moves on to the next endpoint.
+/// and moves on to the next endpoint. An endpoint given as https://host:port is reached over
+/// TLS: its certificate must chain to the context's CAs and match 'host' (a failed
+/// verification is that endpoint's failure, never a fall-back to plain HTTP).
 /// Thread-safety: Call() and Stream() from one thread at a time; Cancel() from any thread.
 class EtcdClient {
  public:
-  /// 'endpoints' are "host:port" (at least one); 'timeout' bounds each Call() attempt and the
-  /// connect and header of a Stream().
-  EtcdClient(std::vector<std::string> endpoints, std::chrono::milliseconds timeout);
+  /// 'endpoints' are "[http[s]://]host:port" (at least one, ParseEtcdEndpoints()); 'timeout'
+  /// bounds each Call() attempt and the connect, handshake and header of a Stream(); 'tls'
+  /// (CreateClusterTlsContext()) is needed for https:// endpoints: without it they fail.
+  EtcdClient(std::vector<std::string> endpoints, std::chrono::milliseconds timeout,
+             std::shared_ptr<boost::asio::ssl::context> tls = nullptr);
   ~EtcdClient();
 
   EtcdClient(const EtcdClient&) = delete;
@@ -50,8 +60,10 @@ class EtcdClient {
   const std::string& endpoint() const { return endpoints_[current_]; }
 
  private:
-  /// Connects to the current endpoint unless connected.
+  /// Connects to the current endpoint unless connected (with the TLS handshake for https://).
   Status Connect();
+  /// Connects 'conn_' to 'host':'port' and shakes hands when it is TLS.
+  Status ConnectTo(const std::string& host, const std::string& port);
   /// Writes one POST request on the connection.
   Status WriteRequest(std::string_view path, const std::string& body);
   void CloseConnection();
@@ -64,15 +76,21 @@ class EtcdClient {
   const std::vector<std::string> endpoints_;
   const std::chrono::milliseconds timeout_;
   size_t current_ = 0;
+  const std::shared_ptr<boost::asio::ssl::context> tls_;
   std::atomic<bool> canceled_{false};
   boost::asio::io_context ioc_;
-  boost::beast::tcp_stream stream_{ioc_};
+  /// The open connection (connected_), else null or closed.
+  std::unique_ptr<MaybeTlsStream> conn_;
   boost::beast::flat_buffer buffer_;
   bool connected_ = false;
 };
 
-/// Splits "host:port,host:port" (IPv6 hosts in brackets) into endpoints; an error naming the
-/// bad entry when one has no host or no port in [1, 65535], or the list is empty.
+/// Splits "host:port,host:port" (IPv6 hosts in brackets; each may start with http:// or
+/// https://, plain HTTP when it does not) into endpoints; an error naming the bad entry when
+/// one has no host or no port in [1, 65535], or another scheme, or the list is empty.
 Status ParseEtcdEndpoints(std::string_view list, std::vector<std::string>* out);
+
+/// True when 'endpoint' (one of ParseEtcdEndpoints()') is reached over TLS.
+bool IsTlsEtcdEndpoint(std::string_view endpoint);
 
 }  // namespace qr

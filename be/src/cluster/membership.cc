@@ -95,8 +95,10 @@ Membership::Membership(Options options)
       cluster_prefix_("/coordinatord/" + options_.cluster_name + "/"),
       members_prefix_(cluster_prefix_ + "members/"),
       cursor_key_(cluster_prefix_ + "last-member-id") {
-  lease_etcd_ = std::make_unique<EtcdClient>(options_.endpoints, options_.request_timeout);
-  watch_etcd_ = std::make_unique<EtcdClient>(options_.endpoints, options_.request_timeout);
+  lease_etcd_ = std::make_unique<EtcdClient>(options_.endpoints, options_.request_timeout,
+                                             options_.etcd_tls);
+  watch_etcd_ = std::make_unique<EtcdClient>(options_.endpoints, options_.request_timeout,
+                                             options_.etcd_tls);
 }
 
 Membership::~Membership() { Stop(); }
@@ -121,7 +123,7 @@ void Membership::Stop() {
   watch_thread_.join();
   if (lease_ != 0) {
     // A fresh client: the lease thread's is canceled. One attempt, bounded by the timeout.
-    EtcdClient etcd(options_.endpoints, options_.request_timeout);
+    EtcdClient etcd(options_.endpoints, options_.request_timeout, options_.etcd_tls);
     std::string ignored;
     Status s = etcd.Call("/v3/lease/revoke", etcd::LeaseIdRequest(lease_), &ignored);
     LOG(INFO) << "Cluster " << options_.cluster_name << ": left as member " << member_id()

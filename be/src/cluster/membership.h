@@ -14,6 +14,10 @@
 #include "util/mutex.h"
 #include "util/status.h"
 
+namespace boost::asio::ssl {
+class context;
+}
+
 namespace qr {
 
 class EtcdClient;
@@ -69,7 +73,9 @@ std::vector<uint32_t> MemberIdCandidates(uint32_t earlier, uint32_t cursor,
 class Membership {
  public:
   struct Options {
-    std::vector<std::string> endpoints;  // "host:port"
+    std::vector<std::string> endpoints;  // "[http[s]://]host:port" (ParseEtcdEndpoints())
+    /// TLS towards https:// endpoints (CreateClusterTlsContext() with the --etcd_* files).
+    std::shared_ptr<boost::asio::ssl::context> etcd_tls;
     std::string cluster_name = "default";
     /// How other members and clients reach this one (http[s]://host:port).
     std::string advertised_uri;

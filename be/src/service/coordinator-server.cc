@@ -7,6 +7,7 @@
 
 #include <glog/logging.h>
 
+#include "cluster/etcd-client.h"
 #include "cluster/forward-auth.h"
 #include "runtime/registry-flags.h"
 #include "runtime/sample-db.h"
@@ -93,6 +94,7 @@ Status CoordinatorServer::ConfigureSecurity(Webserver::Options* http) {
       !o.cluster_tls.client_cert_file.empty() || !o.cluster_tls.client_key_file.empty()) {
     QR_RETURN_IF_ERROR(CreateClusterTlsContext(o.cluster_tls, &cluster_tls_context_));
   }
+  QR_RETURN_IF_ERROR(ConfigureEtcdTls());
   Status proxies = IpNetworks::Parse(o.http_trusted_proxies, &o.auth.trusted_proxies);
   if (!proxies.ok()) return InvalidArgument("--http_trusted_proxies: " + proxies.message());
   // A proxy carries many clients' connections: the per-address limit is not for it.
@@ -297,6 +299,24 @@ Status CoordinatorServer::Start() {
             << options_.http.bind_address << ":" << webserver_->port() << " with "
             << options_.num_query_threads << " query threads";
   return Status::OK();
+}
+
+Status CoordinatorServer::ConfigureEtcdTls() {
+  Options& o = options_;
+  const bool tls_endpoint =
+      std::any_of(o.cluster.endpoints.begin(), o.cluster.endpoints.end(),
+                  [](const std::string& e) { return IsTlsEtcdEndpoint(e); });
+  const bool files = !o.etcd_tls.ca_file.empty() || !o.etcd_tls.client_cert_file.empty() ||
+                     !o.etcd_tls.client_key_file.empty();
+  if (files && !tls_endpoint) {
+    // Plain HTTP to etcd while the operator believes it is TLS would be worse than failing.
+    return InvalidArgument(
+        "--etcd_ca_file, --etcd_client_cert_file and --etcd_client_key_file apply to "
+        "https:// endpoints, and --etcd_endpoints names none");
+  }
+  if (!tls_endpoint) return Status::OK();
+  o.etcd_tls.flag_prefix = "etcd";
+  return CreateClusterTlsContext(o.etcd_tls, &o.cluster.etcd_tls);
 }
 
 void CoordinatorServer::StartMembership(const std::string& bound) {

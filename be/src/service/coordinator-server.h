@@ -90,6 +90,9 @@ class CoordinatorServer {
     /// TLS towards members whose advertised URI is https:// (--cluster_ca_file, client
     /// certificate); checked by Start() when clustered or when any is set.
     ClusterTlsFiles cluster_tls;
+    /// TLS towards etcd endpoints given as https:// (--etcd_ca_file, client certificate);
+    /// checked by Start() when an endpoint is https:// or any is set ('flag_prefix' "etcd").
+    ClusterTlsFiles etcd_tls;
   };
 
   explicit CoordinatorServer(Options options);
@@ -149,6 +152,8 @@ class CoordinatorServer {
   /// Lists the members in system.runtime.nodes: declared before the runtime tables.
   std::unique_ptr<Membership> membership_;
   /// Joins the cluster when 'options_.cluster' names etcd endpoints.
+  /// Builds the TLS context of https:// etcd endpoints into options_.cluster.etcd_tls.
+  Status ConfigureEtcdTls();
   void StartMembership(const std::string& bound);
   /// Feeds the engine's system tables: declared before it, so it outlives its executors.
   std::unique_ptr<CoordinatorRuntimeTables> runtime_tables_;

@@ -158,7 +158,8 @@ DEFINE_string(http_trusted_proxies, "",
               "against the last untrusted hop, not the proxy (empty: none).");
 DEFINE_string(etcd_endpoints, "",
               "Join a cluster of coordinators through etcd's v3 HTTP/JSON gateway at these "
-              "comma-separated host:port (empty: run alone). docs/operations.md#cluster.");
+              "comma-separated [http[s]://]host:port (https:// is TLS, see --etcd_ca_file; "
+              "empty: run alone). docs/operations.md#cluster.");
 DEFINE_string(cluster_name, "default",
               "The cluster to join (its etcd keys are under /coordinatord/<name>/): letters, "
               "digits, '.', '_' and '-', at most 64.");
@@ -198,6 +199,15 @@ DEFINE_string(cluster_client_cert_file, "",
               "that require one (with --cluster_client_key_file; empty: none).");
 DEFINE_string(cluster_client_key_file, "",
               "The unencrypted PEM private key of --cluster_client_cert_file.");
+DEFINE_string(etcd_ca_file, "",
+              "PEM CA certificates that https:// --etcd_endpoints must chain to (their "
+              "certificate must also name the endpoint's host; empty: the system's trust "
+              "store).");
+DEFINE_string(etcd_client_cert_file, "",
+              "A PEM client certificate (chain) presented to https:// etcd endpoints, for an "
+              "etcd run with --client-cert-auth (with --etcd_client_key_file; empty: none).");
+DEFINE_string(etcd_client_key_file, "",
+              "The unencrypted PEM private key of --etcd_client_cert_file.");
 
 namespace {
 

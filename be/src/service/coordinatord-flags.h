@@ -80,3 +80,6 @@ DECLARE_string(cluster_secret_file);
 DECLARE_string(cluster_ca_file);
 DECLARE_string(cluster_client_cert_file);
 DECLARE_string(cluster_client_key_file);
+DECLARE_string(etcd_ca_file);
+DECLARE_string(etcd_client_cert_file);
+DECLARE_string(etcd_client_key_file);

@@ -105,6 +105,9 @@ CoordinatorServer::Options OptionsFromFlags() {
   o.cluster_tls.ca_file = FLAGS_cluster_ca_file;
   o.cluster_tls.client_cert_file = FLAGS_cluster_client_cert_file;
   o.cluster_tls.client_key_file = FLAGS_cluster_client_key_file;
+  o.etcd_tls.ca_file = FLAGS_etcd_ca_file;
+  o.etcd_tls.client_cert_file = FLAGS_etcd_client_cert_file;
+  o.etcd_tls.client_key_file = FLAGS_etcd_client_key_file;
   return o;
 }
 
