@@ -5,15 +5,21 @@
 # upstreams). Runs in the foreground: Ctrl-C or SIGTERM (or `scripts/cluster.sh stop` from
 # another terminal) stops the coordinators (each revokes its lease), nginx and etcd.
 #
-#   scripts/cluster.sh [-n N] [-p PORT] [-d DIR] [--binary PATH] [-- coordinatord flags...]
+#   scripts/cluster.sh [-n N] [-p PORT] [-d DIR] [--data DIR] [--tls] [--binary PATH]
+#                      [-- coordinatord flags...]
 #   scripts/cluster.sh stop [-d DIR]
 #
 #   -n N           coordinators (default 3, 1 to 64)
 #   -p PORT        nginx listens on 127.0.0.1:PORT (default 8080); coordinator i on PORT+i,
 #                  etcd's client and peer ports are PORT+98 and PORT+99
 #   -d DIR         logs, nginx's config, the cluster secret, spill dirs (default build/cluster)
+#   --data DIR     the sample database's directory (default ./data, as scripts/run.sh)
+#   --tls          TLS everywhere, with a CA and certificates generated into DIR/tls (openssl):
+#                  nginx serves HTTPS and verifies the members, the members serve HTTPS and
+#                  verify each other (--cluster_ca_file), etcd serves HTTPS only and requires
+#                  the members' client certificates (--etcd_ca_file, --etcd_client_cert_file)
 #   --binary PATH  use this coordinatord (skips installing and building)
-# The sample database is generated once into ./data (as scripts/run.sh does) and shared.
+# The sample database is generated once into the data directory and shared.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -21,6 +27,8 @@ n=3
 port=8080
 dir=build/cluster
 binary=""
+data=data
+tls=0
 command=start
 if [ "${1:-}" = stop ]; then command=stop; shift; fi
 while [ $# -gt 0 ]; do
@@ -28,6 +36,8 @@ while [ $# -gt 0 ]; do
     -n) n="${2:?-n needs a number}"; shift 2 ;;
     -p) port="${2:?-p needs a port}"; shift 2 ;;
     -d) dir="${2:?-d needs a directory}"; shift 2 ;;
+    --data) data="${2:?--data needs a directory}"; shift 2 ;;
+    --tls) tls=1; shift ;;
     --binary) binary="${2:?--binary needs a path}"; shift 2 ;;
     --) shift; break ;;
     *) echo "cluster.sh: unknown argument '$1' (see the header of $0)" >&2; exit 2 ;;
@@ -42,8 +52,9 @@ if [ "$command" = stop ]; then
   fi
   pid="$(cat "$dir/cluster.pid")"
   kill -TERM "$pid"
-  # The running script removes its pid file once everything stopped.
-  while kill -0 "$pid" 2>/dev/null; do sleep 0.2; done
+  # The running script removes its pid file once everything stopped (it may then linger as a
+  # zombie until its parent reaps it, so the pid alone does not say it stopped).
+  while [ -f "$dir/cluster.pid" ] && kill -0 "$pid" 2>/dev/null; do sleep 0.2; done
   echo "cluster.sh: stopped"
   exit 0
 fi
@@ -61,14 +72,16 @@ if [ -z "$binary" ]; then
   cmake --build --preset release --target coordinatord
   binary=build/release/be/src/service/coordinatord
 fi
-for tool in etcd nginx; do
+tools=(etcd nginx)
+[ "$tls" -eq 1 ] && tools+=(openssl)
+for tool in "${tools[@]}"; do
   if ! command -v "$tool" >/dev/null 2>&1 && [ ! -x "/usr/sbin/$tool" ]; then
     echo "cluster.sh: $tool is missing (scripts/install-deps.sh installs it)" >&2; exit 1
   fi
 done
 nginx_bin="$(command -v nginx || echo /usr/sbin/nginx)"
 
-mkdir -p "$dir" data
+mkdir -p "$dir" "$data"
 dir="$(cd "$dir" && pwd)"
 if [ -f "$dir/cluster.pid" ] && kill -0 "$(cat "$dir/cluster.pid")" 2>/dev/null; then
   echo "cluster.sh: a cluster already runs from $dir (pid $(cat "$dir/cluster.pid"))" >&2
@@ -115,22 +128,59 @@ wait_for() {
     sleep 0.2
   done
 }
+scheme=http
+curl_tls=()
+if [ "$tls" -eq 1 ]; then
+  scheme=https
+  curl_tls=(--cacert "$dir/tls/ca.crt")
+fi
 metric() {  # metric PORT NAME: the value of an unlabelled-or-labelled sample in /metrics
-  curl -sf -H 'X-Trino-User: cluster.sh' "http://127.0.0.1:$1/metrics" |
+  curl -sf "${curl_tls[@]}" -H 'X-Trino-User: cluster.sh' "$scheme://127.0.0.1:$1/metrics" |
     awk -v name="$2" '$1 == name { print $2 }'
 }
+
+# --tls: a CA, and a certificate for 127.0.0.1 and localhost (server and client use) per
+# process, all in $dir/tls (regenerated on every start; the keys are readable by root only).
+make_cert() {  # make_cert NAME
+  local t="$dir/tls"
+  openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$t/$1.key" \
+    -out "$t/$1.csr" -subj "/CN=qr local cluster $1" 2>>"$t/openssl.log"
+  printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth,clientAuth\n' \
+    >"$t/$1.ext"
+  openssl x509 -req -in "$t/$1.csr" -CA "$t/ca.crt" -CAkey "$t/ca.key" -CAcreateserial \
+    -days 30 -extfile "$t/$1.ext" -out "$t/$1.crt" 2>>"$t/openssl.log"
+}
+if [ "$tls" -eq 1 ]; then
+  rm -rf "$dir/tls"
+  (umask 077 && mkdir -p "$dir/tls")
+  openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$dir/tls/ca.key" \
+    -out "$dir/tls/ca.crt" -days 30 -subj "/CN=qr local cluster CA" \
+    -addext basicConstraints=critical,CA:TRUE -addext keyUsage=critical,keyCertSign,cRLSign \
+    2>>"$dir/tls/openssl.log"
+  for name in etcd nginx $(seq 1 "$n"); do make_cert "$name"; done
+fi
 
 etcd_data="$(mktemp -d "${TMPDIR:-/tmp}/qr-cluster-etcd.XXXXXX")"
 # Each process runs in a session of its own (setsid): a Ctrl-C in the terminal reaches this
 # script only, which stops the coordinators before etcd.
+etcd_tls=()
+etcd_curl=()
+if [ "$tls" -eq 1 ]; then
+  etcd_tls=(--cert-file="$dir/tls/etcd.crt" --key-file="$dir/tls/etcd.key" --client-cert-auth
+            --trusted-ca-file="$dir/tls/ca.crt")
+  etcd_curl=(--cacert "$dir/tls/ca.crt" --cert "$dir/tls/nginx.crt" --key "$dir/tls/nginx.key")
+fi
 setsid etcd --name=qr-local --data-dir="$etcd_data" \
-  --listen-client-urls="http://127.0.0.1:$etcd_client" \
-  --advertise-client-urls="http://127.0.0.1:$etcd_client" \
+  --listen-client-urls="$scheme://127.0.0.1:$etcd_client" \
+  --advertise-client-urls="$scheme://127.0.0.1:$etcd_client" \
   --listen-peer-urls="http://127.0.0.1:$etcd_peer" \
   --initial-advertise-peer-urls="http://127.0.0.1:$etcd_peer" \
-  --initial-cluster="qr-local=http://127.0.0.1:$etcd_peer" >"$dir/etcd.log" 2>&1 </dev/null &
+  --initial-cluster="qr-local=http://127.0.0.1:$etcd_peer" "${etcd_tls[@]}" \
+  >"$dir/etcd.log" 2>&1 </dev/null &
 etcd_pid=$!
-etcd_healthy() { curl -sf "http://127.0.0.1:$etcd_client/health" | grep -q '"health":"true"'; }
+etcd_healthy() {
+  curl -sf "${etcd_curl[@]}" "$scheme://127.0.0.1:$etcd_client/health" | grep -q '"health":"true"'
+}
 wait_for "etcd to answer /health" 60 etcd_healthy
 
 secret="$dir/cluster.secret"
@@ -139,10 +189,16 @@ chmod 600 "$secret"
 
 for i in $(seq 1 "$n"); do
   mkdir -p "$dir/spill-$i"
-  setsid "$binary" --http_port=$((port + i)) --data_dir=data --spill_dir="$dir/spill-$i" \
-    --etcd_endpoints="127.0.0.1:$etcd_client" --cluster_name=local \
-    --advertised_uri="http://127.0.0.1:$((port + i))" --cluster_secret_file="$secret" \
-    --http_trusted_proxies=127.0.0.1 "${extra_flags[@]}" \
+  member_tls=()
+  if [ "$tls" -eq 1 ]; then
+    member_tls=(--tls_cert_file="$dir/tls/$i.crt" --tls_key_file="$dir/tls/$i.key"
+                --cluster_ca_file="$dir/tls/ca.crt" --etcd_ca_file="$dir/tls/ca.crt"
+                --etcd_client_cert_file="$dir/tls/$i.crt" --etcd_client_key_file="$dir/tls/$i.key")
+  fi
+  setsid "$binary" --http_port=$((port + i)) --data_dir="$data" --spill_dir="$dir/spill-$i" \
+    --etcd_endpoints="$scheme://127.0.0.1:$etcd_client" --cluster_name=local \
+    --advertised_uri="$scheme://127.0.0.1:$((port + i))" --cluster_secret_file="$secret" \
+    --http_trusted_proxies=127.0.0.1 "${member_tls[@]}" "${extra_flags[@]}" \
     >"$dir/coordinatord-$i.out" 2>"$dir/coordinatord-$i.log" </dev/null &
   pids+=($!)
   listening() { grep -qs "listening on" "$dir/coordinatord-$1.out" || ! kill -0 "${pids[$1 - 1]}"; }
@@ -158,6 +214,19 @@ servers=""
 for i in $(seq 1 "$n"); do servers+="    server 127.0.0.1:$((port + i));"$'\n'; done
 user_line=""
 if [ "$(id -u)" -eq 0 ]; then user_line="user root;"; fi  # workers write the temp dirs below
+listen_tls=""
+upstream_tls=""
+if [ "$tls" -eq 1 ]; then
+  listen_tls="ssl;
+    ssl_certificate $dir/tls/nginx.crt;
+    ssl_certificate_key $dir/tls/nginx.key"
+  # The members' certificates are verified as they name localhost (and 127.0.0.1).
+  upstream_tls="proxy_ssl_verify on;
+      proxy_ssl_trusted_certificate $dir/tls/ca.crt;
+      proxy_ssl_name localhost;
+      proxy_ssl_server_name on;
+      proxy_ssl_session_reuse on;"
+fi
 cat >"$dir/nginx.conf" <<CONF
 # Written by scripts/cluster.sh: round robin over the coordinators, no stickiness.
 $user_line
@@ -176,10 +245,11 @@ http {
 $servers    keepalive 32;
   }
   server {
-    listen 127.0.0.1:$port;
+    listen 127.0.0.1:$port $listen_tls;
     client_max_body_size 16m;
     location / {
-      proxy_pass http://coordinators;
+      proxy_pass $scheme://coordinators;
+      $upstream_tls
       proxy_http_version 1.1;
       proxy_set_header Connection "";
       # The client's Host (nginx's address) crosses to the coordinator, so nextUri names nginx.
@@ -195,7 +265,10 @@ mkdir -p "$dir/nginx-tmp"
 setsid "$nginx_bin" -p "$dir" -e "$dir/nginx-error.log" -c "$dir/nginx.conf" -g 'daemon off;' \
   </dev/null >>"$dir/nginx-error.log" 2>&1 &
 nginx_pid=$!
-nginx_up() { curl -sf -o /dev/null -H 'X-Trino-User: cluster.sh' "http://127.0.0.1:$port/v1/info"; }
+nginx_up() {
+  curl -sf "${curl_tls[@]}" -o /dev/null -H 'X-Trino-User: cluster.sh' \
+    "$scheme://127.0.0.1:$port/v1/info"
+}
 wait_for "nginx to answer" 60 nginx_up
 
 all_members() {
@@ -208,17 +281,22 @@ wait_for "every member to see $n members" 120 all_members
 
 cat <<MSG
 
-Local cluster of $n coordinators is up (cluster 'local', etcd at 127.0.0.1:$etcd_client).
-  through nginx (round robin):  http://127.0.0.1:$port
+Local cluster of $n coordinators is up (cluster 'local', etcd at $scheme://127.0.0.1:$etcd_client).
+  through nginx (round robin):  $scheme://127.0.0.1:$port
 MSG
 for i in $(seq 1 "$n"); do
-  echo "  coordinator $i (member $(metric $((port + i)) qr_cluster_member_id)):      http://127.0.0.1:$((port + i))"
+  echo "  coordinator $i (member $(metric $((port + i)) qr_cluster_member_id)):      $scheme://127.0.0.1:$((port + i))"
 done
+curl_hint=""
+if [ "$tls" -eq 1 ]; then
+  curl_hint="--cacert $dir/tls/ca.crt "
+  echo "TLS: the CA and every certificate and key are in $dir/tls"
+fi
 cat <<MSG
 Logs, nginx.conf and the cluster secret: $dir
 Try:
-  curl -s -X POST -H 'X-Trino-User: me' --data 'SELECT * FROM system.runtime.nodes' \\
-       http://127.0.0.1:$port/v1/statement
+  curl -s $curl_hint-X POST -H 'X-Trino-User: me' --data 'SELECT * FROM system.runtime.nodes' \\
+       $scheme://127.0.0.1:$port/v1/statement
 and follow each answer's nextUri (it names nginx); any member answers. Ctrl-C, or
 scripts/cluster.sh stop -d $dir from another terminal, stops everything.
 

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <set>
 
+#include <boost/asio/ssl/context.hpp>
 #include <glog/logging.h>
 #include <nlohmann/json.hpp>
 
@@ -95,10 +96,21 @@ Membership::Membership(Options options)
       cluster_prefix_("/coordinatord/" + options_.cluster_name + "/"),
       members_prefix_(cluster_prefix_ + "members/"),
       cursor_key_(cluster_prefix_ + "last-member-id") {
-  lease_etcd_ = std::make_unique<EtcdClient>(options_.endpoints, options_.request_timeout,
-                                             options_.etcd_tls);
-  watch_etcd_ = std::make_unique<EtcdClient>(options_.endpoints, options_.request_timeout,
-                                             options_.etcd_tls);
+  lease_etcd_ = NewEtcdClient();
+  watch_etcd_ = NewEtcdClient();
+}
+
+std::unique_ptr<EtcdClient> Membership::NewEtcdClient() const {
+  std::shared_ptr<boost::asio::ssl::context> tls;
+  if (std::any_of(options_.endpoints.begin(), options_.endpoints.end(),
+                  [](const std::string& e) { return IsTlsEtcdEndpoint(e); })) {
+    // The files were checked at start-up; should one have changed since, the https://
+    // endpoints fail (logged with every request) until it is fixed and the member restarted.
+    Status s = CreateClusterTlsContext(options_.etcd_tls, &tls);
+    if (!s.ok()) LOG(ERROR) << "Cluster " << options_.cluster_name << ": " << s.message();
+  }
+  return std::make_unique<EtcdClient>(options_.endpoints, options_.request_timeout,
+                                      std::move(tls));
 }
 
 Membership::~Membership() { Stop(); }
@@ -123,9 +135,9 @@ void Membership::Stop() {
   watch_thread_.join();
   if (lease_ != 0) {
     // A fresh client: the lease thread's is canceled. One attempt, bounded by the timeout.
-    EtcdClient etcd(options_.endpoints, options_.request_timeout, options_.etcd_tls);
+    std::unique_ptr<EtcdClient> etcd = NewEtcdClient();
     std::string ignored;
-    Status s = etcd.Call("/v3/lease/revoke", etcd::LeaseIdRequest(lease_), &ignored);
+    Status s = etcd->Call("/v3/lease/revoke", etcd::LeaseIdRequest(lease_), &ignored);
     LOG(INFO) << "Cluster " << options_.cluster_name << ": left as member " << member_id()
               << (s.ok() ? "" : " (lease not revoked, it expires by itself: " + s.message() + ")");
   }

@@ -11,12 +11,9 @@
 #include <thread>
 #include <vector>
 
+#include "cluster/cluster-tls.h"
 #include "util/mutex.h"
 #include "util/status.h"
-
-namespace boost::asio::ssl {
-class context;
-}
 
 namespace qr {
 
@@ -74,8 +71,11 @@ class Membership {
  public:
   struct Options {
     std::vector<std::string> endpoints;  // "[http[s]://]host:port" (ParseEtcdEndpoints())
-    /// TLS towards https:// endpoints (CreateClusterTlsContext() with the --etcd_* files).
-    std::shared_ptr<boost::asio::ssl::context> etcd_tls;
+    /// TLS towards https:// endpoints: the --etcd_* files (checked at start-up). Each
+    /// EtcdClient gets a context of its own, so no TLS state is shared between the threads
+    /// (OpenSSL's certificate store caches are what TSan saw raced when two handshakes shared
+    /// one).
+    ClusterTlsFiles etcd_tls;
     std::string cluster_name = "default";
     /// How other members and clients reach this one (http[s]://host:port).
     std::string advertised_uri;
@@ -125,6 +125,8 @@ class Membership {
   const std::string& members_prefix() const { return members_prefix_; }
 
  private:
+  /// A client of the endpoints with a TLS context of its own (none without https://).
+  std::unique_ptr<EtcdClient> NewEtcdClient() const;
   void LeaseLoop();
   void WatchLoop();
   /// Grants a lease and claims a member id on it.

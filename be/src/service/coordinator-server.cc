@@ -316,7 +316,11 @@ Status CoordinatorServer::ConfigureEtcdTls() {
   }
   if (!tls_endpoint) return Status::OK();
   o.etcd_tls.flag_prefix = "etcd";
-  return CreateClusterTlsContext(o.etcd_tls, &o.cluster.etcd_tls);
+  // Checked here, so a bad file stops the start; Membership builds a context per client.
+  std::shared_ptr<boost::asio::ssl::context> checked;
+  QR_RETURN_IF_ERROR(CreateClusterTlsContext(o.etcd_tls, &checked));
+  o.cluster.etcd_tls = o.etcd_tls;
+  return Status::OK();
 }
 
 void CoordinatorServer::StartMembership(const std::string& bound) {
