@@ -151,6 +151,11 @@ def run(daemon, work, tls):
                 fail("cluster.sh did not stop")
     if stop.returncode != 0 or os.path.exists(os.path.join(cluster_dir, "cluster.pid")):
         fail(f"cluster.sh stop: {stop.returncode} {stop.stdout} {stop.stderr}")
+    for i in range(1, MEMBERS + 1):  # the sanitizer builds' reports, as the other tests check
+        err = open(os.path.join(cluster_dir, f"coordinatord-{i}.log")).read()
+        if "Sanitizer" in err:
+            report = err.find("Sanitizer")
+            fail(f"coordinatord {i}: {err[max(0, report - 100):report + 6000]}")
     print(f"ok: {scheme}: cluster.sh stop stopped everything")
 
 
