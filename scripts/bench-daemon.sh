@@ -107,6 +107,7 @@ stop_pid() {  # stop_pid PID: SIGTERM, wait for it, and forget it (its pid may b
 # start_daemon NAME FLAGS...: sets daemon_pid and daemon_port.
 start_daemon() {
   local name=$1; shift
+  : > "$work/$name.out"  # emptied now: the background job's redirection runs asynchronously
   "$daemon_bin" --http_port=0 --data_dir="$data_dir" --shutdown_grace_period_s=2 "$@" \
     >"$work/$name.out" 2>"$work/$name.err" &
   daemon_pid=$!

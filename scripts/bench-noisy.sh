@@ -79,6 +79,7 @@ trap cleanup EXIT
 # Starts a daemon; sets daemon_pid and port. Its temporary files go to $work/tmp.
 start_daemon() {
   local log=$1
+  : > "$log.out"  # emptied now: the background job's redirection runs asynchronously
   TMPDIR=$work/tmp bash -c 'ulimit -v $(( '"$vmem_mb"' * 1024 )); exec "$@"' daemon "$daemon" \
     --http_port=0 --data_dir="$data_dir" --shutdown_grace_period_s=2 $daemon_args >"$log.out" 2>"$log.err" &
   daemon_pid=$!

@@ -195,6 +195,7 @@ for i in $(seq 1 "$n"); do
                 --cluster_ca_file="$dir/tls/ca.crt" --etcd_ca_file="$dir/tls/ca.crt"
                 --etcd_client_cert_file="$dir/tls/$i.crt" --etcd_client_key_file="$dir/tls/$i.key")
   fi
+  : > "$dir/coordinatord-$i.out"  # a run before left its "listening on" line there
   setsid "$binary" --http_port=$((port + i)) --data_dir="$data" --spill_dir="$dir/spill-$i" \
     --etcd_endpoints="$scheme://127.0.0.1:$etcd_client" --cluster_name=local \
     --advertised_uri="$scheme://127.0.0.1:$((port + i))" --cluster_secret_file="$secret" \

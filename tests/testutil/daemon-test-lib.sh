@@ -36,6 +36,9 @@ fail() {
 qr_start_daemon() {
   local timeout_s=$1
   shift
+  # Emptied here, not only by the background job's redirection: that runs asynchronously, and
+  # a restart would otherwise read the port of the daemon before from the old file.
+  : > "$work/stdout"
   "$@" > "$work/stdout" 2> "$work/stderr" < /dev/null &
   pid=$!
   port=""
