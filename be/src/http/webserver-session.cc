@@ -499,7 +499,7 @@ void Webserver::Impl::Session<Stream>::WriteStreamedResponse(unsigned status, Ht
     stream_framing_ = StreamedBody::kChunked;
   } else {
     stream_framing_ = StreamedBody::kCloseDelimited;  // An HTTP/1.0 client knows no chunks.
-    keep_alive_ = false;
+    keep_alive_ = keep_alive_ && no_body;
   }
   head_.clear();
   AppendResponseHead(status, resp, StatusHasNoBody(status) ? std::nullopt : resp.body_length,
