@@ -43,7 +43,10 @@ class ScriptedSource : public BodySource {
     PullCallback cb;
     {
       MutexLock l(&mu_);
-      if (!WaitLocked([this] { return pending_ != nullptr; })) return false;
+      const auto deadline = Clock::now() + kDeadline;
+      while (pending_ == nullptr) {
+        if (!cv_.WaitUntil(&mu_, deadline) && pending_ == nullptr) return false;
+      }
       cb = std::move(pending_);
       pending_ = nullptr;
       // Kept until the next Pull(): the previous chunk was written before it.
@@ -59,11 +62,19 @@ class ScriptedSource : public BodySource {
   }
   bool WaitForPulls(int n) {
     MutexLock l(&mu_);
-    return WaitLocked([&] { return pulls_ >= n; });
+    const auto deadline = Clock::now() + kDeadline;
+    while (pulls_ < n) {
+      if (!cv_.WaitUntil(&mu_, deadline) && pulls_ < n) return false;
+    }
+    return true;
   }
   bool WaitForCancel() {
     MutexLock l(&mu_);
-    return WaitLocked([this] { return cancelled_; });
+    const auto deadline = Clock::now() + kDeadline;
+    while (!cancelled_) {
+      if (!cv_.WaitUntil(&mu_, deadline) && !cancelled_) return false;
+    }
+    return true;
   }
   int pulls() {
     MutexLock l(&mu_);
@@ -84,15 +95,6 @@ class ScriptedSource : public BodySource {
   }
 
  private:
-  template <class Pred>
-  bool WaitLocked(Pred pred) QR_REQUIRES(mu_) {
-    const auto deadline = Clock::now() + kDeadline;
-    while (!pred()) {
-      if (!cv_.WaitUntil(&mu_, deadline) && !pred()) return false;
-    }
-    return true;
-  }
-
   Mutex mu_;
   CondVar cv_;
   PullCallback pending_ QR_GUARDED_BY(mu_);
