@@ -230,10 +230,15 @@ class WebserverStreamTest : public WebserverTest {
   }
   void NewSource() {
     MutexLock l(&source_mu_);
+    retired_.push_back(std::move(source_));
     source_ = std::make_shared<ScriptedSource>();
   }
+  // The sources' chunks are read by the I/O threads' writes, which the tests know ended only
+  // through the socket (invisible to TSan): they live until Stop() joined those threads.
+  void TearDown() override { server_->Stop(); }
 
   Mutex source_mu_;
+  std::vector<std::shared_ptr<ScriptedSource>> retired_ QR_GUARDED_BY(source_mu_);
   std::shared_ptr<ScriptedSource> source_ QR_GUARDED_BY(source_mu_) =
       std::make_shared<ScriptedSource>();
 };
