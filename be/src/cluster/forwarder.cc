@@ -1,6 +1,7 @@
 #include "cluster/forwarder.h"
 
 #include <ctime>
+#include <limits>
 #include <map>
 #include <optional>
 #include <utility>
@@ -13,6 +14,8 @@
 #include <boost/asio/ssl/stream_base.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
+#include <boost/beast/http/buffer_body.hpp>
+#include <boost/beast/http/error.hpp>
 #include <boost/beast/http/read.hpp>
 #include <boost/beast/http/string_body.hpp>
 #include <boost/beast/http/write.hpp>
@@ -202,32 +205,70 @@ struct Forwarder::Pool {
   std::atomic<int64_t> latency_us{0};
   std::atomic<int64_t> busy{0};
   std::atomic<int64_t> opened{0};
+  std::atomic<int64_t> bytes_relayed{0};
 };
 
 namespace {
 
 using Connection = Forwarder::Connection;
 
+/// The status and end-to-end headers of the owner's answer 'msg'.
+HttpResponse RelayedHead(const http::response_header<>& msg) {
+  HttpResponse resp;
+  resp.status = msg.result_int();
+  resp.content_type.clear();
+  for (const auto& f : msg) {
+    const std::string_view name(f.name_string().data(), f.name_string().size());
+    const std::string value(f.value().data(), f.value().size());
+    if (IsHopHeader(name) || IEquals(name, "Server") || IEquals(name, "Date")) {
+      continue;
+    }
+    if (IEquals(name, "Content-Type")) {
+      resp.content_type = value;
+    } else {
+      resp.headers.emplace_back(std::string(name), value);
+    }
+  }
+  return resp;
+}
+
 /// One forwarded request: connect (or reuse), write, read, relay. Each step is bounded by
 /// the deadline; the handlers keep the operation alive. Its connections are pooled per member
 /// and io_context, so everything it does (and a reused stream's handlers) runs on the I/O
 /// thread that received the request, and no socket outlives its io_context's neighbours.
-class ForwardOp : public std::enable_shared_from_this<ForwardOp> {
+/// A streamed one ('stream') is also its answer's BodySource: after the owner's header, each
+/// Pull() reads at most kRelayChunkBytes of body, bounded by 'bound' from the read's start.
+class ForwardOp : public BodySource, public std::enable_shared_from_this<ForwardOp> {
  public:
   /// 'tls': the TLS context of an https:// member (null for http://).
   ForwardOp(std::shared_ptr<Forwarder::Pool> pool, boost::asio::io_context& io,
             std::shared_ptr<ssl::context> tls, std::string host, std::string port,
             http::request<http::string_body> request,
             std::chrono::steady_clock::time_point deadline, std::chrono::milliseconds bound,
-            Forwarder::SendCallback done, std::string what)
+            Forwarder::SendCallback done, std::string what, bool stream)
       : pool_(std::move(pool)), io_(io), tls_(std::move(tls)), resolver_(io),
         host_(std::move(host)), port_(std::move(port)),
         key_(std::string(tls_ ? "https://" : "http://") + host_ + ":" + port_ + "@" +
              std::to_string(reinterpret_cast<uintptr_t>(&io))),
         request_(std::move(request)),
-        deadline_(deadline), bound_(bound), done_(std::move(done)), what_(std::move(what)) {}
+        deadline_(deadline), bound_(bound), done_(std::move(done)), what_(std::move(what)),
+        stream_mode_(stream) {}
 
-  ~ForwardOp() { Release(); }
+  ~ForwardOp() override { Release(); }
+
+  void Pull(PullCallback done) override {
+    pull_ = std::move(done);
+    ReadBody();
+  }
+
+  void Cancel() override {
+    // The client is gone: the rest of the body is not read, and the connection (in the middle
+    // of an answer) is closed, never pooled. A pending read ends with an error.
+    cancelled_ = true;
+    pull_ = nullptr;
+    beast::error_code ignored;
+    if (stream_ != nullptr) stream_->tcp().socket().close(ignored);
+  }
 
   void Start() {
     stream_ = pool_->Take(key_);
@@ -289,6 +330,7 @@ class ForwardOp : public std::enable_shared_from_this<ForwardOp> {
   }
 
   void Read() {
+    if (stream_mode_) return ReadHeader();
     parser_.emplace();
     parser_->body_limit(kMaxRelayedBodyBytes);
     buffer_.clear();
@@ -304,10 +346,100 @@ class ForwardOp : public std::enable_shared_from_this<ForwardOp> {
     });
   }
 
+  void ReadHeader() {
+    stream_parser_.emplace();
+    // Streamed: nothing is held but one chunk. (Not boost::none: Boost 1.74 compares a
+    // Content-Length against it as against a value below every length.)
+    stream_parser_->body_limit(std::numeric_limits<uint64_t>::max());
+    stream_parser_->eager(true);
+    if (request_.method() == http::verb::head) stream_parser_->skip(true);
+    buffer_.clear();
+    buffer_.reserve(kFirstReadBytes);
+    stream_->Visit([this](auto& s) {
+      http::async_read_header(s, buffer_, *stream_parser_,
+                              [self = shared_from_this()](beast::error_code ec, size_t) {
+                                if (ec) return self->RetryOrFail(ec);
+                                self->RelayHeader();
+                              });
+    });
+  }
+
+  /// The owner's header arrived: answers at once, with the body whole when it came with the
+  /// header (one write to the client, as before streaming), else streamed from here.
+  void RelayHeader() {
+    http::response_parser<http::buffer_body>& p = *stream_parser_;
+    HttpResponse resp = RelayedHead(p.get());
+    const bool keep = p.get().keep_alive();
+    const boost::optional<uint64_t> length = p.content_length();
+    if (p.is_done() || (length && *length <= buffer_.size())) {
+      const size_t n = p.is_done() ? 0 : static_cast<size_t>(*length);
+      resp.body.assign(static_cast<const char*>(buffer_.data().data()), n);
+      pool_->bytes_relayed.fetch_add(static_cast<int64_t>(n), std::memory_order_relaxed);
+      // Bytes beyond the answer break the connection's framing: not pooled then.
+      if (keep && buffer_.size() == n) PutBack();
+      return done_(Forwarder::kOk, std::move(resp), std::string());
+    }
+    if (length) resp.body_length = *length;
+    chunk_ = std::make_unique<char[]>(Forwarder::kRelayChunkBytes);
+    resp.body_source = shared_from_this();
+    done_(Forwarder::kOk, std::move(resp), std::string());
+  }
+
+  void ReadBody() {
+    http::buffer_body::value_type& body = stream_parser_->get().body();
+    body.data = chunk_.get();
+    body.size = Forwarder::kRelayChunkBytes;
+    body.more = true;
+    // An idle bound per read: a stalled owner fails the relay, a slow but steady one not.
+    stream_->tcp().expires_after(bound_);
+    stream_->Visit([this](auto& s) {
+      http::async_read_some(s, buffer_, *stream_parser_,
+                            [self = shared_from_this()](beast::error_code ec, size_t) {
+                              self->OnBody(ec);
+                            });
+    });
+  }
+
+  void OnBody(beast::error_code ec) {
+    if (cancelled_) return;
+    if (ec == http::error::need_buffer) ec = {};  // The chunk is full.
+    if (ec) {
+      const bool timeout = ec == beast::error::timeout;
+      LOG(WARNING) << "Forwarding " << request_.method_string() << " " << request_.target()
+                   << ": " << what_
+                   << (timeout ? ", stalled mid-answer for " + std::to_string(bound_.count()) +
+                                     " ms"
+                               : ", failed mid-answer: " + ec.message())
+                   << "; the relayed answer is cut short";
+      Release();
+      return std::exchange(pull_, nullptr)(Chunk{{}, false, true});
+    }
+    const size_t n = Forwarder::kRelayChunkBytes - stream_parser_->get().body().size;
+    const bool last = stream_parser_->is_done();
+    if (n == 0 && !last) return ReadBody();  // Framing only (a chunk header).
+    pool_->bytes_relayed.fetch_add(static_cast<int64_t>(n), std::memory_order_relaxed);
+    if (last) {
+      if (stream_parser_->get().keep_alive() && buffer_.size() == 0) {
+        PutBack();
+      } else {
+        Release();
+      }
+    }
+    std::exchange(pull_, nullptr)(Chunk{std::string_view(chunk_.get(), n), last, false});
+  }
+
+  /// The answer was read whole and the owner keeps the connection: back to the pool.
+  void PutBack() {
+    if (stream_ == nullptr) return;
+    pool_->busy.fetch_sub(1, std::memory_order_relaxed);
+    pool_->Put(key_, std::move(stream_));
+  }
+
   /// A pooled connection the owner closed while idle fails before any answer: once, the
   /// request goes again on a fresh connection.
   void RetryOrFail(beast::error_code ec) {
-    const bool nothing_read = !parser_ || !parser_->got_some();
+    const bool nothing_read = stream_mode_ ? !stream_parser_ || !stream_parser_->got_some()
+                                           : !parser_ || !parser_->got_some();
     if (reused_ && nothing_read && ec != beast::error::timeout) {
       Release();
       return Connect();
@@ -317,27 +449,9 @@ class ForwardOp : public std::enable_shared_from_this<ForwardOp> {
 
   void Relay() {
     http::response<http::string_body> msg = parser_->release();
-    const bool keep = msg.keep_alive();
-    HttpResponse resp;
-    resp.status = msg.result_int();
-    resp.content_type.clear();
-    for (const auto& f : msg) {
-      const std::string_view name(f.name_string().data(), f.name_string().size());
-      const std::string value(f.value().data(), f.value().size());
-      if (IsHopHeader(name) || IEquals(name, "Server") || IEquals(name, "Date")) {
-        continue;
-      }
-      if (IEquals(name, "Content-Type")) {
-        resp.content_type = value;
-      } else {
-        resp.headers.emplace_back(std::string(name), value);
-      }
-    }
+    HttpResponse resp = RelayedHead(msg);
     resp.body = std::move(msg.body());
-    if (keep && stream_ != nullptr) {
-      pool_->busy.fetch_sub(1, std::memory_order_relaxed);
-      pool_->Put(key_, std::move(stream_));
-    }
+    if (msg.keep_alive()) PutBack();
     done_(Forwarder::kOk, std::move(resp), std::string());
   }
 
@@ -377,6 +491,12 @@ class ForwardOp : public std::enable_shared_from_this<ForwardOp> {
   bool reused_ = false;
   beast::flat_buffer buffer_;
   std::optional<http::response_parser<http::string_body>> parser_;
+  // A streamed answer: its parser, the chunk it reads into, the Pull() waiting for it.
+  const bool stream_mode_;
+  std::optional<http::response_parser<http::buffer_body>> stream_parser_;
+  std::unique_ptr<char[]> chunk_;
+  PullCallback pull_;
+  bool cancelled_ = false;
 };
 
 }  // namespace
@@ -413,15 +533,22 @@ bool Forwarder::MaybeForward(const UniqueId& id, const HttpRequest& req,
     respond(gone(RemoteHostGoneMessage(id, d, options_.cluster_name)));
     return true;
   }
+  Forward(d.member, id, req, extra_wait, gone, io, std::move(respond));
+  return true;
+}
+
+void Forwarder::Forward(const ClusterMember& owner, const UniqueId& id, const HttpRequest& req,
+                        std::chrono::milliseconds extra_wait, const GoneRenderer& gone,
+                        boost::asio::io_context& io, ResponseCallback respond) {
   const std::string what = "Query " + PrintId(id) + "'s coordinator, member " +
-                           std::to_string(d.member.id) + " at " + d.member.uri;
+                           std::to_string(owner.id) + " at " + owner.uri;
   bool tls = false;
   std::string host, port;
-  if (std::string why; !CheckMemberUri(d.member.uri, &tls, &host, &port, &why)) {
+  if (std::string why; !CheckMemberUri(owner.uri, &tls, &host, &port, &why)) {
     LOG(WARNING) << what << " cannot be forwarded to: " << why;
     pool_->RecordNoHop(kError);
     respond(gone(what + ", cannot be forwarded to: " + why));
-    return true;
+    return;
   }
   http::request<http::string_body> out;
   if (req.method != http::verb::unknown) {
@@ -456,8 +583,7 @@ bool Forwarder::MaybeForward(const UniqueId& id, const HttpRequest& req,
           pool->Record(result, std::chrono::steady_clock::now() - started);
           respond(result == kOk ? std::move(resp) : gone(error));
         },
-        what);
-  return true;
+        what, /*stream=*/true);
 }
 
 bool Forwarder::CheckMemberUri(const std::string& uri, bool* tls, std::string* host,
@@ -475,7 +601,8 @@ bool Forwarder::CheckMemberUri(const std::string& uri, bool* tls, std::string* h
 
 void Forwarder::Start(bool tls, std::string host, std::string port, http::request<http::string_body> out,
                       const std::string& principal, std::chrono::milliseconds bound,
-                      boost::asio::io_context& io, SendCallback done, std::string what) {
+                      boost::asio::io_context& io, SendCallback done, std::string what,
+                      bool stream) {
   const uint32_t self = [this] {
     const Membership* m = membership_.load(std::memory_order_acquire);
     return m != nullptr ? m->member_id() : 0u;
@@ -493,7 +620,7 @@ void Forwarder::Start(bool tls, std::string host, std::string port, http::reques
   auto op = std::make_shared<ForwardOp>(pool_, io, tls ? options_.tls_context : nullptr,
                                         std::move(host), std::move(port),
                                         std::move(out), std::chrono::steady_clock::now() + bound,
-                                        bound, std::move(done), std::move(what));
+                                        bound, std::move(done), std::move(what), stream);
   op->Start();
 }
 
@@ -524,7 +651,7 @@ void Forwarder::Send(const ClusterMember& member, const Outgoing& request,
                          out = std::move(out), principal = request.principal, bound, &io,
                          done = std::move(done), what]() mutable {
     Start(tls, std::move(host), std::move(port), std::move(out), principal, bound, io,
-          std::move(done), what);
+          std::move(done), what, /*stream=*/false);
   });
 }
 
@@ -537,6 +664,7 @@ Forwarder::Stats Forwarder::GetStats() const {
   s.latency_seconds_sum = static_cast<double>(pool_->latency_us.load()) / 1e6;
   s.connections_busy = pool_->busy.load();
   s.connections_opened = pool_->opened.load();
+  s.bytes_relayed = pool_->bytes_relayed.load();
   MutexLock l(&pool_->mu);
   for (const auto& [key, v] : pool_->idle) s.connections_idle += static_cast<int64_t>(v.size());
   return s;

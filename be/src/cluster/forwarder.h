@@ -58,13 +58,19 @@ std::string RemoteHostGoneMessage(const UniqueId& id, const RouteDecision& d,
 /// owner's advertised URI over a keep-alive connection from a pool per member and I/O thread
 /// (at most 'max_idle_per_member' idle ones each), asynchronously on the calling I/O thread's
 /// io_context (Beast client; nothing blocks), and the owner's status, headers and body are
-/// relayed. A member whose advertised URI is https:// is reached over TLS ('tls_context':
+/// relayed. The body streams: the answer is given as soon as the owner's header arrived, its
+/// body a BodySource fed from the owner's socket in chunks of at most kRelayChunkBytes, each
+/// read only after the previous one was written to the client (an answer that arrived whole
+/// with its header is relayed as a plain body); the connection is pooled again only after
+/// the whole body was relayed and the owner kept it alive. A member whose advertised URI is https:// is reached over TLS ('tls_context':
 /// its certificate must chain to the cluster's CA and match the URI's host; a failed
 /// verification fails the request, never falls back to plain HTTP), pooled alike.
 /// A request gets kForwardedByHeader (never forwarded again) and, with
 /// authentication and a secret, the authenticated principal signed in
 /// kForwardedPrincipalHeader. A stale pooled connection is retried once on a fresh one; an
-/// owner that does not answer within the bound fails the request with REMOTE_HOST_GONE.
+/// owner that does not answer within the bound fails the request with REMOTE_HOST_GONE; one
+/// that stalls mid-body for as long (each read of the body has the same bound) cuts the
+/// relayed answer short (the client's connection is reset).
 /// Thread-safety: all methods are thread-safe.
 /// Lifecycle: construct -> set_membership() -> (forward) -> Close() after the webserver
 /// stopped, before its io_contexts are destroyed.
@@ -93,6 +99,8 @@ class Forwarder {
   /// Upper bounds of the latency histogram's buckets, in seconds.
   static constexpr std::array<double, 10> kLatencyBucketsSeconds = {
       0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.1, 0.5, 2.5, 10};
+  /// The most a relayed body buffers per forwarded request (one read from the owner).
+  static constexpr size_t kRelayChunkBytes = 64 * 1024;
 
   struct Stats {
     std::array<int64_t, kNumResults> results{};
@@ -102,6 +110,8 @@ class Forwarder {
     int64_t connections_idle = 0;
     int64_t connections_busy = 0;
     int64_t connections_opened = 0;
+    /// Body bytes of forwarded requests' answers relayed to clients.
+    int64_t bytes_relayed = 0;
   };
 
   /// The end of a request sent to a member: kOk with its answer (any status), or kTimeout /
@@ -136,6 +146,13 @@ class Forwarder {
                     std::chrono::milliseconds extra_wait, const GoneRenderer& gone,
                     boost::asio::io_context& io, ResponseCallback& respond);
 
+  /// Forwards 'req' (about query 'id') to its live owner 'owner' and calls 'respond' with the
+  /// relayed answer (or 'gone''s when the owner fails): MaybeForward()'s forwarding step.
+  /// 'io' is the calling I/O thread's io_context (the streamed body is pulled on its thread).
+  void Forward(const ClusterMember& owner, const UniqueId& id, const HttpRequest& req,
+               std::chrono::milliseconds extra_wait, const GoneRenderer& gone,
+               boost::asio::io_context& io, ResponseCallback respond);
+
   /// Sends 'request' to 'member' over the pool of 'io' (the operation is posted there and runs
   /// on its thread; nothing blocks), marked kForwardedByHeader like a forwarded request, bounded
   /// by 'bound'. 'done' is called once, on that thread. Not counted in the forwarding metrics.
@@ -154,11 +171,12 @@ class Forwarder {
   /// Splits a member's advertised URI; false with 'why' when it cannot be reached.
   bool CheckMemberUri(const std::string& uri, bool* tls, std::string* host, std::string* port,
                       std::string* why) const;
-  /// Marks and signs 'out' and runs it on 'io' (over TLS with 'tls').
+  /// Marks and signs 'out' and runs it on 'io' (over TLS with 'tls'). 'stream': the answer's
+  /// body is relayed as a BodySource (forwarded requests); else it is read whole (Send()).
   void Start(bool tls, std::string host, std::string port,
              boost::beast::http::request<boost::beast::http::string_body> out,
              const std::string& principal, std::chrono::milliseconds bound,
-             boost::asio::io_context& io, SendCallback done, std::string what);
+             boost::asio::io_context& io, SendCallback done, std::string what, bool stream);
 
   const Options options_;
   std::atomic<const Membership*> membership_{nullptr};

@@ -174,7 +174,7 @@ bool StatusHasNoBody(unsigned status) {
 
 void AppendResponseHead(unsigned status, const HttpResponse& resp,
                         std::optional<uint64_t> content_length, bool keep_alive, bool http10,
-                        std::string* out) {
+                        std::string* out, StreamedBody streamed) {
   namespace http = boost::beast::http;
   // Always HTTP/1.1: a server announces its highest version (RFC 7230 2.6), also to 1.0 clients.
   out->append("HTTP/1.1 ");
@@ -187,7 +187,7 @@ void AppendResponseHead(unsigned status, const HttpResponse& resp,
   out->append("\r\nServer: coordinatord\r\nDate: ");
   out->append(CurrentHttpDate());
   out->append("\r\n");
-  if (content_length.has_value()) {
+  if (content_length.has_value() || streamed != StreamedBody::kNo) {
     if (!resp.content_type.empty()) {
       if (IsValidHeaderValue(resp.content_type)) {
         AppendHeader("Content-Type", resp.content_type, out);
@@ -195,9 +195,13 @@ void AppendResponseHead(unsigned status, const HttpResponse& resp,
         LOG(WARNING) << "dropping an invalid Content-Type " << QuoteForError(resp.content_type);
       }
     }
-    out->append("Content-Length: ");
-    AppendUint(*content_length, out);
-    out->append("\r\n");
+    if (content_length.has_value()) {
+      out->append("Content-Length: ");
+      AppendUint(*content_length, out);
+      out->append("\r\n");
+    } else if (streamed == StreamedBody::kChunked) {
+      out->append("Transfer-Encoding: chunked\r\n");
+    }
     // No body is to be sniffed into another type (a text/plain error echoing a request
     // must never render as HTML), unless the handler said so itself.
     bool has_nosniff = false;
@@ -220,6 +224,18 @@ void AppendResponseHead(unsigned status, const HttpResponse& resp,
     out->append("Connection: keep-alive\r\n");
   }
   out->append("\r\n");
+}
+
+void AppendChunkFraming(size_t size, bool last, std::string* prefix, std::string* suffix) {
+  if (size > 0) {
+    char hex[2 * sizeof(size_t) + 1];
+    int n = 0;
+    for (size_t v = size; v > 0; v >>= 4) hex[n++] = "0123456789abcdef"[v & 0xf];
+    while (n > 0) prefix->push_back(hex[--n]);
+    prefix->append("\r\n");
+    suffix->append("\r\n");
+  }
+  if (last) suffix->append("0\r\n\r\n");
 }
 
 std::string_view HttpRequest::Header(std::string_view name) const {

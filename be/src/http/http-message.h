@@ -39,8 +39,16 @@ bool StatusHasNoBody(unsigned status);
 /// "keep-alive" for a kept-alive HTTP/1.0 client). Headers the server owns (Content-Length,
 /// Transfer-Encoding, Connection, Server, Date, Content-Type) and headers whose name or value
 /// could split the response (CR, LF, NUL, non-token names) are dropped with a warning.
+/// 'streamed': a body follows without a Content-Length ('content_length' unset): chunked
+/// ("Transfer-Encoding: chunked") or delimited by the close; Content-Type is sent as with one.
+enum class StreamedBody { kNo, kChunked, kCloseDelimited };
 void AppendResponseHead(unsigned status, const HttpResponse& resp,
                         std::optional<uint64_t> content_length, bool keep_alive, bool http10,
-                        std::string* out);
+                        std::string* out, StreamedBody streamed = StreamedBody::kNo);
+
+/// The chunked transfer coding's framing of a 'size'-byte chunk (size > 0), appended to
+/// '*prefix' ("<hex>\r\n") and '*suffix' ("\r\n", then the last chunk "0\r\n\r\n" when
+/// 'last'). A 'size' of 0 appends only the last chunk (when 'last').
+void AppendChunkFraming(size_t size, bool last, std::string* prefix, std::string* suffix);
 
 }  // namespace qr

@@ -6,6 +6,7 @@
 #include <array>
 #include <chrono>
 #include <type_traits>
+#include <utility>
 
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/post.hpp>
@@ -118,6 +119,15 @@ class Webserver::Impl::Session final : public SessionBase {
   void SendErrorAndClose(unsigned status, std::string text);
   void WriteResponse(HttpResponse resp);
   void OnWrite(const beast::error_code& ec);
+  /// Writes the head of a response with a BodySource, then its chunks as they come: the head
+  /// goes with the first chunk, and each next chunk is pulled once the previous was written.
+  void WriteStreamedResponse(unsigned status, HttpResponse resp);
+  void PullChunk();
+  void OnChunk(BodySource::Chunk chunk);
+  void OnChunkWritten(const beast::error_code& ec, bool last);
+  /// The streamed body cannot be completed: resets the connection, so the client never
+  /// takes a truncated body for a whole one.
+  void AbortStream(const char* why);
   /// Stops sending (after TLS's close_notify) and drains what the client still sends for a
   /// bounded time before closing, so that the close does not reset the connection.
   void LingeringClose();
@@ -137,6 +147,16 @@ class Webserver::Impl::Session final : public SessionBase {
   std::string head_;
   /// The response being written: owns the buffers (and shared_body) until the write ends.
   HttpResponse resp_;
+  /// A streamed response's source, until its last chunk was written or it failed.
+  std::shared_ptr<BodySource> source_;
+  /// A streamed body's framing, and the bytes its Content-Length still expects.
+  StreamedBody stream_framing_ = StreamedBody::kNo;
+  uint64_t stream_left_ = 0;
+  /// The head is still to go out (with the first chunk).
+  bool stream_head_pending_ = false;
+  /// A chunk's framing (chunked transfer coding).
+  std::string chunk_prefix_;
+  std::string chunk_suffix_;
   std::chrono::steady_clock::time_point request_start_;
   /// Numbers the dispatched requests, so a late callback cannot answer a later request.
   uint64_t seq_ = 0;
@@ -190,6 +210,7 @@ void Webserver::Impl::Session<Stream>::Close() {
   // Dropped when this function returns (every caller holds another reference).
   std::shared_ptr<SessionBase> self = std::move(self_while_pending_);
   Tcp().close();  // Also cancels the timer; pending operations complete with an error.
+  if (source_ != nullptr) std::exchange(source_, nullptr)->Cancel();  // The client is gone.
   ReleaseAddressSlot();
   server_->connections_open.fetch_sub(1, std::memory_order_relaxed);
 }
@@ -425,6 +446,7 @@ void Webserver::Impl::Session<Stream>::WriteResponse(HttpResponse resp) {
     resp = HttpResponse::Text(500, "Internal error: bad response status");
     status = 500;
   }
+  if (resp.body_source != nullptr) return WriteStreamedResponse(status, std::move(resp));
   const bool no_body = StatusHasNoBody(status);
   const uint64_t length = resp.body.size() + (resp.shared_body ? resp.shared_body->size() : 0) +
                           resp.body_tail.size();
@@ -464,6 +486,108 @@ void Webserver::Impl::Session<Stream>::OnWrite(const beast::error_code& ec) {
   }
   if (!keep_alive_) return LingeringClose();
   DoReadHeader();
+}
+
+template <class Stream>
+void Webserver::Impl::Session<Stream>::WriteStreamedResponse(unsigned status, HttpResponse resp) {
+  source_ = std::move(resp.body_source);
+  const bool no_body = StatusHasNoBody(status) || head_request_;
+  if (resp.body_length.has_value()) {
+    stream_framing_ = StreamedBody::kNo;
+    stream_left_ = *resp.body_length;
+  } else if (!http10_) {
+    stream_framing_ = StreamedBody::kChunked;
+  } else {
+    stream_framing_ = StreamedBody::kCloseDelimited;  // An HTTP/1.0 client knows no chunks.
+    keep_alive_ = keep_alive_ && no_body;
+  }
+  head_.clear();
+  AppendResponseHead(status, resp, StatusHasNoBody(status) ? std::nullopt : resp.body_length,
+                     keep_alive_, http10_, &head_,
+                     StatusHasNoBody(status) ? StreamedBody::kNo : stream_framing_);
+  server_->CountResponse(status);
+  VLOG(1) << req_.remote_address << " " << req_.method_string << " "
+          << QuoteForError(req_.target, 200) << " -> " << status << ", streamed";
+  if (no_body) {
+    // The head alone, as for any answer without a body; the source is not read.
+    std::exchange(source_, nullptr)->Cancel();
+    resp_ = HttpResponse();
+    Tcp().expires_after(server_->options.idle_timeout);
+    asio::async_write(stream_, asio::buffer(head_), [self = Self()](beast::error_code ec,
+                                                                    size_t) { self->OnWrite(ec); });
+    return;
+  }
+  stream_head_pending_ = true;
+  PullChunk();
+}
+
+template <class Stream>
+void Webserver::Impl::Session<Stream>::PullChunk() {
+  // The source bounds its own wait; the client's is bounded again by each write.
+  Tcp().expires_never();
+  source_->Pull([self = Self()](BodySource::Chunk chunk) {
+    if (self->OnIoThread()) return self->OnChunk(chunk);
+    // A source that completes elsewhere: the chunk stays valid until the next Pull().
+    asio::post(self->executor(), [self, chunk] { self->OnChunk(chunk); });
+  });
+}
+
+template <class Stream>
+void Webserver::Impl::Session<Stream>::OnChunk(BodySource::Chunk chunk) {
+  if (closed_ || source_ == nullptr) return;
+  if (chunk.failed) return AbortStream("its source failed");
+  if (chunk.data.empty() && !chunk.last) return PullChunk();
+  if (stream_framing_ == StreamedBody::kNo) {
+    if (chunk.data.size() > stream_left_ || (chunk.last && chunk.data.size() != stream_left_)) {
+      if (!chunk.last) std::exchange(source_, nullptr)->Cancel();
+      return AbortStream("its source did not deliver the announced Content-Length");
+    }
+    stream_left_ -= chunk.data.size();
+  }
+  if (chunk.last) source_.reset();  // Complete: no Cancel().
+  chunk_prefix_.clear();
+  chunk_suffix_.clear();
+  if (stream_framing_ == StreamedBody::kChunked) {
+    AppendChunkFraming(chunk.data.size(), chunk.last, &chunk_prefix_, &chunk_suffix_);
+  }
+  std::array<asio::const_buffer, 4> buffers{};
+  if (stream_head_pending_) buffers[0] = asio::buffer(head_);
+  stream_head_pending_ = false;
+  buffers[1] = asio::buffer(chunk_prefix_);
+  buffers[2] = asio::buffer(chunk.data.data(), chunk.data.size());
+  buffers[3] = asio::buffer(chunk_suffix_);
+  // A client that does not read its response is dropped like an idle one.
+  Tcp().expires_after(server_->options.idle_timeout);
+  asio::async_write(stream_, buffers, [self = Self(), last = chunk.last](beast::error_code ec,
+                                                                         size_t) {
+    self->OnChunkWritten(ec, last);
+  });
+}
+
+template <class Stream>
+void Webserver::Impl::Session<Stream>::OnChunkWritten(const beast::error_code& ec, bool last) {
+  if (closed_) return;
+  if (ec || !last) {
+    if (ec && !IsDisconnect(ec)) {
+      LOG(WARNING) << "HTTP write to " << req_.remote_address << " failed: " << ec.message();
+    }
+    return ec ? Close() : PullChunk();  // Close() cancels the source.
+  }
+  if (stream_framing_ == StreamedBody::kCloseDelimited) {
+    return LingeringClose();  // The close ends the body.
+  }
+  OnWrite(ec);
+}
+
+template <class Stream>
+void Webserver::Impl::Session<Stream>::AbortStream(const char* why) {
+  LOG(WARNING) << "HTTP response to " << req_.method_string << " "
+               << QuoteForError(req_.target, 200) << " for " << req_.remote_address
+               << " cut short: " << why << "; resetting the connection";
+  source_.reset();  // It failed, or ended short: nothing to cancel.
+  beast::error_code ignored;
+  Tcp().socket().set_option(asio::socket_base::linger(true, 0), ignored);
+  Close();
 }
 
 template <class Stream>

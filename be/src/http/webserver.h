@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -55,9 +56,46 @@ struct HttpRequest {
   std::string QueryParam(std::string_view name, bool* present = nullptr) const;
 };
 
+/// The body of a streamed response (HttpResponse::body_source), produced incrementally: the
+/// server asks for the next chunk only after the previous one was written, so a slow client
+/// holds back the source (back-pressure), and what is buffered is one chunk.
+/// Thread-safety: Pull() and Cancel() are called on the I/O thread of the connection (Cancel()
+/// also from Webserver::Stop() once the I/O threads are joined). The PullCallback is best
+/// called on that thread (during Pull() is allowed): from another thread the chunk is posted
+/// to it.
+class BodySource {
+ public:
+  /// What one Pull() delivers.
+  struct Chunk {
+    /// Bytes of the body, valid until the next Pull() or Cancel() (or the source's end).
+    /// Not empty unless 'last' or 'failed'.
+    std::string_view data;
+    /// The end of the body ('data', if any, is its last part). Nothing is pulled afterwards.
+    bool last = false;
+    /// The body cannot be completed: the server closes the connection at once (with a reset),
+    /// so the client sees a truncated answer, never a complete-looking one. 'data' is ignored.
+    bool failed = false;
+  };
+  using PullCallback = std::function<void(Chunk)>;
+
+  virtual ~BodySource() = default;
+  /// Asks for the next chunk: call 'done' exactly once (unless Cancel() comes first). At most
+  /// one Pull() is outstanding.
+  virtual void Pull(PullCallback done) = 0;
+  /// The body will not be pulled to its end: the client went away, a write failed, the server
+  /// stopped, or the answer has no body (HEAD, 204, 304). An outstanding PullCallback is to be
+  /// dropped uncalled. Not called after a chunk with 'last' or 'failed'; a source dropped
+  /// without Cancel() (the response was never written) is cancelled as well.
+  virtual void Cancel() = 0;
+};
+
 /// A response. 'body' is sent as is; when 'shared_body' is set the response body is
 /// body + *shared_body + body_tail, written with one gathered write and without copying the
-/// shared buffer (used to send a cached result page).
+/// shared buffer (used to send a cached result page). When 'body_source' is set, the body is
+/// streamed from it instead ('body', 'shared_body' and 'body_tail' must be empty): with
+/// Content-Length when 'body_length' is known (a source that delivers another count fails the
+/// response), else chunked (close-delimited for an HTTP/1.0 client, and the connection is
+/// closed after it). The head and the first chunk go out in one write.
 struct HttpResponse {
   unsigned status = 200;
   std::string content_type = "application/json";
@@ -65,6 +103,9 @@ struct HttpResponse {
   std::string body;
   std::shared_ptr<const std::string> shared_body;
   std::string body_tail;
+  std::shared_ptr<BodySource> body_source;
+  /// The streamed body's length, when known in advance.
+  std::optional<uint64_t> body_length;
 
   static HttpResponse Text(unsigned status, std::string text);
   static HttpResponse Json(unsigned status, std::string json);

@@ -78,6 +78,10 @@ void AppendForwardMetrics(const Forwarder* forwarder, std::string* out) {
   Scalar("qr_cluster_forward_connections_opened_total", "counter",
          "Connections opened to other members for forwarded requests.", s.connections_opened,
          out);
+  Scalar("qr_cluster_forwarded_bytes_total", "counter",
+         "Body bytes of the owners' answers relayed to clients for forwarded requests (streamed "
+         "in chunks of at most 64 KiB each).",
+         s.bytes_relayed, out);
 }
 
 void AppendClusterViewMetrics(const ClusterView* view, std::string* out) {
