@@ -105,6 +105,17 @@ class ScriptedSource : public BodySource {
   bool overlapping_ QR_GUARDED_BY(mu_) = false;
 };
 
+/// A source that owns its one (last) chunk and that nobody but the server holds.
+class OwnedSource : public BodySource {
+ public:
+  explicit OwnedSource(size_t size) : data_(size, 'o') {}
+  void Pull(PullCallback done) override { done(Chunk{data_, true, false}); }
+  void Cancel() override {}
+
+ private:
+  const std::string data_;
+};
+
 /// A raw connection that reads bytes as they come.
 class RawClient {
  public:
@@ -220,7 +231,24 @@ class WebserverStreamTest : public WebserverTest {
         if (!req.QueryParam("length").empty()) r.body_length = std::stoull(req.QueryParam("length"));
         respond(std::move(r));
       });
+      s.RegisterHandler(http::verb::get, "/owned", [this](HttpRequest&, ResponseCallback respond) {
+        auto source = std::make_shared<OwnedSource>(kOwnedBytes);
+        {
+          MutexLock l(&source_mu_);
+          owned_ = source;
+        }
+        HttpResponse r;
+        r.body_source = std::move(source);
+        r.body_length = kOwnedBytes;
+        respond(std::move(r));
+      });
     });
+  }
+
+  static constexpr size_t kOwnedBytes = 32u << 20;
+  bool OwnedSourceAlive() {
+    MutexLock l(&source_mu_);
+    return !owned_.expired();
   }
 
   /// The source of the next /stream request.
@@ -241,6 +269,7 @@ class WebserverStreamTest : public WebserverTest {
   std::vector<std::shared_ptr<ScriptedSource>> retired_ QR_GUARDED_BY(source_mu_);
   std::shared_ptr<ScriptedSource> source_ QR_GUARDED_BY(source_mu_) =
       std::make_shared<ScriptedSource>();
+  std::weak_ptr<OwnedSource> owned_ QR_GUARDED_BY(source_mu_);
 };
 
 TEST_F(WebserverStreamTest, ContentLengthWhenKnownMultiChunkIntactAndKeptAlive) {
@@ -325,6 +354,21 @@ TEST_F(WebserverStreamTest, NextChunkIsPulledOnlyAfterThePreviousWasWritten) {
   ASSERT_TRUE(client.ReadAtLeast(head_size + big + 1));
   EXPECT_EQ(client.buf.back(), '!');
   EXPECT_FALSE(source()->overlapping());
+}
+
+TEST_F(WebserverStreamTest, ASourceLivesUntilItsLastChunkWasWritten) {
+  // The server holds the only reference; the last chunk is far larger than the kernel buffers,
+  // so its write is still going on while the client reads slowly.
+  RawClient client(server_->port());
+  ASSERT_TRUE(client.connected());
+  client.Send(Get("/owned"));
+  ASSERT_TRUE(client.ReadAtLeast(4u << 20));
+  EXPECT_TRUE(OwnedSourceAlive()) << "released while its chunk was being written";
+  ASSERT_TRUE(client.ReadUntil("\r\n\r\n"));
+  const size_t head_size = client.buf.find("\r\n\r\n") + 4;
+  ASSERT_TRUE(client.ReadAtLeast(head_size + kOwnedBytes));
+  EXPECT_EQ(client.buf.find_first_not_of('o', head_size), std::string::npos);
+  EXPECT_TRUE(WaitFor([&] { return !OwnedSourceAlive(); })) << "never released";
 }
 
 TEST_F(WebserverStreamTest, ClientGoneMidBodyCancelsTheSource) {

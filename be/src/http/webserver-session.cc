@@ -147,8 +147,11 @@ class Webserver::Impl::Session final : public SessionBase {
   std::string head_;
   /// The response being written: owns the buffers (and shared_body) until the write ends.
   HttpResponse resp_;
-  /// A streamed response's source, until its last chunk was written or it failed.
+  /// A streamed response's source, until it delivered its last chunk or failed.
   std::shared_ptr<BodySource> source_;
+  /// The source that delivered its last chunk, kept until that chunk was written: the chunk's
+  /// bytes are the source's, and it may hold the last reference (never cancelled).
+  std::shared_ptr<BodySource> finished_source_;
   /// A streamed body's framing, and the bytes its Content-Length still expects.
   StreamedBody stream_framing_ = StreamedBody::kNo;
   uint64_t stream_left_ = 0;
@@ -544,7 +547,7 @@ void Webserver::Impl::Session<Stream>::OnChunk(BodySource::Chunk chunk) {
     }
     stream_left_ -= chunk.data.size();
   }
-  if (chunk.last) source_.reset();  // Complete: no Cancel().
+  if (chunk.last) finished_source_ = std::exchange(source_, nullptr);  // Complete: no Cancel().
   chunk_prefix_.clear();
   chunk_suffix_.clear();
   if (stream_framing_ == StreamedBody::kChunked) {
@@ -566,6 +569,7 @@ void Webserver::Impl::Session<Stream>::OnChunk(BodySource::Chunk chunk) {
 
 template <class Stream>
 void Webserver::Impl::Session<Stream>::OnChunkWritten(const beast::error_code& ec, bool last) {
+  finished_source_.reset();
   if (closed_) return;
   if (ec || !last) {
     if (ec && !IsDisconnect(ec)) {
