@@ -5,7 +5,6 @@
 #include <map>
 #include <optional>
 #include <utility>
-#include <variant>
 #include <vector>
 
 #include <boost/asio/ip/tcp.hpp>
@@ -24,6 +23,7 @@
 
 #include "cluster/cluster-tls.h"
 #include "cluster/forward-auth.h"
+#include "cluster/maybe-tls-stream.h"
 #include "util/mutex.h"
 
 namespace qr {
@@ -96,32 +96,14 @@ bool SplitMemberUri(std::string_view uri, bool* tls, std::string* host, std::str
   return true;
 }
 
-using TlsStream = beast::ssl_stream<beast::tcp_stream>;
+using TlsStream = MaybeTlsStream::TlsStream;
 
 }  // namespace
 
 /// A connection to a member, plain or TLS (its advertised URI's scheme).
-class Forwarder::Connection {
+class Forwarder::Connection : public MaybeTlsStream {
  public:
-  explicit Connection(boost::asio::io_context& io)
-      : stream_(std::in_place_type<beast::tcp_stream>, io) {}
-  Connection(boost::asio::io_context& io, ssl::context& tls)
-      : stream_(std::in_place_type<TlsStream>, io, tls) {}
-
-  beast::tcp_stream& tcp() {
-    if (TlsStream* s = std::get_if<TlsStream>(&stream_)) return s->next_layer();
-    return std::get<beast::tcp_stream>(stream_);
-  }
-  /// Null for a plain connection.
-  TlsStream* tls() { return std::get_if<TlsStream>(&stream_); }
-  /// Calls 'f' with the stream to read and write.
-  template <class F>
-  void Visit(F&& f) {
-    std::visit(std::forward<F>(f), stream_);
-  }
-
- private:
-  std::variant<beast::tcp_stream, TlsStream> stream_;
+  using MaybeTlsStream::MaybeTlsStream;
 };
 
 RouteDecision DecideRoute(uint32_t owner, uint32_t self, bool already_forwarded,
