@@ -227,7 +227,12 @@ class Coordinator:
         return rows
 
     def member_ids_seen(self):
-        return sorted(int(r[0]) for r in self.nodes())
+        """The member ids in this coordinator's view of etcd: the rows listed 'active'.
+
+        A member not (yet) in its own view is listed too, under its cluster state
+        ('registered' between its registration and the watch event that brings it in),
+        so counting every row would let a wait end before the view is complete."""
+        return sorted(int(r[0]) for r in self.nodes() if r[4] == "active")
 
     def stop(self):
         """SIGTERM; fails unless it exits 0 without a sanitizer report."""
