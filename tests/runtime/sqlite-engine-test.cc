@@ -535,6 +535,33 @@ TEST_F(SqliteEngineTest, ManyConcurrentQueriesAllComplete) {
   EXPECT_TRUE(WaitFor([&] { return engine_->num_running() == 0 && engine_->num_queued() == 0; }));
 }
 
+// Executors go idle between queries and are woken one at a time through their own wake
+// words: more submitters than executors, each query waited for before the next, so most
+// submissions find an idle executor and a few race with executors going idle or finishing.
+// A lost wake-up leaves a query queued with executors asleep (Run()'s bounded wait fails).
+TEST_F(SqliteEngineTest, IdleExecutorsAreWokenForEveryQuery) {
+  engine_ = MakeEngine(sample_path_, 3);
+  constexpr int kThreads = 6, kQueriesPerThread = 60;
+  std::atomic<int> ok{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < kQueriesPerThread; ++i) {
+        const int n = t * 1000 + i;
+        QueryOutcome out = Run("SELECT " + std::to_string(n));
+        if (out.ended && !out.error && out.RowsJson() == "[[" + std::to_string(n) + "]]") {
+          ok.fetch_add(1);
+        }
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(ok.load(), kThreads * kQueriesPerThread);
+  EXPECT_TRUE(WaitFor([&] { return engine_->num_running() == 0 && engine_->num_queued() == 0; }));
+  // With every executor asleep, destroying the engine wakes and joins them.
+  engine_.reset();
+}
+
 TEST_F(SqliteEngineTest, CreateRejectsMissingUnusableAndNonSqliteFiles) {
   std::unique_ptr<SqliteEngine> engine;
   const std::string missing = dir_->path() + "/missing.db";

@@ -3,14 +3,17 @@
 #include <pthread.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <memory>
 #include <utility>
 
 #include <glog/logging.h>
 
 #include "runtime/query-runner.h"
 #include "runtime/sqlite-connection.h"
+#include "util/futex.h"
 
 namespace qr {
 
@@ -35,12 +38,30 @@ struct SqliteEngine::Impl {
   /// destructor, for cancelling the running queries). Never held while running SQL.
   /// Lock order: before a QueryState's and a ResultBuffer's locks.
   mutable Mutex lock;
-  CondVar work_available;
   std::deque<QueryStateHandle> queue QR_GUARDED_BY(lock);
   /// Queries being executed; each pointer is kept alive by its executor's handle.
   std::vector<QueryState*> running QR_GUARDED_BY(lock);
-  /// Executor threads waiting for work: Execute() wakes one only if there is one.
-  int idle QR_GUARDED_BY(lock) = 0;
+  /// Executors waiting for work, the one that went idle last at the back (woken first: its
+  /// stack and connection are the likeliest to be in cache). Execute() takes one off and
+  /// wakes that one only, so a thread already awake is never woken.
+  std::vector<int> idle QR_GUARDED_BY(lock);
+  /// Each executor's wake word, on a cache line of its own: an idle executor sleeps in the
+  /// kernel until it changes (Wake()). Not a condition variable: glibc's (2.36)
+  /// pthread_cond_signal can block the signalling thread, an HTTP I/O thread, until
+  /// previously woken waiters have run, and behind demoted long queries that took
+  /// milliseconds (docs/benchmarks.md, "The executors' wake-up").
+  struct alignas(64) WakeWord {
+    std::atomic<uint32_t> word{0};
+  };
+  std::unique_ptr<WakeWord[]> wake_words;
+  /// Wakes executor 'index', taken off 'idle' by the caller (under 'lock'); called without
+  /// the lock, so that the woken thread does not wait for it.
+  void Wake(int index) {
+    std::atomic<uint32_t>* w = &wake_words[static_cast<size_t>(index)].word;
+    // Release: pairs with the executor's acquire load (the queue itself is under 'lock').
+    w->fetch_add(1, std::memory_order_release);
+    internal::Futex(w, FUTEX_WAKE, 1);
+  }
   bool shutting_down QR_GUARDED_BY(lock) = false;
   /// One per thread, each used only by its thread once the threads run.
   std::vector<std::unique_ptr<SqliteConnection>> connections;
@@ -53,17 +74,33 @@ struct SqliteEngine::Impl {
 
 void SqliteEngine::Impl::ExecutorLoop(int index, SqliteConnection* conn,
                                       const Options& options) {
+  std::atomic<uint32_t>* const wake_word = &wake_words[static_cast<size_t>(index)].word;
   for (;;) {
     QueryStateHandle query;
+    uint32_t seen = 0;
     {
       MutexLock l(&lock);
-      ++idle;
-      while (queue.empty() && !shutting_down) work_available.Wait(&lock);
-      --idle;
-      if (queue.empty()) return;
-      query = std::move(queue.front());
-      queue.pop_front();
-      running.push_back(query.get());
+      if (!queue.empty()) {
+        query = std::move(queue.front());
+        queue.pop_front();
+        running.push_back(query.get());
+      } else if (shutting_down) {
+        return;
+      } else {
+        // Read under the lock: a Wake() for this entry comes after it is taken off 'idle'
+        // under the lock, so it changes the word after this read.
+        seen = wake_word->load(std::memory_order_relaxed);
+        idle.push_back(index);
+      }
+    }
+    if (!query) {
+      // Until Execute() or the destructor takes this executor off 'idle' and wakes it (the
+      // loop: a spurious return of FUTEX_WAIT). Then the queue again: another executor
+      // finishing its query may have taken the work first.
+      while (wake_word->load(std::memory_order_acquire) == seen) {
+        internal::Futex(wake_word, FUTEX_WAIT, seen);
+      }
+      continue;
     }
     demoter->Begin(index);
     RunQuery(conn, query.get(), options);
@@ -111,6 +148,7 @@ Status SqliteEngine::Create(const Options& options, std::unique_ptr<SqliteEngine
       options.long_query, options.num_threads,
       [impl, opts](int index) { impl->StartExecutor(index, opts); });
   impl->threads.resize(static_cast<size_t>(options.num_threads));
+  impl->wake_words = std::make_unique<Impl::WakeWord[]>(static_cast<size_t>(options.num_threads));
   for (int i = 0; i < options.num_threads; ++i) impl->StartExecutor(i, opts);
   LOG(INFO) << "SQLite engine serving '" << options.database_path << "' read-only with "
             << options.num_threads << " executor threads (" << EngineVersionString() << ")";
@@ -125,14 +163,16 @@ Status SqliteEngine::Create(const Options& options, std::unique_ptr<SqliteEngine
 
 SqliteEngine::~SqliteEngine() {
   std::deque<QueryStateHandle> queued;
+  std::vector<int> idle;
   {
     MutexLock l(&impl_->lock);
     impl_->shutting_down = true;
     queued.swap(impl_->queue);
+    idle.swap(impl_->idle);
     // Cancel() only sets a flag and closes the buffer (leaf locks, see the lock order).
     for (QueryState* query : impl_->running) query->Cancel(QueryError::UserCanceled());
   }
-  impl_->work_available.NotifyAll();
+  for (int index : idle) impl_->Wake(index);
   for (QueryStateHandle& query : queued) FinishUnstarted(query.get(), QueryError::UserCanceled());
   queued.clear();
   if (impl_->demoter) impl_->demoter->Stop();  // no respawn from here on (null: Create failed)
@@ -145,19 +185,22 @@ void SqliteEngine::Execute(QueryStateHandle query) {
   DCHECK(query);
   QueryState* const qs = query.get();
   qs->set_exec_state(QueryState::ExecState::kQueued);
-  bool wake = false;
+  int wake = -1;
   {
     MutexLock l(&impl_->lock);
     if (!impl_->shutting_down) {
       impl_->queue.push_back(std::move(query));
-      wake = impl_->idle > 0;
+      if (!impl_->idle.empty()) {
+        wake = impl_->idle.back();
+        impl_->idle.pop_back();
+      }
     }
   }
   if (query) {  // not queued: the engine is shutting down
     FinishUnstarted(qs, QueryError::ShuttingDown("The server is shutting down"));
     return;
   }
-  if (wake) impl_->work_available.NotifyOne();
+  if (wake >= 0) impl_->Wake(wake);
 }
 
 int64_t SqliteEngine::num_queued() const {

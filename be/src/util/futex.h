@@ -1,7 +1,7 @@
 #pragma once
 
-// Internal to the util locks (spinlock.cc, shard-lock.cc): the CPU's spin-wait hint and the
-// futex system call.
+// Internal to the util locks (spinlock.cc, shard-lock.cc) and the engine's executor wake-up
+// (sqlite-engine.cc): the CPU's spin-wait hint and the futex system call.
 
 #include <linux/futex.h>
 #include <sys/syscall.h>
