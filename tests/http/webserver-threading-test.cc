@@ -63,5 +63,40 @@ TEST_F(WebserverTest, ConnectionsAreSpreadOverTheIoThreadsAndStayOnTheirs) {
       << "outside a handler, io_context() is one of the server's";
 }
 
+// on_io_thread_start runs once on each I/O thread, before it serves a request (the daemon
+// asks for its scheduler slice there).
+TEST_F(WebserverTest, EachIoThreadRunsTheStartHookOnceBeforeServing) {
+  Mutex mu;
+  std::map<std::thread::id, int> hook_calls;
+  std::set<std::thread::id> serving;
+  Webserver::Options options = TestOptions();
+  options.num_threads = 3;
+  options.on_io_thread_start = [&] {
+    MutexLock l(&mu);
+    ++hook_calls[std::this_thread::get_id()];
+  };
+  StartServer(options, [&](Webserver& s) {
+    s.RegisterHandler(http::verb::get, "/who", [&](HttpRequest&, ResponseCallback respond) {
+      {
+        MutexLock l(&mu);
+        serving.insert(std::this_thread::get_id());
+      }
+      respond(HttpResponse::Text(200, "ok"));
+    });
+  });
+  std::vector<std::unique_ptr<Client>> clients;
+  for (int i = 0; i < 3; ++i) {
+    clients.push_back(std::make_unique<Client>(server_->port()));
+    ASSERT_EQ(RoundTrip(*clients.back(), Get("/who")).status, 200);
+  }
+  MutexLock l(&mu);
+  EXPECT_EQ(serving.size(), 3u) << "3 connections over 3 I/O threads use all three";
+  EXPECT_EQ(hook_calls.size(), 3u);
+  for (const auto& [thread, calls] : hook_calls) EXPECT_EQ(calls, 1);
+  for (const std::thread::id& t : serving) {
+    EXPECT_EQ(hook_calls.count(t), 1u) << "a thread served before its hook ran";
+  }
+}
+
 }  // namespace
 }  // namespace qr

@@ -164,6 +164,7 @@ void Webserver::Impl::RunIoThread(int index) {
   char name[16];
   snprintf(name, sizeof(name), "http-io-%d", index);
   pthread_setname_np(pthread_self(), name);
+  if (options.on_io_thread_start) options.on_io_thread_start();
   asio::io_context& ioc = *iocs[index];
   tls_io_context = &ioc;
   for (;;) {

@@ -195,6 +195,9 @@ class Webserver {
     /// When set, every connection speaks TLS (HTTPS) with this context (see
     /// CreateTlsServerContext()); plain HTTP otherwise.
     std::shared_ptr<boost::asio::ssl::context> tls_context;
+    /// When set, each I/O thread calls it once when it starts (before serving anything);
+    /// the daemon asks for a short scheduler slice there (runtime/thread-schedule.h).
+    std::function<void()> on_io_thread_start;
   };
 
   explicit Webserver(Options options);

@@ -12,6 +12,8 @@
 
 #include <glog/logging.h>
 
+#include "runtime/thread-schedule.h"
+
 namespace qr {
 
 namespace {
@@ -57,6 +59,7 @@ LongQueryDemoter::LongQueryDemoter(const Options& options, int num_slots,
                         ? base_nice_
                         : std::min(19, base_nice_ + std::max(0, options.nice_increment))),
       base_policy_(CurrentPolicy()),
+      slice_us_(base_policy_ == SCHED_OTHER ? options.slice_us : 0),
       respawn_(std::move(respawn)) {
   {
     MutexLock l(&lock_);
@@ -101,6 +104,15 @@ void LongQueryDemoter::Begin(int slot) {
   if (wake) wake_.NotifyOne();
 }
 
+void LongQueryDemoter::ExecutorStarted() {
+  if (slice_us_ == 0) return;
+  if (!SetOwnSchedulerSlice(slice_us_)) {
+    LOG_FIRST_N(WARNING, 1) << "Executor threads cannot ask for a " << slice_us_
+                            << " us scheduler slice: " << std::strerror(errno)
+                            << "; they keep the kernel's default";
+  }
+}
+
 bool LongQueryDemoter::End(int slot) {
   if (!enabled_) return true;
   bool demoted;
@@ -112,9 +124,11 @@ bool LongQueryDemoter::End(int slot) {
     s.demoted = false;
   }
   if (!demoted) return true;
+  // With a slice, one call restores the policy or nice value and the short slice.
   const bool restored =
       !options_.never_restore &&
-      (options_.policy == Policy::kIdle
+      (slice_us_ > 0 ? SetFairSchedule(CurrentTid(), base_nice_, slice_us_)
+       : options_.policy == Policy::kIdle
            ? SetPolicy(CurrentTid(), base_policy_)
            : setpriority(PRIO_PROCESS, static_cast<id_t>(CurrentTid()), base_nice_) == 0);
   if (restored) return true;
@@ -145,9 +159,11 @@ Clock::time_point LongQueryDemoter::DemoteDueLocked(Clock::time_point now) {
     }
     // Under the lock, so that End() cannot run between the check and the call: the thread is
     // still the slot's executor, running the same query.
-    const bool ok = options_.policy == Policy::kIdle
-                        ? SetPolicy(s.tid, SCHED_IDLE)
-                        : setpriority(PRIO_PROCESS, static_cast<id_t>(s.tid), demoted_nice_) == 0;
+    // Under the nice policy the thread also goes back to the default slice, so that short
+    // queries' executors (short slices) preempt it when they wake (thread-schedule.h).
+    const bool ok = options_.policy == Policy::kIdle ? SetPolicy(s.tid, SCHED_IDLE)
+                    : slice_us_ > 0 ? SetFairSchedule(s.tid, demoted_nice_, 0)
+                    : setpriority(PRIO_PROCESS, static_cast<id_t>(s.tid), demoted_nice_) == 0;
     if (!ok) {
       LOG_FIRST_N(WARNING, 1) << "Cannot lower the CPU priority of executor thread " << s.tid
                               << ": " << std::strerror(errno);

@@ -56,6 +56,10 @@ class LongQueryDemoter {
     /// replaced).
     bool never_restore = false;
     Policy policy = Policy::kNice;
+    /// The scheduler slice (microseconds) executors ask for while their query is short;
+    /// a demoted one goes back to the kernel's default (thread-schedule.h). 0: executors keep
+    /// the kernel's default throughout. Only for executors under SCHED_OTHER.
+    int32_t slice_us = 0;
   };
 
   /// 'respawn(slot)' is called on the demoter's thread, with no lock held, to replace the
@@ -72,6 +76,9 @@ class LongQueryDemoter {
 
   bool enabled() const { return enabled_; }
 
+  /// The calling thread becomes an executor: asks for the short slice (Options::slice_us).
+  /// Called once per executor thread, before its first query.
+  void ExecutorStarted();
   /// The calling thread, executor of 'slot', starts a query.
   void Begin(int slot);
   /// The query of 'slot' ended; restores the calling thread's priority if it was lowered.
@@ -110,6 +117,8 @@ class LongQueryDemoter {
   const int demoted_nice_;
   /// The scheduling policy executors run under (SCHED_OTHER unless started otherwise).
   const int base_policy_;
+  /// Options::slice_us, when it applies (executors under SCHED_OTHER); else 0.
+  const int32_t slice_us_;
   const std::function<void(int)> respawn_;
 
   mutable Mutex lock_;

@@ -75,6 +75,7 @@ struct SqliteEngine::Impl {
 void SqliteEngine::Impl::ExecutorLoop(int index, SqliteConnection* conn,
                                       const Options& options) {
   std::atomic<uint32_t>* const wake_word = &wake_words[static_cast<size_t>(index)].word;
+  demoter->ExecutorStarted();
   for (;;) {
     QueryStateHandle query;
     uint32_t seen = 0;

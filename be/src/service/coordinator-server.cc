@@ -1,7 +1,9 @@
 #include "service/coordinator-server.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <utility>
 
 
@@ -12,6 +14,7 @@
 #include "runtime/registry-flags.h"
 #include "runtime/sample-db.h"
 #include "runtime/sqlite-heap.h"
+#include "runtime/thread-schedule.h"
 #include "service/cluster-queries.h"
 #include "service/debug-pages.h"
 #include "service/query-history-convert.h"
@@ -222,6 +225,18 @@ Status CoordinatorServer::ReloadPasswordFile() {
 
 Status CoordinatorServer::Start() {
   Webserver::Options http = options_.http;
+  if (const int32_t slice_us = options_.long_query.slice_us; slice_us > 0) {
+    http.on_io_thread_start = [slice_us] {
+      if (!SetOwnSchedulerSlice(slice_us)) {
+        LOG_FIRST_N(WARNING, 1) << "HTTP I/O threads cannot ask for a " << slice_us
+                                << " us scheduler slice (--scheduler_slice_us): "
+                                << std::strerror(errno) << "; they keep the kernel's default";
+      }
+    };
+    LOG(INFO) << "HTTP I/O threads and the executors of short queries ask the kernel for a "
+              << slice_us << " us scheduler slice (--scheduler_slice_us), so that they "
+              << "preempt long queries when they wake (Linux 6.12 and later)";
+  }
   QR_RETURN_IF_ERROR(ConfigureSecurity(&http));
   QR_RETURN_IF_ERROR(ConfigureResources());
   if (options_.database.empty()) {

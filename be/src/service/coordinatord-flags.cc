@@ -9,6 +9,7 @@
 
 #include "cluster/etcd-client.h"
 #include "http/client-address.h"
+#include "runtime/thread-schedule.h"
 #include "runtime/trino-metadata.h"
 #include "service/query-history.h"
 #include "util/unique-id.h"
@@ -42,6 +43,12 @@ DEFINE_string(long_query_policy, "nice",
               "--long_query_nice until the query ends) or idle (it runs under SCHED_IDLE, the "
               "kernel's lowest weight: short queries first, long ones only on the CPU nothing "
               "else on the host wants; for dedicated hosts).");
+DEFINE_int32(scheduler_slice_us, 100,
+             "The scheduler slice (microseconds) HTTP I/O threads and the executors of short "
+             "queries ask the kernel for, so that they preempt long queries when they wake "
+             "(Linux 6.12 and later; earlier kernels ignore it); a demoted long query's executor "
+             "goes back to the kernel's default. 0: every thread keeps the default; else 100 to "
+             "100000.");
 DEFINE_string(database, "", "Serve this SQLite file read-only instead of the sample database.");
 DEFINE_string(catalog_name, "sqlite",
               "The name of the served database's catalog in Trino's metadata (SHOW CATALOGS, "
@@ -226,6 +233,13 @@ bool ValidatePositive64(const char* flag, int64_t v) {
   fprintf(stderr, "--%s must be in [1, 2^40] (MiB), got %lld\n", flag, static_cast<long long>(v));
   return false;
 }
+/// 0, or the range Linux accepts for a SCHED_OTHER slice.
+bool ValidateSchedulerSlice(const char* flag, int32_t v) {
+  if (v == 0 || (v >= qr::kMinSchedulerSliceUs && v <= qr::kMaxSchedulerSliceUs)) return true;
+  fprintf(stderr, "--%s must be 0 (the kernel's default) or in [%d, %d] microseconds, got %d\n",
+          flag, qr::kMinSchedulerSliceUs, qr::kMaxSchedulerSliceUs, v);
+  return false;
+}
 bool ValidateNice(const char* flag, int32_t v) {
   if (v >= 0 && v <= 19) return true;
   fprintf(stderr, "--%s must be in [0, 19], got %d\n", flag, v);
@@ -367,6 +381,7 @@ DEFINE_validator(num_query_threads, &ValidateNonNegative);  // and <= kMaxThread
 DEFINE_validator(long_query_after_ms, &ValidateNonNegative);
 DEFINE_validator(long_query_nice, &ValidateNice);
 DEFINE_validator(long_query_policy, &ValidateLongQueryPolicy);
+DEFINE_validator(scheduler_slice_us, &ValidateSchedulerSlice);
 DEFINE_validator(idle_query_timeout_s, &ValidateNonNegative);
 DEFINE_validator(max_in_flight_queries, &ValidatePositive);
 DEFINE_validator(max_session_properties, &ValidatePositive);
