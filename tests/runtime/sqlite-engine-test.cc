@@ -99,6 +99,8 @@ class SqliteEngineTest : public ::testing::Test {
     return *out.error;
   }
 
+  int RunConcurrently(int threads, int per_thread, const std::string& plus_sql, int plus);
+
   static ScopedTempDir* dir_;
   static std::string sample_path_;
   static std::string types_path_;
@@ -515,24 +517,32 @@ TEST_F(SqliteEngineTest, DestroyingTheEngineCancelsQueuedAndRunningQueries) {
   }
 }
 
-TEST_F(SqliteEngineTest, ManyConcurrentQueriesAllComplete) {
-  constexpr int kThreads = 4, kQueriesPerThread = 25;
+/// Runs 'per_thread' queries on each of 'threads' threads at once, each query read to its end
+/// before the thread submits the next: "SELECT n + <plus_sql>" for a number n unique to the
+/// query, expected to answer n + 'plus'. Returns the queries that answered so; then expects
+/// the engine to be idle.
+int SqliteEngineTest::RunConcurrently(int threads, int per_thread, const std::string& plus_sql,
+                                      int plus) {
   std::atomic<int> ok{0};
-  std::vector<std::thread> threads;
-  for (int t = 0; t < kThreads; ++t) {
-    threads.emplace_back([&, t] {
-      for (int i = 0; i < kQueriesPerThread; ++i) {
+  std::vector<std::thread> running;
+  for (int t = 0; t < threads; ++t) {
+    running.emplace_back([&, t] {
+      for (int i = 0; i < per_thread; ++i) {
         const int n = t * 1000 + i;
-        QueryOutcome out = Run("SELECT " + std::to_string(n) + " + count(*) FROM nation");
-        if (out.ended && !out.error && out.RowsJson() == "[[" + std::to_string(n + 25) + "]]") {
+        QueryOutcome out = Run("SELECT " + std::to_string(n) + " + " + plus_sql);
+        if (out.ended && !out.error && out.RowsJson() == "[[" + std::to_string(n + plus) + "]]") {
           ok.fetch_add(1);
         }
       }
     });
   }
-  for (auto& t : threads) t.join();
-  EXPECT_EQ(ok.load(), kThreads * kQueriesPerThread);
+  for (auto& t : running) t.join();
   EXPECT_TRUE(WaitFor([&] { return engine_->num_running() == 0 && engine_->num_queued() == 0; }));
+  return ok.load();
+}
+
+TEST_F(SqliteEngineTest, ManyConcurrentQueriesAllComplete) {
+  EXPECT_EQ(RunConcurrently(4, 25, "count(*) FROM nation", 25), 4 * 25);
 }
 
 // Executors go idle between queries and are woken one at a time through their own wake
@@ -541,23 +551,7 @@ TEST_F(SqliteEngineTest, ManyConcurrentQueriesAllComplete) {
 // A lost wake-up leaves a query queued with executors asleep (Run()'s bounded wait fails).
 TEST_F(SqliteEngineTest, IdleExecutorsAreWokenForEveryQuery) {
   engine_ = MakeEngine(sample_path_, 3);
-  constexpr int kThreads = 6, kQueriesPerThread = 60;
-  std::atomic<int> ok{0};
-  std::vector<std::thread> threads;
-  for (int t = 0; t < kThreads; ++t) {
-    threads.emplace_back([&, t] {
-      for (int i = 0; i < kQueriesPerThread; ++i) {
-        const int n = t * 1000 + i;
-        QueryOutcome out = Run("SELECT " + std::to_string(n));
-        if (out.ended && !out.error && out.RowsJson() == "[[" + std::to_string(n) + "]]") {
-          ok.fetch_add(1);
-        }
-      }
-    });
-  }
-  for (auto& t : threads) t.join();
-  EXPECT_EQ(ok.load(), kThreads * kQueriesPerThread);
-  EXPECT_TRUE(WaitFor([&] { return engine_->num_running() == 0 && engine_->num_queued() == 0; }));
+  EXPECT_EQ(RunConcurrently(6, 60, "0", 0), 6 * 60);
   // With every executor asleep, destroying the engine wakes and joins them.
   engine_.reset();
 }
