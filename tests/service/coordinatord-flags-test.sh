@@ -118,7 +118,7 @@ if [ "$checked" -lt 40 ] || [ -z "$first_title" ] || [ "$first_flag" -lt "$first
   failures=$((failures + 1))
 fi
 for unit in '--http_idle_timeout_s=60 (seconds)' '--max_spill_mb=8192 (MiB)' \
-            '--max_statement_bytes=1048576 (bytes)' '--long_query_after_ms=200 (milliseconds)' \
+            '--max_statement_bytes=1048576 (bytes)' '--long_query_after_ms=20 (milliseconds)' \
             '--max_failed_queries_per_user_per_s=50 (per second)'; do
   grep -qF -- "  $unit" "$work/helpshort" || { echo "FAIL: --helpshort lacks '$unit'"; failures=$((failures + 1)); }
 done

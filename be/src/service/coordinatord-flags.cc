@@ -31,7 +31,7 @@ DEFINE_int32(num_query_threads, 0,
              "Executor threads (0: --max_running_queries, so that every admitted query runs at "
              "once and the kernel shares the cores among them: a long query cannot keep a "
              "short one from an executor).");
-DEFINE_int32(long_query_after_ms, 200,
+DEFINE_int32(long_query_after_ms, 20,
              "An executor thread running one query for longer than this gets a lower CPU "
              "priority (--long_query_nice) until the query ends, so that short queries run "
              "first (0: off).");
