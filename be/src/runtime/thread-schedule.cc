@@ -6,6 +6,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <fstream>
+
 namespace qr {
 namespace {
 
@@ -24,6 +26,13 @@ struct SchedAttr {
 static_assert(sizeof(SchedAttr) == 48);
 
 }  // namespace
+
+bool NiceIsLocalToProcess() {
+  if (getsid(0) != getpid()) return false;
+  std::ifstream f("/proc/sys/kernel/sched_autogroup_enabled");
+  int enabled = 0;
+  return f >> enabled && enabled == 1;
+}
 
 bool SetFairSchedule(pid_t tid, int nice, int32_t slice_us) {
   SchedAttr attr{};

@@ -33,6 +33,15 @@ bool SetFairSchedule(pid_t tid, int nice, int32_t slice_us);
 /// call failed.
 bool SetOwnSchedulerSlice(int32_t slice_us);
 
+/// Whether the nice values of this process's threads weigh only against each other: the
+/// kernel schedules each session as one group ("autogroup", /proc/sys/kernel/
+/// sched_autogroup_enabled) and this process leads its own session, as a systemd service or a
+/// process started with setsid(1) does. Otherwise a demoted long query's raised nice value
+/// competes with every process of the session (nice 19: weight 15 against 1024), and a busy
+/// neighbour starves it. (A cgroup of its own with the cpu controller has the same effect;
+/// it is not detected.)
+bool NiceIsLocalToProcess();
+
 /// The nice value and slice (nanoseconds; what the kernel reports, its default when none
 /// was asked for, 0 before 6.12) of thread 'tid' (0: the caller); false if unreadable.
 bool GetFairSchedule(pid_t tid, int* nice, uint64_t* slice_ns);

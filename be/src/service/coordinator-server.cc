@@ -237,6 +237,16 @@ Status CoordinatorServer::Start() {
               << slice_us << " us scheduler slice (--scheduler_slice_us), so that they "
               << "preempt long queries when they wake (Linux 6.12 and later)";
   }
+  if (options_.long_query.after_ms > 0 && options_.long_query.nice_increment > 0) {
+    LOG(INFO) << (NiceIsLocalToProcess()
+                      ? "Long queries' lower CPU priority (--long_query_policy) weighs against "
+                        "this daemon's own threads only (it leads its own session and the "
+                        "kernel groups scheduling by session)"
+                      : "Long queries' lower CPU priority (--long_query_policy) weighs against "
+                        "every process of this session, not only this daemon's threads, so a "
+                        "busy neighbour starves them: on a shared host start coordinatord in a "
+                        "session of its own (setsid, or as a systemd service)");
+  }
   QR_RETURN_IF_ERROR(ConfigureSecurity(&http));
   QR_RETURN_IF_ERROR(ConfigureResources());
   if (options_.database.empty()) {

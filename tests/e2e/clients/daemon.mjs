@@ -26,8 +26,10 @@ export async function startDaemon(flags = []) {
                       ['--http_port=0', `--data_dir=${dataDir}`, '--shutdown_grace_period_s=0',
                        '--minloglevel=1', ...flags],
                       // TZ named: glog's timestamps otherwise make TSan builds report a false
-                      // race inside glibc's tzset.
-                      {stdio: ['ignore', 'pipe', 'inherit'],
+                      // race inside glibc's tzset. Detached: in a session of its own, as
+                      // systemd starts a service, so that with the kernel's autogroups the nice
+                      // value of its demoted long queries counts against its own threads only.
+                      {stdio: ['ignore', 'pipe', 'inherit'], detached: true,
                        env: {...process.env, TZ: process.env.TZ || ':/etc/localtime'}});
   const exited = new Promise((resolve) => child.on('exit', (code, signal) => resolve({code, signal})));
   const base = await new Promise((resolve, reject) => {
