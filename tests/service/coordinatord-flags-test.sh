@@ -58,6 +58,7 @@ expect_refused "--etcd_endpoints: etcd endpoint 'a:99999' is not [http[s]://]hos
 expect_refused "--cluster_name must be 1 to 64 letters" --cluster_name=a/b
 expect_refused "--advertised_uri must be http://host:port" --advertised_uri=ftp://x:1
 expect_refused "--cluster_lease_ttl_s must be in [2, 600]" --cluster_lease_ttl_s=1
+expect_refused "--query_plan_timeout_ms must be in [50, 600000] ms, got 0" --query_plan_timeout_ms=0
 expect_refused "--cluster_max_members must be in [1, 65535]" --cluster_max_members=70000
 touch "$work/not-a-directory"
 expect_refused "--query_history_dir: cannot create the query history directory" \

@@ -1,8 +1,9 @@
 // EXPLAIN from the per-query page (/query_plan) goes through admission like any statement:
 // it waits for a running slot, counts against the user's caps and is refused with the same
-// errors when they are reached.
+// errors when they are reached; --query_plan_timeout_ms bounds its wait.
 
 #include <atomic>
+#include <chrono>
 #include <string>
 #include <thread>
 
@@ -22,10 +23,12 @@ class QueryPlanAdmissionTest : public ServiceTest {
     if (server_) server_->Shutdown(0);
     server_.reset();
   }
-  void Start(int max_running, int max_in_flight_per_user) {
+  void Start(int max_running, int max_in_flight_per_user,
+             std::chrono::milliseconds plan_timeout = std::chrono::milliseconds(10000)) {
     CoordinatorServer::Options o = DefaultOptions();
     o.coordinator.max_running_queries = max_running;
     o.coordinator.max_in_flight_queries_per_user = max_in_flight_per_user;
+    o.query_plan_timeout = plan_timeout;
     server_ = StartServer(std::move(o));
     ASSERT_NE(server_, nullptr);
   }
@@ -70,6 +73,41 @@ TEST_F(QueryPlanAdmissionTest, ExplainWaitsForARunningSlotLikeAnyStatement) {
   page.join();
   ASSERT_TRUE(plan["plan"].is_string()) << plan;
   EXPECT_TRUE(plan["error"].is_null());
+  EXPECT_TRUE(WaitFor([&] { return server_->coordinator()->GetMetrics().in_flight == 0; }));
+  EXPECT_EQ(server_->query_plan_timeouts(), 0);
+}
+
+TEST_F(QueryPlanAdmissionTest, ExplainWaitingPastTheBoundFailsWithExceededTimeLimit) {
+  Start(/*max_running=*/1, /*max_in_flight_per_user=*/10, std::chrono::milliseconds(200));
+  std::unique_ptr<StatementClient> endless = StartEndless();
+  const std::string id = endless->result().id;
+  const int64_t failed = server_->coordinator()->GetMetrics().failed;
+  // The EXPLAIN queues behind the endless query, which never frees the slot: the bound fails
+  // it and the page answers with that error.
+  TestResponse r = TestHttpClient(server_->port()).Get("/query_plan?query_id=" + id);
+  ASSERT_EQ(r.status, 200) << r.body;
+  nlohmann::json plan = r.Json();
+  EXPECT_TRUE(plan["plan"].is_null());
+  ASSERT_TRUE(plan["error"].is_object()) << plan;
+  EXPECT_EQ(plan["error"]["name"], "EXCEEDED_TIME_LIMIT");
+  EXPECT_EQ(plan["error"]["type"], "INSUFFICIENT_RESOURCES");
+  EXPECT_NE(plan["error"]["message"].get<std::string>().find("--query_plan_timeout_ms=200 ms"),
+            std::string::npos)
+      << plan;
+  // The page may be answered (from inside the failing call) before the counters move.
+  EXPECT_TRUE(WaitFor([&] { return server_->query_plan_timeouts() == 1; }));
+  TestResponse metrics = TestHttpClient(server_->port()).Get("/metrics");
+  EXPECT_NE(metrics.body.find("\nqr_query_plan_timeouts_total 1\n"), std::string::npos);
+  EXPECT_NE(metrics.body.find("\nqr_limit{flag=\"query_plan_timeout_ms\"} 200\n"),
+            std::string::npos);
+  // Only the EXPLAIN ended, as a failed query out of the queue: the endless one runs on.
+  EXPECT_TRUE(WaitFor([&] {
+    QueryCoordinator::Metrics m = server_->coordinator()->GetMetrics();
+    return m.failed == failed + 1 && m.queued == 0;
+  }));
+  EXPECT_EQ(server_->coordinator()->GetMetrics().running, 1);
+  EXPECT_EQ(server_->query_plan_timeouts(), 1);
+  Cancel(id);
   EXPECT_TRUE(WaitFor([&] { return server_->coordinator()->GetMetrics().in_flight == 0; }));
 }
 

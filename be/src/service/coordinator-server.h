@@ -1,5 +1,8 @@
 #pragma once
 
+#include <atomic>
+#include <chrono>
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -84,6 +87,9 @@ class CoordinatorServer {
     /// How long the other members may take to answer their part of a cluster-wide listing
     /// (--cluster_view_timeout_ms).
     std::chrono::milliseconds cluster_view_timeout{2000};
+    /// How long the per-query page's EXPLAIN (/query_plan) may wait and run before it fails
+    /// with EXCEEDED_TIME_LIMIT (--query_plan_timeout_ms); > 0.
+    std::chrono::milliseconds query_plan_timeout{10000};
     /// The cluster's shared secret (LoadClusterSecret()); empty: none (with authentication,
     /// forwarded principals are refused and forwarded requests authenticated again).
     std::string cluster_secret_file;
@@ -137,6 +143,9 @@ class CoordinatorServer {
   const ClusterView* cluster_view() const { return cluster_view_.get(); }
   /// Null before Start().
   CoordinatorRuntimeTables* runtime_tables() { return runtime_tables_.get(); }
+  /// EXPLAINs of the per-query page failed by 'query_plan_timeout' (/metrics).
+  std::atomic<int64_t>& query_plan_timeouts() { return query_plan_timeouts_; }
+  int64_t query_plan_timeouts() const { return query_plan_timeouts_.load(); }
   /// "http" or "https".
   const char* scheme() const { return options_.tls_cert_file.empty() ? "http" : "https"; }
 
@@ -190,6 +199,7 @@ class CoordinatorServer {
   std::unique_ptr<AccessControl> access_control_;
   std::unique_ptr<Webserver> webserver_;
   std::unique_ptr<StatementService> statement_service_;
+  std::atomic<int64_t> query_plan_timeouts_{0};
   bool shut_down_ = false;
 };
 

@@ -191,6 +191,10 @@ DEFINE_int32(cluster_view_timeout_ms, 2000,
              "How long the other members may take to answer their part of a cluster-wide "
              "listing (/queries, /v1/query, system.runtime.queries); one that does not is "
              "marked as not answering and its queries are left out.");
+DEFINE_int32(query_plan_timeout_ms, 10000,
+             "How long the EXPLAIN of the per-query page's plan (/query_plan) may wait for a "
+             "running slot and run; then it fails with EXCEEDED_TIME_LIMIT and the page shows "
+             "that error instead of a plan.");
 DEFINE_string(cluster_secret_file, "",
               "A file (not readable by others, at least 16 bytes) with the secret the members "
               "of a cluster share: a forwarded request carries the client's address and, "
@@ -369,6 +373,7 @@ DEFINE_validator(etcd_request_timeout_ms, &ValidateEtcdTimeout);
 DEFINE_validator(cluster_forward_timeout_ms, &ValidateForwardTimeout);
 DEFINE_validator(cluster_forward_pool_size, &ValidateForwardPool);
 DEFINE_validator(cluster_view_timeout_ms, &ValidateViewTimeout);
+DEFINE_validator(query_plan_timeout_ms, &ValidateViewTimeout);
 DEFINE_validator(http_port, &ValidatePort);
 DEFINE_validator(catalog_name, &ValidateCatalog);
 DEFINE_validator(num_http_threads, &ValidateThreads);

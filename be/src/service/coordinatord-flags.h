@@ -77,6 +77,7 @@ DECLARE_int32(etcd_request_timeout_ms);
 DECLARE_int32(cluster_forward_timeout_ms);
 DECLARE_int32(cluster_forward_pool_size);
 DECLARE_int32(cluster_view_timeout_ms);
+DECLARE_int32(query_plan_timeout_ms);
 DECLARE_string(cluster_secret_file);
 DECLARE_string(cluster_ca_file);
 DECLARE_string(cluster_client_cert_file);

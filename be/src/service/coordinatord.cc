@@ -102,6 +102,7 @@ CoordinatorServer::Options OptionsFromFlags() {
   o.forward_timeout = std::chrono::milliseconds(FLAGS_cluster_forward_timeout_ms);
   o.forward_pool_size = static_cast<size_t>(FLAGS_cluster_forward_pool_size);
   o.cluster_view_timeout = std::chrono::milliseconds(FLAGS_cluster_view_timeout_ms);
+  o.query_plan_timeout = std::chrono::milliseconds(FLAGS_query_plan_timeout_ms);
   o.cluster_secret_file = FLAGS_cluster_secret_file;
   o.cluster_tls.ca_file = FLAGS_cluster_ca_file;
   o.cluster_tls.client_cert_file = FLAGS_cluster_client_cert_file;

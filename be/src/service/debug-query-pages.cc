@@ -127,14 +127,17 @@ void HandleQueryDetail(const Ctx& ctx, HttpRequest& req, ResponseCallback respon
 
 /// GET /query_plan?query_id=ID: SQLite's plan of the query's statement, explained (never
 /// run) by an EXPLAIN query that goes through admission like any statement (query-plan.h);
-/// answered when that query is done.
+/// answered when that query is done, within --query_plan_timeout_ms.
 void HandleQueryPlan(const Ctx& ctx, HttpRequest& req, ResponseCallback respond) {
   UniqueId id;
   HttpResponse error;
   if (!ParseQueryIdParam(req, &id, &error)) return respond(std::move(error));
   std::shared_ptr<ClientRequestState> state = FindAccessible(*ctx, req, id);
   if (!state) return respond(UnknownQuery(id));
-  ExplainStatement(ctx->coordinator, *state,
+  ExplainBound bound{&ctx->server->webserver()->io_context(),
+                     ctx->server->options().query_plan_timeout,
+                     &ctx->server->query_plan_timeouts()};
+  ExplainStatement(ctx->coordinator, *state, bound,
                    [id, respond = std::move(respond)](StatementPlanResult result) {
                      Json body;
                      body["query_id"] = PrintId(id);

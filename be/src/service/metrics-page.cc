@@ -100,6 +100,7 @@ void AppendLimits(const CoordinatorServer& server, std::string* out) {
       {"long_query_nice", so.long_query.nice_increment},
       {"max_connections", so.http.max_connections},
       {"max_connections_per_address", so.http.max_connections_per_address},
+      {"query_plan_timeout_ms", so.query_plan_timeout.count()},
   };
   for (const auto& [flag, value] : limits) {
     Sample("qr_limit", std::string("{flag=\"") + flag + "\"}", value, out);
@@ -310,6 +311,10 @@ void AppendResourceMetrics(const CoordinatorServer& server, std::string* out) {
          "Executor threads replaced because they could not get their CPU priority back after "
          "a long query (no CAP_SYS_NICE or RLIMIT_NICE).",
          engine.num_executors_replaced(), out);
+  Scalar("qr_query_plan_timeouts_total", "counter",
+         "EXPLAINs of the per-query page's plan (/query_plan) failed with EXCEEDED_TIME_LIMIT "
+         "by --query_plan_timeout_ms.",
+         server.query_plan_timeouts(), out);
   SpoolFile::Stats& spool = SpoolFile::stats();
   Scalar("qr_spool_files_total", "counter",
          "Result spool files opened (queries whose results outgrew their memory buffer).",

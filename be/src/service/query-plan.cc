@@ -6,6 +6,8 @@
 #include <memory>
 #include <utility>
 
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <glog/logging.h>
 #include <nlohmann/json.hpp>
 
@@ -57,6 +59,27 @@ struct ExplainFetch : std::enable_shared_from_this<ExplainFetch> {
   int64_t token = 0;
   std::string rows;
   std::function<void(StatementPlanResult)> done;
+  /// Ends the query after the bound; canceled by Finish() (on the timer's own thread: a
+  /// timer is not safe to touch from two threads at once).
+  std::shared_ptr<boost::asio::steady_timer> timer;
+
+  /// Starts 'timer': when it fires with the query not ended, fails it (its waiter, Poll(),
+  /// then delivers the error page).
+  void StartTimer(const ExplainBound& bound) {
+    timer = std::make_shared<boost::asio::steady_timer>(*bound.io, bound.timeout);
+    timer->async_wait([coordinator = coordinator, weak = std::weak_ptr(req),
+                       timeout = bound.timeout,
+                       timeouts = bound.timeouts](const boost::system::error_code& ec) {
+      std::shared_ptr<ClientRequestState> query = weak.lock();
+      if (ec || !query) return;
+      const std::string ms = std::to_string(timeout.count());
+      const bool failed = coordinator->FailRequest(
+          query, QueryError::ExceededTimeLimit(
+                     "The per-query page's EXPLAIN did not end within --query_plan_timeout_ms=" +
+                     ms + " ms (it waits for a running slot like any statement)"));
+      if (failed && timeouts != nullptr) timeouts->fetch_add(1, std::memory_order_relaxed);
+    });
+  }
 
   void Poll() {
     for (;;) {
@@ -88,6 +111,10 @@ struct ExplainFetch : std::enable_shared_from_this<ExplainFetch> {
     }
   }
   void Finish(StatementPlanResult result) {
+    if (timer) {
+      auto executor = timer->get_executor();
+      boost::asio::post(executor, [t = std::move(timer)] { t->cancel(); });
+    }
     auto callback = std::move(done);
     callback(std::move(result));
   }
@@ -104,7 +131,7 @@ std::string NoPlanReason(std::string_view statement) {
 }
 
 void ExplainStatement(QueryCoordinator* coordinator, const ClientRequestState& req,
-                      std::function<void(StatementPlanResult)> done) {
+                      const ExplainBound& bound, std::function<void(StatementPlanResult)> done) {
   static const std::string kEmpty;
   const std::string& statement = req.statement() ? *req.statement() : kEmpty;
   // EXECUTE runs its prepared statement: that is what is explained.
@@ -134,6 +161,7 @@ void ExplainStatement(QueryCoordinator* coordinator, const ClientRequestState& r
         "", "no plan: " + error.name + ": " + error.message, std::move(error)});
   }
   fetch->token = *first.next_token;
+  if (bound.io != nullptr) fetch->StartTimer(bound);
   fetch->Poll();
 }
 

@@ -1,10 +1,13 @@
 #pragma once
 
+#include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 
-#include <optional>
+#include <boost/asio/io_context.hpp>
 
 #include "runtime/query-error.h"
 
@@ -29,14 +32,23 @@ struct StatementPlanResult {
 /// or empty when it is a SELECT (or WITH, VALUES, TABLE) that can be explained.
 std::string NoPlanReason(std::string_view statement);
 
+/// The bound of one ExplainStatement(): a timer on 'io' fails the EXPLAIN query with
+/// EXCEEDED_TIME_LIMIT (naming --query_plan_timeout_ms) when it has not ended 'timeout' after
+/// its submission, queued or running, and counts it in '*timeouts'.
+struct ExplainBound {
+  boost::asio::io_context* io = nullptr;
+  std::chrono::milliseconds timeout{10000};
+  std::atomic<int64_t>* timeouts = nullptr;
+};
+
 /// Explains what 'req' runs (Trino's EXPLAIN of its SQL, never the statement itself) as a
 /// statement of its own submitted to 'coordinator' in 'req''s session (source
 /// "coordinatord-query-plan"): it goes through admission like any statement (queued behind
 /// --max_running_queries and the user's running cap, refused by the in-flight caps with the
-/// same errors) and is listed and recorded as a query. Calls 'done' once, on whichever thread
-/// delivers its final page (the caller's, or the one that completes it), with the plan or
-/// the reason there is none.
+/// same errors) and is listed and recorded as a query, ended by 'bound' if it takes longer.
+/// Calls 'done' once, on whichever thread delivers its final page (the caller's, or the one
+/// that completes it), with the plan or the reason there is none.
 void ExplainStatement(QueryCoordinator* coordinator, const ClientRequestState& req,
-                      std::function<void(StatementPlanResult)> done);
+                      const ExplainBound& bound, std::function<void(StatementPlanResult)> done);
 
 }  // namespace qr
