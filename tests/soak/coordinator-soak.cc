@@ -25,6 +25,18 @@
 #include "soak/soak-daemon.h"
 #include "soak/soak-faults.h"
 
+// GCC defines __SANITIZE_ADDRESS__; clang 14 only answers __has_feature.
+#if defined(__SANITIZE_ADDRESS__)
+#define QR_SOAK_UNDER_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define QR_SOAK_UNDER_ASAN 1
+#endif
+#endif
+#ifndef QR_SOAK_UNDER_ASAN
+#define QR_SOAK_UNDER_ASAN 0
+#endif
+
 DEFINE_string(coordinatord, "", "The coordinatord binary under test.");
 DEFINE_string(data_dir, "", "--data_dir of the daemon (the sample database is kept there).");
 DEFINE_double(duration_s, 120, "Seconds of the soak phase (QR_SOAK_DURATION_S overrides).");
@@ -345,7 +357,7 @@ void ConfigureLoad(SoakState* s) {
 }
 
 bool StartDaemon(SoakState* s, const std::string& work_dir) {
-#if defined(__SANITIZE_ADDRESS__)
+#if QR_SOAK_UNDER_ASAN
   // ASan parks freed memory in a quarantine (256 MiB by default) that fills over minutes and
   // reads as RSS growth; a small one is full before the warm-up ends. The child only.
   const char* asan = std::getenv("ASAN_OPTIONS");
