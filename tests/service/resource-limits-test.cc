@@ -6,6 +6,7 @@
 
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -238,6 +239,7 @@ TEST_F(ResourceLimitsTest, RetriesOfAnAnsweredPageAreBounded) {
     TestResponse r = c.http().Get(again, c.UserHeaders());
     EXPECT_EQ(r.status, 429) << r.body;
     EXPECT_NE(r.body.find("--max_page_retries"), std::string::npos) << r.body;
+    EXPECT_EQ(r.Header("Retry-After"), "1");
   }
   EXPECT_EQ(server_->coordinator()->GetMetrics().page_retries_refused, 2);
   // The query goes on: its next page, and every row, reach the client.
@@ -249,6 +251,37 @@ TEST_F(ResourceLimitsTest, RetriesOfAnAnsweredPageAreBounded) {
   EXPECT_EQ(static_cast<int64_t>(result.rows.size()), count.rows[0][0].get<int64_t>());
   ExpectDrained();
   ExpectServes();
+}
+
+// A refused retry is answered only after ProtocolOptions::throttled_answer_delay, so a client
+// retrying in a loop makes one request per delay; meanwhile the daemon serves everyone else.
+TEST_F(ResourceLimitsTest, RefusedPageRetriesAreAnsweredAfterTheDelay) {
+  CoordinatorServer::Options o = Options();
+  o.coordinator.max_page_retries = 1;
+  o.protocol.throttled_answer_delay = std::chrono::hours(1);
+  Start(o);
+  StatementClient c(port_);
+  c.Submit("SELECT l_orderkey, l_linenumber FROM lineitem");
+  TestResponse first = c.AdvanceToData();
+  ASSERT_TRUE(first.Json().contains("data")) << first.body;
+  const std::string again = TargetOf(c.previous_uri());
+  ASSERT_EQ(c.http().Get(again, c.UserHeaders()).status, 200);
+  // Refused (counted at once), but not answered: the client gives up after 2 s, long before
+  // the hour.
+  int refused_status = -1;
+  std::thread retry([&, headers = c.UserHeaders()] {
+    refused_status = TestHttpClient(port_, std::chrono::seconds(2)).Get(again, headers).status;
+  });
+  ASSERT_TRUE(
+      WaitFor([&] { return server_->coordinator()->GetMetrics().page_retries_refused == 1; }));
+  ExpectServes();
+  retry.join();
+  EXPECT_NE(refused_status, 429) << "the refusal was answered before its delay";
+  // The query goes on.
+  StatementResult& result = c.result();
+  while (!c.done() && result.failure.empty()) c.Advance();
+  EXPECT_TRUE(result.failure.empty()) << result.failure;
+  ExpectDrained();
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -63,10 +63,12 @@ bool ParseStatementPath(std::string_view path, UniqueId* id, std::string_view* s
 /// timer take 'lock_' only after the coordinator has released its locks.
 class PendingFetch : public std::enable_shared_from_this<PendingFetch> {
  public:
+  /// A retry refused by --max_page_retries is answered after 'refusal_delay'.
   PendingFetch(QueryCoordinator* coord, std::shared_ptr<ClientRequestState> req, int64_t token,
-               ResultsUris uris, ResponseCallback respond, boost::asio::io_context& io)
+               ResultsUris uris, ResponseCallback respond, boost::asio::io_context& io,
+               std::chrono::milliseconds refusal_delay)
       : coord_(coord), req_(std::move(req)), token_(token), uris_(std::move(uris)),
-        respond_(std::move(respond)), timer_(io) {}
+        respond_(std::move(respond)), refusal_delay_(refusal_delay), timer_(io) {}
 
   void Start(std::chrono::milliseconds max_wait) {
     std::optional<Answer> answer;
@@ -143,6 +145,21 @@ class PendingFetch : public std::enable_shared_from_this<PendingFetch> {
             429, what + " was already answered again " +
                      std::to_string(coord_->options().max_page_retries) +
                      " times, the most for one page (--max_page_retries); fetch its nextUri\n");
+        resp.headers.emplace_back(
+            "Retry-After", std::to_string(std::max<int64_t>(
+                               1, (refusal_delay_.count() + 999) / 1000)));
+        if (refusal_delay_.count() > 0) {
+          // A client retrying in a loop makes one request per connection per delay, not as
+          // many as the I/O threads can answer. The timer's handler holds this fetch; no
+          // thread waits.
+          MutexLock l(&lock_);
+          timer_.expires_after(refusal_delay_);
+          timer_.async_wait([self = shared_from_this(), resp = std::move(resp)](
+                                const boost::system::error_code&) mutable {
+            self->respond_(std::move(resp));
+          });
+          return;
+        }
         break;
       case ClientRequestState::FetchOutcome::kGone:
         resp = HttpResponse::Text(410, what + " is gone\n");
@@ -159,6 +176,7 @@ class PendingFetch : public std::enable_shared_from_this<PendingFetch> {
   const int64_t token_;
   const ResultsUris uris_;
   const ResponseCallback respond_;
+  const std::chrono::milliseconds refusal_delay_;
   Mutex lock_;
   boost::asio::steady_timer timer_ QR_GUARDED_BY(lock_);
   bool done_ QR_GUARDED_BY(lock_) = false;
@@ -339,7 +357,8 @@ void StatementService::HandleStatementGet(HttpRequest& req, ResponseCallback res
   }
   auto op = std::make_shared<PendingFetch>(coordinator_, std::move(state), token,
                                            ResultsUris{BaseUri(req)}, std::move(respond),
-                                           webserver_->io_context());
+                                           webserver_->io_context(),
+                                           options_.throttled_answer_delay);
   op->Start(max_wait);
 }
 

@@ -38,9 +38,10 @@ class StatementService {
     /// Characters of each statement in the GET /v1/query listing (the full text is at
     /// /v1/query/{id}); 0: --query_stmt_size.
     int list_stmt_size = 0;
-    /// A submission refused because its user is out of failed queries (FailureThrottle) is
-    /// answered after this long: a client that submits again at once cannot make more than
-    /// one refused request per connection per delay.
+    /// A submission refused because its user is out of failed queries (FailureThrottle), and
+    /// a retry of an answered page refused by --max_page_retries, are answered after this
+    /// long: a client that tries again at once cannot make more than one refused request per
+    /// connection per delay.
     std::chrono::milliseconds throttled_answer_delay{1000};
   };
 
