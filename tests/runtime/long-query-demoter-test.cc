@@ -16,6 +16,7 @@
 
 #include <gtest/gtest.h>
 
+#include "runtime/query-runner.h"
 #include "runtime/sample-db.h"
 #include "runtime/sqlite-engine.h"
 #include "runtime/thread-schedule.h"
@@ -293,6 +294,33 @@ TEST_P(EngineDemotionTest, LongQueryExecutorIsDemotedThenRestoredOrReplaced) {
   b->Cancel(QueryError::UserCanceled());
   EXPECT_TRUE(Drain(a).ended);
   EXPECT_TRUE(Drain(b).ended);
+}
+
+// Options::yield_us: the executor of a long query yields the CPU between VM steps, repeatedly;
+// with 0 it never does, however long the query runs.
+TEST_F(EngineDemotionTest, LongQueryExecutorYieldsTheCpu) {
+  for (const int32_t yield_us : {0, 100}) {
+    SCOPED_TRACE(yield_us);
+    SqliteEngine::Options options;
+    options.database_path = sample_path_;
+    options.num_threads = 1;
+    options.long_query = {/*after_ms=*/5, /*nice_increment=*/7};
+    options.long_query.yield_us = yield_us;
+    std::unique_ptr<SqliteEngine> engine;
+    ASSERT_TRUE(SqliteEngine::Create(options, &engine).ok());
+    const int64_t before = LongQueryYields();
+    auto q = Submit(&mgr_, engine.get(), kEndless);
+    ASSERT_TRUE(WaitFor([&] { return engine->num_demoted() == 1; }));
+    if (yield_us > 0) {
+      ASSERT_TRUE(WaitFor([&] { return LongQueryYields() >= before + 10; }));
+    } else {
+      // 50 ms of CPU: ten times the point where it became long.
+      ASSERT_TRUE(WaitFor([&] { return q->cpu_time_ns.load() > 50'000'000; }));
+      EXPECT_EQ(LongQueryYields(), before);
+    }
+    EXPECT_TRUE(q->Cancel(QueryError::UserCanceled()));
+    EXPECT_TRUE(Drain(q).ended);
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(RestoreOrReplace, EngineDemotionTest, ::testing::Bool(),

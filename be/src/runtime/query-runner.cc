@@ -1,9 +1,11 @@
 #include "runtime/query-runner.h"
 
+#include <sched.h>
 #include <sqlite3.h>
 #include <time.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <string_view>
@@ -192,7 +194,12 @@ class QueryRunner {
   /// and in all.
   int progress_calls_ = 0;
   int64_t progress_total_ = 0;
+  /// LongQueryDemoter::Options::yield_us: when this query's executor next yields the CPU
+  /// (time_point::max(): never).
+  std::chrono::steady_clock::time_point next_yield_ = std::chrono::steady_clock::time_point::max();
 };
+
+std::atomic<int64_t> long_query_yields{0};
 
 void QueryRunner::Run() {
   query_->set_exec_state(QueryState::ExecState::kRunning);
@@ -201,6 +208,11 @@ void QueryRunner::Run() {
   if (ctx_.exec_time_limit_ms > 0) {
     has_deadline_ = true;
     deadline_ = query_->exec_start() + std::chrono::milliseconds(ctx_.exec_time_limit_ms);
+  }
+  const LongQueryDemoter::Options& long_query = options_.long_query;
+  if (long_query.yield_us > 0 && long_query.after_ms > 0) {
+    // From the moment the demoter lowers this thread's priority.
+    next_yield_ = query_->exec_start() + std::chrono::milliseconds(long_query.after_ms);
   }
   if (query_->is_cancelled()) return FinishCancelled();
   // The temporary files SQLite writes for this query are charged to it (this thread's scope).
@@ -257,9 +269,21 @@ int QueryRunner::OnProgress(void* self_ptr) {
     self->SampleCounters();
   }
   if (self->query_->is_cancelled()) return 1;
-  if (self->has_deadline_ && std::chrono::steady_clock::now() >= self->deadline_) {
+  if (!self->has_deadline_ &&
+      self->next_yield_ == std::chrono::steady_clock::time_point::max()) {
+    return 0;
+  }
+  const std::chrono::steady_clock::time_point now = std::chrono::steady_clock::now();
+  if (self->has_deadline_ && now >= self->deadline_) {
     self->timed_out_ = true;
     return 1;
+  }
+  if (now >= self->next_yield_) {
+    // A long query, demoted: give a short query's thread that woke on this CPU the chance to
+    // run now rather than at the scheduler's next tick (LongQueryDemoter::Options::yield_us).
+    sched_yield();
+    long_query_yields.fetch_add(1, std::memory_order_relaxed);
+    self->next_yield_ = now + std::chrono::microseconds(self->options_.long_query.yield_us);
   }
   return 0;
 }
@@ -497,6 +521,8 @@ void QueryRunner::Finish(QueryState::ExecState state, std::optional<QueryError> 
 }
 
 }  // namespace
+
+int64_t LongQueryYields() { return long_query_yields.load(std::memory_order_relaxed); }
 
 void RunQuery(SqliteConnection* conn, QueryState* query, const SqliteEngine::Options& options) {
   QueryRunner(conn, query, options).Run();

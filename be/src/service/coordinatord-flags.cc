@@ -43,6 +43,11 @@ DEFINE_string(long_query_policy, "nice",
               "--long_query_nice until the query ends) or idle (it runs under SCHED_IDLE, the "
               "kernel's lowest weight: short queries first, long ones only on the CPU nothing "
               "else on the host wants; for dedicated hosts).");
+DEFINE_int32(long_query_yield_us, 200,
+             "A long query's executor thread (see --long_query_after_ms) yields the CPU after "
+             "each this many microseconds of work, so that a short query's thread waiting beside "
+             "it runs at once instead of at the scheduler's next tick. 0: never; else 10 to "
+             "1000000.");
 DEFINE_int32(scheduler_slice_us, 100,
              "The scheduler slice (microseconds) HTTP I/O threads and the executors of short "
              "queries ask the kernel for, so that they preempt long queries when they wake "
@@ -244,6 +249,11 @@ bool ValidateSchedulerSlice(const char* flag, int32_t v) {
           flag, qr::kMinSchedulerSliceUs, qr::kMaxSchedulerSliceUs, v);
   return false;
 }
+bool ValidateYieldInterval(const char* flag, int32_t v) {
+  if (v == 0 || (v >= 10 && v <= 1000000)) return true;
+  fprintf(stderr, "--%s must be 0 (never) or in [10, 1000000] microseconds, got %d\n", flag, v);
+  return false;
+}
 bool ValidateNice(const char* flag, int32_t v) {
   if (v >= 0 && v <= 19) return true;
   fprintf(stderr, "--%s must be in [0, 19], got %d\n", flag, v);
@@ -387,6 +397,7 @@ DEFINE_validator(long_query_after_ms, &ValidateNonNegative);
 DEFINE_validator(long_query_nice, &ValidateNice);
 DEFINE_validator(long_query_policy, &ValidateLongQueryPolicy);
 DEFINE_validator(scheduler_slice_us, &ValidateSchedulerSlice);
+DEFINE_validator(long_query_yield_us, &ValidateYieldInterval);
 DEFINE_validator(idle_query_timeout_s, &ValidateNonNegative);
 DEFINE_validator(max_in_flight_queries, &ValidatePositive);
 DEFINE_validator(max_session_properties, &ValidatePositive);

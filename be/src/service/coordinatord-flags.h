@@ -22,6 +22,7 @@ DECLARE_int32(num_query_threads);
 DECLARE_int32(long_query_after_ms);
 DECLARE_int32(long_query_nice);
 DECLARE_string(long_query_policy);
+DECLARE_int32(long_query_yield_us);
 DECLARE_int32(scheduler_slice_us);
 DECLARE_string(database);
 DECLARE_string(catalog_name);

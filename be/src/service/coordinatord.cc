@@ -42,6 +42,7 @@ CoordinatorServer::Options OptionsFromFlags() {
   o.long_query.policy = FLAGS_long_query_policy == "idle" ? qr::LongQueryDemoter::Policy::kIdle
                                                           : qr::LongQueryDemoter::Policy::kNice;
   o.long_query.slice_us = FLAGS_scheduler_slice_us;
+  o.long_query.yield_us = FLAGS_long_query_yield_us;
   o.max_result_memory_bytes = FLAGS_max_result_memory_mb << 20;
   o.query_max_memory_bytes = FLAGS_query_max_memory_mb << 20;
   o.sqlite_heap_limit_bytes = FLAGS_sqlite_heap_limit_mb << 20;

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "runtime/query-exec-mgr.h"
+#include "runtime/query-runner.h"
 #include "runtime/spool-file.h"
 #include "runtime/sqlite-heap.h"
 #include "service/coordinator-server.h"
@@ -98,6 +99,7 @@ void AppendLimits(const CoordinatorServer& server, std::string* out) {
       {"exec_time_limit_s", o.exec_time_limit_ms / 1000},
       {"long_query_after_ms", so.long_query.after_ms},
       {"long_query_nice", so.long_query.nice_increment},
+      {"long_query_yield_us", so.long_query.yield_us},
       {"max_connections", so.http.max_connections},
       {"max_connections_per_address", so.http.max_connections_per_address},
       {"query_plan_timeout_ms", so.query_plan_timeout.count()},
@@ -307,6 +309,10 @@ void AppendResourceMetrics(const CoordinatorServer& server, std::string* out) {
          "Queries whose executor thread got a lower CPU priority for running longer than "
          "--long_query_after_ms.",
          engine.num_demoted(), out);
+  Scalar("qr_long_query_yields_total", "counter",
+         "Times the executor of a long query yielded the CPU to waiting threads "
+         "(--long_query_yield_us).",
+         LongQueryYields(), out);
   Scalar("qr_executor_threads_replaced_total", "counter",
          "Executor threads replaced because they could not get their CPU priority back after "
          "a long query (no CAP_SYS_NICE or RLIMIT_NICE).",
