@@ -221,15 +221,23 @@ TEST_F(ResourceLimitsTest, RefetchingTheAnsweredTokenDoesNotKeepAQueryAlive) {
   ExpectServes();
 }
 
+/// Runs a lineitem scan on 'c' up to its first page of rows ('*first'); '*again' is the target
+/// of the nextUri that answered it, which a retry GETs again.
+void FetchFirstPage(StatementClient* c, TestResponse* first, std::string* again) {
+  c->Submit("SELECT l_orderkey, l_linenumber FROM lineitem");
+  *first = c->AdvanceToData();
+  ASSERT_TRUE(first->Json().contains("data")) << first->body;
+  *again = TargetOf(c->previous_uri());
+}
+
 TEST_F(ResourceLimitsTest, RetriesOfAnAnsweredPageAreBounded) {
   CoordinatorServer::Options o = Options();
   o.coordinator.max_page_retries = 3;
   Start(o);
   StatementClient c(port_);
-  c.Submit("SELECT l_orderkey, l_linenumber FROM lineitem");
-  TestResponse first = c.AdvanceToData();
-  ASSERT_TRUE(first.Json().contains("data")) << first.body;
-  const std::string again = TargetOf(c.previous_uri());
+  TestResponse first;
+  std::string again;
+  ASSERT_NO_FATAL_FAILURE(FetchFirstPage(&c, &first, &again));
   for (int retry = 0; retry < 3; ++retry) {
     TestResponse r = c.http().Get(again, c.UserHeaders());
     ASSERT_EQ(r.status, 200) << "retry " << retry << ": " << r.body;
@@ -261,10 +269,9 @@ TEST_F(ResourceLimitsTest, RefusedPageRetriesAreAnsweredAfterTheDelay) {
   o.protocol.throttled_answer_delay = std::chrono::hours(1);
   Start(o);
   StatementClient c(port_);
-  c.Submit("SELECT l_orderkey, l_linenumber FROM lineitem");
-  TestResponse first = c.AdvanceToData();
-  ASSERT_TRUE(first.Json().contains("data")) << first.body;
-  const std::string again = TargetOf(c.previous_uri());
+  TestResponse first;
+  std::string again;
+  ASSERT_NO_FATAL_FAILURE(FetchFirstPage(&c, &first, &again));
   ASSERT_EQ(c.http().Get(again, c.UserHeaders()).status, 200);
   // Refused (counted at once), but not answered: the client gives up after 2 s, long before
   // the hour.
