@@ -5,7 +5,9 @@
 #include "runtime/sqlite-guarded-functions.h"
 
 #include <memory>
+#include <random>
 #include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -74,6 +76,126 @@ TEST_F(GuardedBuiltinsTest, HugeWidthOrPrecisionIsNullAtOnce) {
   EXPECT_EQ(Eval(guarded_, "SELECT length(printf('%.*c', 1000, 'a'))"), "1000");
   EXPECT_EQ(Eval(guarded_, "SELECT printf('%.*c', 1048577, 'a')"),
             Eval(plain_, "SELECT printf('%.*c', 1048577, 'a')"));
+  // A precision that only bounds what is taken (strings), or is not used ('%', %n), or a
+  // width that %n ignores, costs the built-in nothing: answered by it.
+  for (const char* sql : {"SELECT printf('%.2000000000s|%.*q', 'abc', 2000000000, 'it''s')",
+                          "SELECT printf('%.2000000000%%2000000000n.')"}) {
+    EXPECT_EQ(Eval(guarded_, sql), Eval(plain_, sql)) << sql;
+    EXPECT_NE(Eval(guarded_, sql), "NULL") << sql;
+  }
+}
+
+/// The type and bytes of the first column of the one row of 'sql' ("error: <msg>" if none).
+std::string EvalBytes(sqlite3* db, const std::string& sql) {
+  sqlite3_stmt* stmt = nullptr;
+  if (sqlite3_prepare_v2(db, sql.c_str(), -1, &stmt, nullptr) != SQLITE_OK) {
+    return std::string("error: ") + sqlite3_errmsg(db);
+  }
+  std::string out;
+  if (sqlite3_step(stmt) == SQLITE_ROW) {
+    const auto* bytes = static_cast<const char*>(sqlite3_column_blob(stmt, 0));
+    out = std::to_string(sqlite3_column_type(stmt, 0)) + ":" +
+          std::string(bytes != nullptr ? bytes : "", sqlite3_column_bytes(stmt, 0));
+  } else {
+    out = std::string("error: ") + sqlite3_errmsg(db);
+  }
+  sqlite3_finalize(stmt);
+  return out;
+}
+
+/// A random printf() call in SQL: formats of every syntax the parser knows (flags, '*' and
+/// digit widths and precisions, 'l', conversions valid and not), with arguments of every type.
+std::string RandomPrintfCall(std::mt19937* rng) {
+  auto pick = [&](int n) { return static_cast<int>((*rng)() % n); };
+  static const char* const kArgs[] = {
+      "NULL", "''", "'a'", "'xyz'", "'\xc3\xa9t\xc3\xa9'", "char(233)", "char(8364, 97)",
+      "char(128512)", "x'80'", "x'c3'", "x'00'", "x'e282ac'", "x'f09f9880ff'", "0", "7",
+      "-3", "12", "-12", "2.5", "-0.25", "65",
+      // As an int (a '*' width or precision): 3, 3, -1 and 0.
+      "4294967299", "-4294967293", "1e300", "-1e300"};
+  std::string format;
+  const int conversions = 1 + pick(4);
+  for (int c = 0; c < conversions; ++c) {
+    if (pick(3) == 0) format += pick(2) == 0 ? "ab " : "\xc3\xa9";
+    format += '%';
+    for (int f = pick(3); f > 0; --f) format += "-+ #0,!"[pick(7)];
+    switch (pick(4)) {
+      case 0: format += '*'; break;
+      case 1: format += std::to_string(pick(14) + (pick(4) == 0 ? 30 : 0)); break;
+      default: break;
+    }
+    switch (pick(4)) {
+      case 0: format += ".*"; break;
+      case 1: format += "." + std::to_string(pick(14) + (pick(4) == 0 ? 30 : 0)); break;
+      case 2: format += '.'; break;
+      default: break;
+    }
+    if (pick(8) == 0) format += pick(2) == 0 ? "l" : "ll";
+    format += pick(3) != 0 ? 'c' : "dsgzqQwcouxXfeEGipr%nTy"[pick(23)];
+  }
+  if (pick(10) == 0) format += '%';
+  std::string sql = "printf('" + format + "'";  // no quote in a format: no escaping
+  for (int a = pick(7); a > 0; --a) {
+    sql += ", ";
+    sql += pick(2) == 0 ? std::to_string(pick(30) - 10) : kArgs[pick(std::size(kArgs))];
+  }
+  return sql + ")";
+}
+
+TEST_F(GuardedBuiltinsTest, PrintfRepeatsAnswerAsTheBuiltinOnRandomFormats) {
+  // With the threshold at 1, every %c with a precision of 2 or more is rendered by the plan;
+  // at a length limit of 40 bytes, many results and widths cross it.
+  for (const int limit : {1 << 20, 40}) {
+    sqlite3* guarded = nullptr;
+    sqlite3* plain = nullptr;
+    ASSERT_EQ(sqlite3_open(":memory:", &guarded), SQLITE_OK);
+    ASSERT_EQ(sqlite3_open(":memory:", &plain), SQLITE_OK);
+    for (sqlite3* db : {guarded, plain}) sqlite3_limit(db, SQLITE_LIMIT_LENGTH, limit);
+    std::unique_ptr<GuardedBuiltins> builtins;
+    ASSERT_TRUE(GuardedBuiltins::Register(guarded, &builtins).ok());
+    builtins->set_printf_repeat_threshold(1);
+    std::mt19937 rng(20261127 + limit);
+    for (int i = 0; i < 20000; ++i) {
+      const std::string sql = "SELECT " + RandomPrintfCall(&rng);
+      ASSERT_EQ(EvalBytes(guarded, sql), EvalBytes(plain, sql)) << sql;
+    }
+    EXPECT_GT(builtins->planned_calls(), 2000) << "the plan must be what is compared";
+    sqlite3_close(guarded);
+    builtins.reset();
+    sqlite3_close(plain);
+  }
+}
+
+TEST_F(GuardedBuiltinsTest, PrintfPlansOnlyLargeRepeatsInFormatsItKnows) {
+  sqlite3_stmt* stmt = nullptr;
+  ASSERT_EQ(sqlite3_prepare_v2(plain_, "SELECT 5, 'x', 100000, 'y'", -1, &stmt, nullptr),
+            SQLITE_OK);
+  ASSERT_EQ(sqlite3_step(stmt), SQLITE_ROW);
+  sqlite3_value* v[4];
+  for (int i = 0; i < 4; ++i) v[i] = sqlite3_column_value(stmt, i);
+  std::vector<PrintfPiece> pieces;
+  EXPECT_FALSE(PlanPrintfRepeats("%d %.*c", 4, v, kPrintfRepeatThreshold, &pieces))
+      << "a precision of 'x' (0) repeats nothing";
+  ASSERT_TRUE(PlanPrintfRepeats("<%s|%.*c>", 4, v + 1, kPrintfRepeatThreshold, &pieces));
+  ASSERT_EQ(pieces.size(), 3u);
+  EXPECT_EQ(pieces[0].format_end, 4u);  // "<%s|": the built-in, with argument 0
+  EXPECT_EQ(pieces[0].end_arg, 1);
+  EXPECT_EQ(pieces[1].repeat, 100000);
+  EXPECT_EQ(pieces[1].unit, "y");
+  EXPECT_EQ(pieces[2].format_begin, 8u);  // ">"
+  EXPECT_EQ(pieces[2].first_arg, 3);
+  EXPECT_FALSE(PlanPrintfRepeats("%n%.*c", 4, v + 1, kPrintfRepeatThreshold, &pieces))
+      << "%n takes no argument: left to the built-in";
+  EXPECT_FALSE(PlanPrintfRepeats("%.*c%y", 4, v + 1, kPrintfRepeatThreshold, &pieces))
+      << "an unknown conversion ends the output: left to the built-in";
+  sqlite3_finalize(stmt);
+  // A repeat too big for the limit is NULL, as the built-in answers; one within it is exact.
+  EXPECT_EQ(Eval(guarded_, "SELECT printf('%s%.*c', 'x', 1048575, 'a')"), "NULL");
+  for (const char* sql : {"SELECT printf('%s%.*c', 'x', 1048574, 'a')",
+                          "SELECT printf('%-300000.200000c|%200000.*c', 'b', 100000, 'c')",
+                          "SELECT printf('%.*c', 300000, char(8364, 97))"}) {
+    EXPECT_EQ(EvalBytes(guarded_, sql), EvalBytes(plain_, sql)) << sql;
+  }
 }
 
 TEST_F(GuardedBuiltinsTest, LargestPrintfWidthFollowsThePrintfSyntax) {
@@ -85,9 +207,11 @@ TEST_F(GuardedBuiltinsTest, LargestPrintfWidthFollowsThePrintfSyntax) {
   for (int i = 0; i < 4; ++i) v[i] = sqlite3_column_value(stmt, i);
   EXPECT_EQ(LargestPrintfWidth("%*.*d", 3, v), 7);
   EXPECT_EQ(LargestPrintfWidth("%%%d", 3, v + 2), 0) << "a %d argument is a value, not a width";
-  EXPECT_EQ(LargestPrintfWidth("%d%*c", 3, v + 1), 3000000000) << "the '*' takes the 2nd argument";
+  EXPECT_EQ(LargestPrintfWidth("%d%*c", 3, v + 1), 1294967296)
+      << "the '*' takes the 2nd argument, as an int (3000000000 wraps to -1294967296)";
   EXPECT_EQ(LargestPrintfWidth("%d%*c", 4, v), 7);
-  EXPECT_EQ(LargestPrintfWidth("%-12.40s", 0, v), 40);
+  EXPECT_EQ(LargestPrintfWidth("%-12.40s", 0, v), 12) << "a string's precision is a maximum";
+  EXPECT_EQ(LargestPrintfWidth("%-12.40x", 0, v), 40);
   EXPECT_EQ(LargestPrintfWidth("%*d", 1, v + 3), 9);
   EXPECT_EQ(LargestPrintfWidth("%*d", 0, v), 0) << "a missing argument is 0";
   sqlite3_finalize(stmt);

@@ -10,15 +10,19 @@ namespace {
 
 constexpr int kFunctionFlags = SQLITE_UTF8 | SQLITE_DETERMINISTIC | SQLITE_INNOCUOUS;
 
-int64_t Magnitude(int64_t v) { return v < 0 ? (v == INT64_MIN ? INT64_MAX : -v) : v; }
-
 void PrintfFunction(sqlite3_context* ctx, int argc, sqlite3_value** argv) {
   auto* self = static_cast<GuardedBuiltins*>(sqlite3_user_data(ctx));
-  if (argc >= 1) {
-    const auto* format = reinterpret_cast<const char*>(sqlite3_value_text(argv[0]));
-    if (format != nullptr &&
-        LargestPrintfWidth(format, argc - 1, argv + 1) > self->max_length()) {
+  const auto* format =
+      argc >= 1 ? reinterpret_cast<const char*>(sqlite3_value_text(argv[0])) : nullptr;
+  if (format != nullptr) {
+    if (LargestPrintfWidth(format, argc - 1, argv + 1) > self->max_length()) {
       sqlite3_result_null(ctx);  // what the built-in answers for a result past the limit
+      return;
+    }
+    std::vector<PrintfPiece> pieces;
+    if (PlanPrintfRepeats(format, argc - 1, argv + 1, self->printf_repeat_threshold(),
+                          &pieces)) {
+      self->RenderPlanned(ctx, format, argc - 1, argv + 1, pieces);
       return;
     }
   }
@@ -41,52 +45,6 @@ void JsonPatchFunction(sqlite3_context* ctx, int argc, sqlite3_value** argv) {
 }
 
 }  // namespace
-
-int64_t LargestPrintfWidth(const char* f, int argc, sqlite3_value** argv) {
-  int64_t largest = 0;
-  int next_arg = 0;
-  auto star = [&]() {
-    const int64_t v = next_arg < argc ? sqlite3_value_int64(argv[next_arg]) : 0;
-    ++next_arg;
-    largest = std::max(largest, Magnitude(v));
-  };
-  auto digits = [&]() {
-    int64_t v = 0;
-    while (*f >= '0' && *f <= '9') {
-      v = std::min<int64_t>(v * 10 + (*f - '0'), INT64_MAX / 100);
-      ++f;
-    }
-    largest = std::max(largest, v);
-  };
-  while ((f = std::strchr(f, '%')) != nullptr) {
-    ++f;
-    if (*f == '%') {
-      ++f;
-      continue;
-    }
-    while (*f != '\0' && std::strchr("-+ #0,!", *f) != nullptr) ++f;  // flags
-    if (*f == '*') {
-      ++f;
-      star();
-    } else {
-      digits();
-    }
-    if (*f == '.') {
-      ++f;
-      if (*f == '*') {
-        ++f;
-        star();
-      } else {
-        digits();
-      }
-    }
-    while (*f == 'l') ++f;
-    if (*f == '\0') break;
-    ++f;        // the conversion
-    ++next_arg; // takes one argument (an unknown conversion ends SQLite's output: harmless)
-  }
-  return largest;
-}
 
 Status GuardedBuiltins::Register(sqlite3* db, std::unique_ptr<GuardedBuiltins>* out) {
   sqlite3* builtins = nullptr;
@@ -116,8 +74,7 @@ GuardedBuiltins::~GuardedBuiltins() {
   sqlite3_close_v2(builtins_);
 }
 
-void GuardedBuiltins::CallBuiltin(sqlite3_context* ctx, const char* name, int argc,
-                                  sqlite3_value** argv) {
+sqlite3_stmt* GuardedBuiltins::Statement(sqlite3_context* ctx, const char* name, int argc) {
   sqlite3_stmt*& stmt = statements_[{name, argc}];
   if (stmt == nullptr) {
     std::string sql = std::string("SELECT ") + name + "(";
@@ -126,22 +83,100 @@ void GuardedBuiltins::CallBuiltin(sqlite3_context* ctx, const char* name, int ar
     if (sqlite3_prepare_v2(builtins_, sql.c_str(), -1, &stmt, nullptr) != SQLITE_OK) {
       sqlite3_result_error(ctx, sqlite3_errmsg(builtins_), -1);
       stmt = nullptr;
-      return;
     }
   }
-  for (int i = 0; i < argc; ++i) sqlite3_bind_value(stmt, i + 1, argv[i]);
-  const int rc = sqlite3_step(stmt);
-  if (rc == SQLITE_ROW) {
-    sqlite3_result_value(ctx, sqlite3_column_value(stmt, 0));
-  } else if (rc == SQLITE_TOOBIG || sqlite3_errcode(builtins_) == SQLITE_TOOBIG) {
+  return stmt;
+}
+
+void GuardedBuiltins::SetStepError(sqlite3_context* ctx, int rc) {
+  if (rc == SQLITE_TOOBIG || sqlite3_errcode(builtins_) == SQLITE_TOOBIG) {
     sqlite3_result_error_toobig(ctx);
   } else if (rc == SQLITE_NOMEM) {
     sqlite3_result_error_nomem(ctx);
   } else {
     sqlite3_result_error(ctx, sqlite3_errmsg(builtins_), -1);
   }
+}
+
+void GuardedBuiltins::CallBuiltin(sqlite3_context* ctx, const char* name, int argc,
+                                  sqlite3_value** argv) {
+  sqlite3_stmt* stmt = Statement(ctx, name, argc);
+  if (stmt == nullptr) return;
+  for (int i = 0; i < argc; ++i) sqlite3_bind_value(stmt, i + 1, argv[i]);
+  const int rc = sqlite3_step(stmt);
+  if (rc == SQLITE_ROW) {
+    sqlite3_result_value(ctx, sqlite3_column_value(stmt, 0));
+  } else {
+    SetStepError(ctx, rc);
+  }
   sqlite3_reset(stmt);
   sqlite3_clear_bindings(stmt);
+}
+
+int GuardedBuiltins::RunPrintf(sqlite3_context* ctx, std::string_view format, int argc,
+                               sqlite3_value** argv, std::string* out) {
+  sqlite3_stmt* stmt = Statement(ctx, "printf", argc + 1);
+  if (stmt == nullptr) return -1;
+  sqlite3_bind_text64(stmt, 1, format.data(), format.size(), SQLITE_STATIC, SQLITE_UTF8);
+  for (int i = 0; i < argc; ++i) sqlite3_bind_value(stmt, i + 2, argv[i]);
+  const int rc = sqlite3_step(stmt);
+  int answer = -1;
+  if (rc == SQLITE_ROW) {
+    const auto* text = static_cast<const char*>(sqlite3_column_blob(stmt, 0));
+    answer = text != nullptr || sqlite3_column_type(stmt, 0) != SQLITE_NULL ? 1 : 0;
+    if (answer == 1) out->assign(text != nullptr ? text : "", sqlite3_column_bytes(stmt, 0));
+  } else {
+    SetStepError(ctx, rc);
+  }
+  sqlite3_reset(stmt);
+  sqlite3_clear_bindings(stmt);
+  return answer;
+}
+
+void GuardedBuiltins::RenderPlanned(sqlite3_context* ctx, const char* format, int argc,
+                                    sqlite3_value** argv,
+                                    const std::vector<PrintfPiece>& pieces) {
+  ++planned_calls_;
+  std::vector<std::string> rendered(pieces.size());
+  int64_t total = 0;
+  for (size_t k = 0; k < pieces.size(); ++k) {
+    const PrintfPiece& piece = pieces[k];
+    if (piece.repeat > 0) {
+      total += piece.RepeatBytes();
+      continue;
+    }
+    const int first = std::min(piece.first_arg, argc);
+    const int end = std::min(piece.end_arg, argc);
+    const std::string_view text(format + piece.format_begin,
+                                piece.format_end - piece.format_begin);
+    const int answer = RunPrintf(ctx, text, end - first, argv + first, &rendered[k]);
+    if (answer < 0) return;
+    if (answer == 0) total = INT64_MAX / 2;  // a piece alone is too big: so is the whole
+    total += static_cast<int64_t>(rendered[k].size());
+  }
+  // The built-in's accumulator refuses a result of SQLITE_LIMIT_LENGTH bytes or more and
+  // answers NULL for it.
+  if (total >= max_length()) {
+    sqlite3_result_null(ctx);
+    return;
+  }
+  char* out = static_cast<char*>(sqlite3_malloc64(total + 1));
+  if (out == nullptr) {
+    sqlite3_result_error_nomem(ctx);
+    return;
+  }
+  char* p = out;
+  for (size_t k = 0; k < pieces.size(); ++k) {
+    if (pieces[k].repeat > 0) {
+      RenderRepeat(pieces[k], p);
+      p += pieces[k].RepeatBytes();
+    } else {
+      std::memcpy(p, rendered[k].data(), rendered[k].size());
+      p += rendered[k].size();
+    }
+  }
+  *p = '\0';
+  sqlite3_result_text64(ctx, out, total, sqlite3_free, SQLITE_UTF8);
 }
 
 }  // namespace qr

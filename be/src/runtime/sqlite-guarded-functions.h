@@ -5,8 +5,11 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <utility>
+#include <vector>
 
+#include "runtime/sqlite-printf.h"
 #include "util/status.h"
 
 /// Guards for SQLite built-ins whose cost can exceed what their result's size suggests, and
@@ -16,6 +19,9 @@
 ///    refused as too big ('%.*c' with N = 2e9 takes ~5 s). A width or precision larger than
 ///    SQLITE_LIMIT_LENGTH can only make a result that is too big, for which the built-in
 ///    answers NULL: the guard answers NULL at once.
+///    A %c conversion with a large precision (the character repeated) is rendered here
+///    instead, in linear time with a small constant (sqlite-printf.h); the rest of such a
+///    format still goes to the built-in.
 ///  - json_patch(T, P): quadratic in the keys of T and P (17 s for two 720 KB objects). It
 ///    is refused with an error that says so when |T| * |P| exceeds kJsonPatchMaxWork bytes^2
 ///    (~55 ms in the worst case here).
@@ -39,21 +45,38 @@ class GuardedBuiltins {
   /// Runs built-in 'name' on the private connection with the arguments of this call and
   /// returns its result (or error) through 'ctx'.
   void CallBuiltin(sqlite3_context* ctx, const char* name, int argc, sqlite3_value** argv);
+  /// Answers printf('format', argv[0..argc)) from its planned 'pieces' (PlanPrintfRepeats()):
+  /// the built-in renders the format pieces, this the repeats, into one result.
+  void RenderPlanned(sqlite3_context* ctx, const char* format, int argc, sqlite3_value** argv,
+                     const std::vector<PrintfPiece>& pieces);
   /// The serving connection's SQLITE_LIMIT_LENGTH.
   int64_t max_length() const { return sqlite3_limit(served_, SQLITE_LIMIT_LENGTH, -1); }
+  /// A %c precision above which printf() renders the repeats itself (tests lower it to
+  /// compare both paths on small inputs).
+  int64_t printf_repeat_threshold() const { return printf_repeat_threshold_; }
+  void set_printf_repeat_threshold(int64_t threshold) { printf_repeat_threshold_ = threshold; }
+  /// printf() calls answered through RenderPlanned().
+  int64_t planned_calls() const { return planned_calls_; }
 
  private:
   GuardedBuiltins(sqlite3* served, sqlite3* builtins) : served_(served), builtins_(builtins) {}
+
+  /// The prepared "SELECT name(?1, ..., ?argc)"; nullptr (with the error set on 'ctx') if it
+  /// cannot be prepared.
+  sqlite3_stmt* Statement(sqlite3_context* ctx, const char* name, int argc);
+  /// Runs the built-in printf on format 'format' and 'argv[0..argc)': 1 with the result in
+  /// '*out', 0 if it answered NULL (too big), -1 with the error set on 'ctx'.
+  int RunPrintf(sqlite3_context* ctx, std::string_view format, int argc, sqlite3_value** argv,
+                std::string* out);
+  /// Sets the error of a step that did not return a row on 'ctx'.
+  void SetStepError(sqlite3_context* ctx, int rc);
 
   sqlite3* const served_;
   sqlite3* const builtins_;
   /// "SELECT name(?1, ..., ?n)" by (name, n), prepared once.
   std::map<std::pair<std::string, int>, sqlite3_stmt*> statements_;
+  int64_t printf_repeat_threshold_ = kPrintfRepeatThreshold;
+  int64_t planned_calls_ = 0;
 };
-
-/// The largest width or precision in printf() format 'format' applied to 'argv' (the
-/// arguments after the format), following SQLite's printf syntax ('*' takes the next
-/// argument); 0 if none.
-int64_t LargestPrintfWidth(const char* format, int argc, sqlite3_value** argv);
 
 }  // namespace qr
