@@ -323,6 +323,26 @@ TEST_F(EngineDemotionTest, LongQueryExecutorYieldsTheCpu) {
   }
 }
 
+TEST_P(EngineDemotionTest, LongQueryYieldsWithinOneLongFunctionCall) {
+  // A few VM instructions, far fewer than the progress handler's 1,000: the yields can only
+  // come from the checkpoints inside printf() and replace() (runtime/step-checkpoint.h).
+  SqliteEngine::Options options;
+  options.database_path = sample_path_;
+  options.num_threads = 1;
+  options.long_query = {/*after_ms=*/1, /*nice_increment=*/7};
+  options.long_query.yield_us = 10;
+  std::unique_ptr<SqliteEngine> engine;
+  ASSERT_TRUE(SqliteEngine::Create(options, &engine).ok());
+  const int64_t before = LongQueryYields();
+  auto q = Submit(&mgr_, engine.get(),
+                  "SELECT length(replace(printf('%.*c', 16000000, 'a'), 'a', 'b'))");
+  const qr::testing::QueryOutcome out = Drain(q);
+  ASSERT_TRUE(out.ended);
+  EXPECT_EQ(out.state, ExecState::kFinished);
+  EXPECT_EQ(out.RowsJson(), "[[16000000]]");
+  EXPECT_GE(LongQueryYields(), before + 2);
+}
+
 INSTANTIATE_TEST_SUITE_P(RestoreOrReplace, EngineDemotionTest, ::testing::Bool(),
                          [](const ::testing::TestParamInfo<bool>& info) {
                            return info.param ? "NeverRestore" : "Default";

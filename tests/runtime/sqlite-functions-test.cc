@@ -9,6 +9,8 @@
 
 #include <gtest/gtest.h>
 
+#include "runtime/step-checkpoint.h"
+
 namespace qr {
 namespace {
 
@@ -205,6 +207,23 @@ TEST_F(SqliteFunctionsTest, InstrAndReplaceAreRightOnLargeAdversarialInputs) {
   EXPECT_EQ(Eval(fast_, "SELECT replace(?1, ?2, 'x') = printf('%.*c', ?3, 'x')",
                  {blocks, block, std::to_string(n_blocks)}),
             "INTEGER:1");
+}
+
+bool StopNow(void* /*arg*/) { return true; }
+
+TEST_F(SqliteFunctionsTest, LongCallsStopAtTheirFirstCheckpointWhenTold) {
+  const std::string hay(1 << 20, 'a');
+  const StepCheckpoint checkpoint(&StopNow, nullptr);
+  for (const char* sql : {"SELECT instr(?1, 'ab')", "SELECT instr(?1, substr(?1, 2000) || 'b')",
+                          "SELECT replace(?1, 'a', 'b')", "SELECT replace(?1, 'a', '')",
+                          "SELECT replace(?1, 'b', 'cc')"}) {
+    EXPECT_EQ(Eval(fast_, sql, {hay}), "error:interrupted") << sql;
+  }
+  // A call shorter than one checkpoint's worth of work never reaches one.
+  EXPECT_EQ(Eval(fast_, "SELECT instr(?1, 'ab')", {std::string(1000, 'a') + 'b'}),
+            "INTEGER:1000");
+  EXPECT_EQ(Eval(fast_, "SELECT length(replace(?1, 'X', 'yy'))", {std::string(1000, 'X')}),
+            "INTEGER:2000");
 }
 
 TEST_F(SqliteFunctionsTest, TrimIsRightOnLargeAdversarialInputs) {

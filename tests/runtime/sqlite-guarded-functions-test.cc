@@ -11,6 +11,8 @@
 
 #include <gtest/gtest.h>
 
+#include "runtime/step-checkpoint.h"
+
 namespace qr {
 namespace {
 
@@ -196,6 +198,15 @@ TEST_F(GuardedBuiltinsTest, PrintfPlansOnlyLargeRepeatsInFormatsItKnows) {
                           "SELECT printf('%.*c', 300000, char(8364, 97))"}) {
     EXPECT_EQ(EvalBytes(guarded_, sql), EvalBytes(plain_, sql)) << sql;
   }
+}
+
+bool StopNow(void* /*arg*/) { return true; }
+
+TEST_F(GuardedBuiltinsTest, LargeRepeatsStopAtTheirFirstCheckpointWhenTold) {
+  const StepCheckpoint checkpoint(&StopNow, nullptr);
+  EXPECT_EQ(Eval(guarded_, "SELECT printf('<%.*c>', 1000000, 'a')"), "error: interrupted");
+  EXPECT_EQ(Eval(guarded_, "SELECT length(printf('<%.*c>', 60000, 'a'))"), "60002")
+      << "shorter than one checkpoint's worth of work";
 }
 
 TEST_F(GuardedBuiltinsTest, LargestPrintfWidthFollowsThePrintfSyntax) {

@@ -18,6 +18,7 @@
 #include "runtime/memory-budget.h"
 #include "runtime/row-encoder.h"
 #include "runtime/sqlite-connection.h"
+#include "runtime/step-checkpoint.h"
 #include "runtime/trino-literal.h"
 
 namespace qr {
@@ -138,6 +139,12 @@ class QueryRunner {
   enum class End { kSucceeded, kFailed, kInterrupted, kRefused };
 
   static int OnProgress(void* self);
+  /// StepCheckpoint's check: MustStop() of 'self'.
+  static bool InStep(void* self);
+  /// What the progress handler checks (and does) between VM instructions and our functions
+  /// within one: true on a cancel or past the deadline; yields the CPU of a long query every
+  /// LongQueryDemoter::Options::yield_us.
+  bool MustStop();
   /// Publishes the CPU time and VM steps so far (QueryState::cpu_time_ns, vm_steps).
   void SampleCounters();
   End Execute();
@@ -227,7 +234,11 @@ void QueryRunner::Run() {
   }
   conn_->SetProgressHandler(&QueryRunner::OnProgress, this);
   query_->SetInterruptTarget(conn_->db());
-  End end = Execute();
+  End end;
+  {
+    const StepCheckpoint checkpoint(&QueryRunner::InStep, this);
+    end = Execute();
+  }
   conn_->SetProgressHandler(nullptr, nullptr);
   SampleCounters();  // the statement's final step count, while it exists
   stmt_.reset();  // ends the read transaction before anyone learns that the query ended
@@ -268,24 +279,29 @@ int QueryRunner::OnProgress(void* self_ptr) {
     self->progress_calls_ = 0;
     self->SampleCounters();
   }
-  if (self->query_->is_cancelled()) return 1;
-  if (!self->has_deadline_ &&
-      self->next_yield_ == std::chrono::steady_clock::time_point::max()) {
-    return 0;
+  return self->MustStop() ? 1 : 0;
+}
+
+bool QueryRunner::InStep(void* self) { return static_cast<QueryRunner*>(self)->MustStop(); }
+
+bool QueryRunner::MustStop() {
+  if (query_->is_cancelled()) return true;
+  if (!has_deadline_ && next_yield_ == std::chrono::steady_clock::time_point::max()) {
+    return false;
   }
   const std::chrono::steady_clock::time_point now = std::chrono::steady_clock::now();
-  if (self->has_deadline_ && now >= self->deadline_) {
-    self->timed_out_ = true;
-    return 1;
+  if (has_deadline_ && now >= deadline_) {
+    timed_out_ = true;
+    return true;
   }
-  if (now >= self->next_yield_) {
+  if (now >= next_yield_) {
     // A long query, demoted: give a short query's thread that woke on this CPU the chance to
     // run now rather than at the scheduler's next tick (LongQueryDemoter::Options::yield_us).
     sched_yield();
     long_query_yields.fetch_add(1, std::memory_order_relaxed);
-    self->next_yield_ = now + std::chrono::microseconds(self->options_.long_query.yield_us);
+    next_yield_ = now + std::chrono::microseconds(options_.long_query.yield_us);
   }
-  return 0;
+  return false;
 }
 
 QueryRunner::End QueryRunner::Execute() {

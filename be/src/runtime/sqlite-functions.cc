@@ -7,6 +7,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "runtime/byte-search.h"
 #include "runtime/sqlite-like.h"
 
 // Why these functions are replaced, and what stays bounded only by a limit.
@@ -26,12 +27,18 @@
 //   LIKE '%'||a*(L-2)||'b' on a*16MiB       L=4: 0.10  L=16: 0.29  L=64: 1.1  L=128: 1.9
 //   GLOB '*[b..ba]c' (L bytes) on a*16MiB   L=4: 0.19  L=16: 0.65  L=64: 2.0  L=128: 3.7
 //   LIKE '%a%a..%b', '%_%_..', '_*49999'    16 MiB   <0.02     (SQLITE_NOWILDCARDMATCH)
-//   substr, printf('%.*c'), hex, quote,     16 MiB   0.06-0.07 linear
+//   substr, hex, quote,                     16 MiB   0.06-0.07 linear
 //     upper, soundex, unicode
 //   json_extract(16 MiB array, '$[#-1]')    16 MiB   0.15      linear (parse)
 //   json_set / json_array_length            16 MiB   0.08-0.13 linear
+//   printf('%.*c') (SQLite 3.40: one append  8 MiB    0.17      linear, ~20 ns per character;
+//     per character)                                             rendered by sqlite-printf.h
+//                                                                instead: a 16 MiB query
+//                                                                ~60 ms through the daemon
 //
-// Replaced here, with SQLite's exact results: instr (memmem), replace (memmem), and the
+// Replaced here, with SQLite's exact results: instr and replace (FindBytes: memmem in 64 KiB
+// windows, or Rabin-Karp for needles over 1 KiB, with a StepCheckpoint every 64 KiB so that
+// one call yields the CPU of a long query and stops on a cancel), and the
 // two-argument trim/ltrim/rtrim (byte table plus a hashed set of Y's multi-byte characters).
 // With them, every adversarial case above takes 0.03-0.07 s at 16 MiB (replace of all of
 // 16 MiB of 'a': 0.1 s), except trim() with a Y of ~4M distinct multi-byte characters:
@@ -63,14 +70,13 @@ int TextPosition(const unsigned char* hay, size_t match) {
 
 /// instr() on 'hay'/'needle' (nNeedle > 0), given whether SQLite compares them as text.
 int FindPosition(const unsigned char* hay, size_t n_hay, const unsigned char* needle,
-                 size_t n_needle, bool is_text) {
+                 size_t n_needle, bool is_text, WorkCheckpoints* checkpoints) {
   if (n_needle > n_hay) return 0;
   // SQLite only tries byte 0 and non-continuation bytes; a needle that starts with a
   // continuation byte can therefore only match at byte 0.
   if (is_text && IsContinuation(needle[0])) return memcmp(hay, needle, n_needle) == 0 ? 1 : 0;
-  const void* found = memmem(hay, n_hay, needle, n_needle);
-  if (found == nullptr) return 0;
-  const size_t match = static_cast<const unsigned char*>(found) - hay;
+  const size_t match = FindBytes(hay, n_hay, needle, n_needle, checkpoints);
+  if (match == SIZE_MAX) return 0;
   return is_text ? TextPosition(hay, match) : static_cast<int>(match) + 1;
 }
 
@@ -101,9 +107,16 @@ void InstrFunction(sqlite3_context* ctx, int /*argc*/, sqlite3_value** argv) {
   if (z_needle == nullptr || (z_hay == nullptr && n_hay > 0)) {
     sqlite3_result_error_nomem(ctx);
   } else {
-    sqlite3_result_int(ctx, FindPosition(static_cast<const unsigned char*>(z_hay), n_hay,
-                                         static_cast<const unsigned char*>(z_needle),
-                                         n_needle, is_text));
+    WorkCheckpoints checkpoints;
+    const int position =
+        FindPosition(static_cast<const unsigned char*>(z_hay), n_hay,
+                     static_cast<const unsigned char*>(z_needle), n_needle, is_text,
+                     &checkpoints);
+    if (checkpoints.stopped()) {
+      sqlite3_result_error_code(ctx, SQLITE_INTERRUPT);
+    } else {
+      sqlite3_result_int(ctx, position);
+    }
   }
   if (mixed) {
     sqlite3_value_free(hay);
@@ -111,28 +124,31 @@ void InstrFunction(sqlite3_context* ctx, int /*argc*/, sqlite3_value** argv) {
   }
 }
 
-/// Number of non-overlapping, leftmost-first matches of 'pat' in 'str'.
+/// Number of non-overlapping, leftmost-first matches of 'pat' in 'str' (stops early if
+/// 'checkpoints' says so).
 size_t CountMatches(const unsigned char* str, size_t n_str, const unsigned char* pat,
-                    size_t n_pat) {
+                    size_t n_pat, WorkCheckpoints* checkpoints) {
   size_t count = 0;
   for (size_t i = 0; i + n_pat <= n_str;) {
-    const void* found = memmem(str + i, n_str - i, pat, n_pat);
-    if (found == nullptr) break;
+    const size_t found = FindBytes(str + i, n_str - i, pat, n_pat, checkpoints);
+    if (found == SIZE_MAX || checkpoints->Advance(found + n_pat)) break;
     ++count;
-    i = static_cast<const unsigned char*>(found) - str + n_pat;
+    i += found + n_pat;
   }
   return count;
 }
 
-/// Writes 'str' with every match of 'pat' replaced by 'rep' to 'out'; returns its length.
+/// Writes 'str' with every match of 'pat' replaced by 'rep' to 'out'; returns its length
+/// (stops early if 'checkpoints' says so).
 size_t WriteReplaced(const unsigned char* str, size_t n_str, const unsigned char* pat,
-                     size_t n_pat, const unsigned char* rep, size_t n_rep, char* out) {
+                     size_t n_pat, const unsigned char* rep, size_t n_rep, char* out,
+                     WorkCheckpoints* checkpoints) {
   size_t i = 0;
   size_t j = 0;
   while (i + n_pat <= n_str) {
-    const void* found = memmem(str + i, n_str - i, pat, n_pat);
-    if (found == nullptr) break;
-    const size_t match = static_cast<const unsigned char*>(found) - str;
+    const size_t found = FindBytes(str + i, n_str - i, pat, n_pat, checkpoints);
+    if (found == SIZE_MAX || checkpoints->Advance(found + n_pat)) break;
+    const size_t match = i + found;
     memcpy(out + j, str + i, match - i);
     j += match - i;
     if (n_rep > 0) memcpy(out + j, rep, n_rep);
@@ -163,7 +179,12 @@ void ReplaceFunction(sqlite3_context* ctx, int /*argc*/, sqlite3_value** argv) {
       static_cast<size_t>(sqlite3_limit(sqlite3_context_db_handle(ctx), SQLITE_LIMIT_LENGTH, -1));
   // SQLite allocates n_str + 1 bytes first, and fails once the output outgrows the limit.
   size_t n_out = n_str;
-  if (n_rep > n_pat) n_out += CountMatches(str, n_str, pat, n_pat) * (n_rep - n_pat);
+  WorkCheckpoints checkpoints;
+  if (n_rep > n_pat) n_out += CountMatches(str, n_str, pat, n_pat, &checkpoints) * (n_rep - n_pat);
+  if (checkpoints.stopped()) {
+    sqlite3_result_error_code(ctx, SQLITE_INTERRUPT);
+    return;
+  }
   if (n_str + 1 > limit || n_out > limit) {
     sqlite3_result_error_toobig(ctx);
     return;
@@ -173,7 +194,12 @@ void ReplaceFunction(sqlite3_context* ctx, int /*argc*/, sqlite3_value** argv) {
     sqlite3_result_error_nomem(ctx);
     return;
   }
-  const size_t written = WriteReplaced(str, n_str, pat, n_pat, rep, n_rep, out);
+  const size_t written = WriteReplaced(str, n_str, pat, n_pat, rep, n_rep, out, &checkpoints);
+  if (checkpoints.stopped()) {
+    sqlite3_free(out);
+    sqlite3_result_error_code(ctx, SQLITE_INTERRUPT);
+    return;
+  }
   out[written] = '\0';
   sqlite3_result_text64(ctx, out, written, sqlite3_free, SQLITE_UTF8);
 }

@@ -166,9 +166,14 @@ void GuardedBuiltins::RenderPlanned(sqlite3_context* ctx, const char* format, in
     return;
   }
   char* p = out;
+  WorkCheckpoints checkpoints;
   for (size_t k = 0; k < pieces.size(); ++k) {
     if (pieces[k].repeat > 0) {
-      RenderRepeat(pieces[k], p);
+      if (!RenderRepeat(pieces[k], p, &checkpoints)) {
+        sqlite3_free(out);
+        sqlite3_result_error_code(ctx, SQLITE_INTERRUPT);
+        return;
+      }
       p += pieces[k].RepeatBytes();
     } else {
       std::memcpy(p, rendered[k].data(), rendered[k].size());

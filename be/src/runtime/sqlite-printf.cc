@@ -202,18 +202,22 @@ bool PlanPrintfRepeats(const char* format, int argc, sqlite3_value** argv, int64
   return true;
 }
 
-void RenderRepeat(const PrintfPiece& piece, char* out) {
+bool RenderRepeat(const PrintfPiece& piece, char* out, WorkCheckpoints* checkpoints) {
   std::memset(out, ' ', piece.lead);
   out += piece.lead;
-  // repeat - 1 copies, doubling what is already written, then 'mid' spaces and the last copy.
+  // repeat - 1 copies, doubling what is already written (in steps of at most
+  // kCheckpointBytes), then 'mid' spaces and the last copy.
   const int64_t unit = static_cast<int64_t>(piece.unit.size());
   const int64_t copies = (piece.repeat - 1) * unit;
   if (copies > 0) {
     std::memcpy(out, piece.unit.data(), unit);
+    // Every step a whole number of units, so that the copy stays in phase.
+    const int64_t step = static_cast<int64_t>(kCheckpointBytes) / unit * unit;
     for (int64_t done = unit; done < copies;) {
-      const int64_t n = std::min(done, copies - done);
+      const int64_t n = std::min({done, copies - done, step});
       std::memcpy(out + done, out, n);
       done += n;
+      if (checkpoints->Advance(n)) return false;
     }
   }
   out += copies;
@@ -221,6 +225,7 @@ void RenderRepeat(const PrintfPiece& piece, char* out) {
   out += piece.mid;
   std::memcpy(out, piece.unit.data(), unit);
   std::memset(out + unit, ' ', piece.trail);
+  return true;
 }
 
 }  // namespace qr

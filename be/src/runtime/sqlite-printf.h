@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "runtime/step-checkpoint.h"
+
 /// printf()'s repeated characters in linear time with a small constant.
 ///
 /// SQLite 3.40's printf() renders '%.Nc' (the character repeated N times, the only way SQL
@@ -65,7 +67,8 @@ int64_t LargestPrintfWidth(const char* format, int argc, sqlite3_value** argv);
 bool PlanPrintfRepeats(const char* format, int argc, sqlite3_value** argv, int64_t threshold,
                        std::vector<PrintfPiece>* pieces);
 
-/// Writes the piece's 'RepeatBytes()' bytes at 'out'.
-void RenderRepeat(const PrintfPiece& piece, char* out);
+/// Writes the piece's 'RepeatBytes()' bytes at 'out', reporting the work to 'checkpoints';
+/// false if they said stop.
+bool RenderRepeat(const PrintfPiece& piece, char* out, WorkCheckpoints* checkpoints);
 
 }  // namespace qr
