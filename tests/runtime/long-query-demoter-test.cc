@@ -12,6 +12,7 @@
 #include <map>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -296,21 +297,25 @@ TEST_P(EngineDemotionTest, LongQueryExecutorIsDemotedThenRestoredOrReplaced) {
   EXPECT_TRUE(Drain(b).ended);
 }
 
-// Options::yield_us: the executor of a long query yields the CPU between VM steps, repeatedly;
-// with 0 it never does, however long the query runs.
+// Options::yield_us: the executor of a running query yields the CPU between VM steps,
+// repeatedly, demoted or not (after_ms = 0: demotion off); with 0 it never does, however long
+// the query runs.
 TEST_F(EngineDemotionTest, LongQueryExecutorYieldsTheCpu) {
-  for (const int32_t yield_us : {0, 100}) {
-    SCOPED_TRACE(yield_us);
+  for (const auto& [after_ms, yield_us] :
+       {std::pair{5, 0}, std::pair{5, 100}, std::pair{0, 100}}) {
+    SCOPED_TRACE(std::to_string(after_ms) + " ms, " + std::to_string(yield_us) + " us");
     SqliteEngine::Options options;
     options.database_path = sample_path_;
     options.num_threads = 1;
-    options.long_query = {/*after_ms=*/5, /*nice_increment=*/7};
+    options.long_query = {after_ms, /*nice_increment=*/7};
     options.long_query.yield_us = yield_us;
     std::unique_ptr<SqliteEngine> engine;
     ASSERT_TRUE(SqliteEngine::Create(options, &engine).ok());
     const int64_t before = LongQueryYields();
     auto q = Submit(&mgr_, engine.get(), kEndless);
-    ASSERT_TRUE(WaitFor([&] { return engine->num_demoted() == 1; }));
+    if (after_ms > 0) {
+      ASSERT_TRUE(WaitFor([&] { return engine->num_demoted() == 1; }));
+    }
     if (yield_us > 0) {
       ASSERT_TRUE(WaitFor([&] { return LongQueryYields() >= before + 10; }));
     } else {

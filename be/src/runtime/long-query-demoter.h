@@ -60,12 +60,13 @@ class LongQueryDemoter {
     /// a demoted one goes back to the kernel's default (thread-schedule.h). 0: executors keep
     /// the kernel's default throughout. Only for executors under SCHED_OTHER.
     int32_t slice_us = 0;
-    /// Once a query is long, its executor yields the CPU (sched_yield) after each this many
-    /// microseconds of work, between SQLite's VM steps (RunQuery's progress handler; one
-    /// clock read per 1000 VM steps). A short query's thread that wakes beside a demoted
-    /// one does not always preempt it at once (under EEVDF, apparently when the woken thread
-    /// is not owed CPU time); without a yield it then waits for the next scheduler tick
-    /// (4 ms) (docs/architecture.md, "Long queries yield between VM steps"). 0: never.
+    /// A query's executor yields the CPU (sched_yield) after each this many microseconds of
+    /// its run, from the first such interval on (demoted or not), between SQLite's VM steps
+    /// (the query runner's progress handler; one clock read per 1000 VM steps) and inside
+    /// our long function calls (StepCheckpoint). A short query's thread that wakes beside a
+    /// running one does not always preempt it at once (under EEVDF, apparently when the woken
+    /// thread is not owed CPU time); without a yield it then waits for the next scheduler
+    /// tick (4 ms) (docs/architecture.md, "Long queries yield between VM steps"). 0: never.
     int32_t yield_us = 0;
   };
 

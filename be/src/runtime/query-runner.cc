@@ -217,9 +217,12 @@ void QueryRunner::Run() {
     deadline_ = query_->exec_start() + std::chrono::milliseconds(ctx_.exec_time_limit_ms);
   }
   const LongQueryDemoter::Options& long_query = options_.long_query;
-  if (long_query.yield_us > 0 && long_query.after_ms > 0) {
-    // From the moment the demoter lowers this thread's priority.
-    next_yield_ = query_->exec_start() + std::chrono::milliseconds(long_query.after_ms);
+  if (long_query.yield_us > 0) {
+    // Not only once the demoter has lowered this thread's priority: a query's first
+    // --long_query_after_ms run at the normal one, and beside back-to-back statements of
+    // tens of ms that is a third of their CPU (docs/benchmarks.md, "Checkpoints inside one
+    // VM step"). A query shorter than yield_us never yields.
+    next_yield_ = query_->exec_start() + std::chrono::microseconds(long_query.yield_us);
   }
   if (query_->is_cancelled()) return FinishCancelled();
   // The temporary files SQLite writes for this query are charged to it (this thread's scope).

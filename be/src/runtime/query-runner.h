@@ -16,8 +16,8 @@ class SqliteConnection;
 /// Thread-safety: one call per connection at a time; 'query' may be cancelled concurrently.
 void RunQuery(SqliteConnection* conn, QueryState* query, const SqliteEngine::Options& options);
 
-/// Times executors of long queries yielded the CPU (LongQueryDemoter::Options::yield_us), in
-/// this process.
+/// Times executors of queries yielded the CPU (LongQueryDemoter::Options::yield_us), in this
+/// process.
 int64_t LongQueryYields();
 
 }  // namespace qr

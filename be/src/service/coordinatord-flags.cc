@@ -44,10 +44,10 @@ DEFINE_string(long_query_policy, "nice",
               "kernel's lowest weight: short queries first, long ones only on the CPU nothing "
               "else on the host wants; for dedicated hosts).");
 DEFINE_int32(long_query_yield_us, 200,
-             "A long query's executor thread (see --long_query_after_ms) yields the CPU after "
-             "each this many microseconds of work, so that a short query's thread waiting beside "
-             "it runs at once instead of at the scheduler's next tick. 0: never; else 10 to "
-             "1000000.");
+             "A query's executor thread, once the query has run this many microseconds, yields "
+             "the CPU after each further this many, so that a short query's thread waiting "
+             "beside it runs at once instead of at the scheduler's next tick. 0: never; else 10 "
+             "to 1000000.");
 DEFINE_int32(scheduler_slice_us, 100,
              "The scheduler slice (microseconds) HTTP I/O threads and the executors of short "
              "queries ask the kernel for, so that they preempt long queries when they wake "

@@ -310,8 +310,8 @@ void AppendResourceMetrics(const CoordinatorServer& server, std::string* out) {
          "--long_query_after_ms.",
          engine.num_demoted(), out);
   Scalar("qr_long_query_yields_total", "counter",
-         "Times the executor of a long query yielded the CPU to waiting threads "
-         "(--long_query_yield_us).",
+         "Times the executor of a query yielded the CPU to waiting threads, every "
+         "--long_query_yield_us of the query's run.",
          LongQueryYields(), out);
   Scalar("qr_executor_threads_replaced_total", "counter",
          "Executor threads replaced because they could not get their CPU priority back after "
