@@ -66,12 +66,12 @@ constexpr int64_t kTimeLimitMs = 200;
 constexpr auto kDeadline = 20s;
 /// Rows read before the fuzzer cancels the query (which also exercises cancellation).
 constexpr int64_t kMaxRows = 4096;
-/// Pages larger than this are not parsed as JSON (a single value may be up to 16 MiB).
+/// Pages larger than this are not parsed as JSON (one value may be up to --max_value_mb).
 constexpr size_t kMaxParsedPageBytes = 1 << 20;
 /// Inputs between two read-only checks.
 constexpr int kReadOnlyCheckEvery = 256;
-/// SQLITE_LIMIT_LENGTH of the interrupt probe's connection (the daemon's is 16 MiB). At 1 MiB
-/// an adversarial input makes a quadratic built-in take seconds (SQLite's instr: 5-7 s, its
+/// SQLITE_LIMIT_LENGTH of the interrupt probe's connection (the daemon's default: 2 MiB). At
+/// 1 MiB an adversarial input makes a quadratic built-in take seconds (SQLite's instr: 5-7 s, its
 /// trim with a long Y: minutes), past the bound, while the slowest linear or pattern-bounded
 /// call takes ~0.2-0.5 s under the sanitizers. At 512 KiB the quadratic instr takes ~1.3 s,
 /// below the bound; docs/fuzzing.md has the measurements.
@@ -336,11 +336,10 @@ void CheckReadOnly() {
 
 /// Opens the probe connection, as the daemon opens its connections, and starts its watchdog.
 void StartInterruptProbe() {
-  qr::Status s = qr::SqliteConnection::Open(g->db_path, &g->probe);
+  qr::Status s = qr::SqliteConnection::Open(g->db_path, &g->probe, "sqlite", kProbeLengthLimit);
   FUZZ_CHECK(s.ok(), "cannot open the probe connection", s.message());
   g->probe_temp_objects = ProbeTempObjects();
   FUZZ_CHECK(g->probe_temp_objects > 0, "the probe connection has no metadata views");
-  sqlite3_limit(g->probe->db(), SQLITE_LIMIT_LENGTH, kProbeLengthLimit);
   const char* via = getenv("QR_FUZZ_CANCEL");
   const std::string_view via_name = via != nullptr ? via : "interrupt";
   FUZZ_CHECK(via_name == "interrupt" || via_name == "progress",

@@ -339,6 +339,8 @@ TEST_F(EngineDemotionTest, LongQueryYieldsWithinOneLongFunctionCall) {
   options.num_threads = 1;
   options.long_query = {/*after_ms=*/0, /*nice_increment=*/7};
   options.long_query.yield_us = 10;
+  // Calls over values past the default --max_value_mb, so that each runs long.
+  options.max_value_bytes = int64_t{16} << 20;
   std::unique_ptr<SqliteEngine> engine;
   ASSERT_TRUE(SqliteEngine::Create(options, &engine).ok());
   const int64_t before = LongQueryYields();

@@ -308,11 +308,41 @@ TEST_F(SqliteEngineTest, NulByteWhereAStatementStartsIsASyntaxError) {
 }
 
 // Found by statement-fuzzer: one huge value (SELECT zeroblob(1e8)) bypassed the result
-// buffer's memory bound; values are capped at 16 MiB.
+// buffer's memory bound; values are capped at --max_value_mb (2 MiB by default).
 TEST_F(SqliteEngineTest, HugeValuesFailWithInsufficientResources) {
-  QueryError e = Fails("SELECT zeroblob(17000000)", 131072);
+  const int64_t refusals = ValueLimitRefusals();
+  QueryError e = Fails("SELECT zeroblob(2097153)", 131072);
+  EXPECT_EQ(e.name, "GENERIC_INSUFFICIENT_RESOURCES");
+  EXPECT_NE(e.message.find("at most 2.0 MiB (--max_value_mb)"), std::string::npos) << e.message;
   EXPECT_NE(e.message.find("too big"), std::string::npos) << e.message;
-  EXPECT_EQ(Rows("SELECT length(zeroblob(1000000))")[0][0], 1000000);
+  EXPECT_EQ(ValueLimitRefusals(), refusals + 1);
+  // The limit holds for values built step by step too, and for the rows of a sort.
+  e = Fails("SELECT length(printf('%.*c', 1048576, 'a') || printf('%.*c', 1048577, 'b'))",
+            131072);
+  EXPECT_NE(e.message.find("--max_value_mb"), std::string::npos) << e.message;
+  e = Fails("SELECT x FROM (SELECT zeroblob(1048576) AS x, zeroblob(1048576) AS y) ORDER BY y",
+            131072);
+  EXPECT_NE(e.message.find("--max_value_mb"), std::string::npos) << e.message;
+  EXPECT_EQ(Rows("SELECT length(zeroblob(2097152))")[0][0], 2097152);
+}
+
+TEST_F(SqliteEngineTest, TheValueLimitIsAnOption) {
+  SqliteEngine::Options options{sample_path_, 1};
+  options.max_value_bytes = int64_t{1} << 20;
+  ASSERT_TRUE(SqliteEngine::Create(options, &engine_).ok());
+  QueryError e = Fails("SELECT zeroblob(1048577)", 131072);
+  EXPECT_NE(e.message.find("at most 1.0 MiB (--max_value_mb)"), std::string::npos) << e.message;
+  EXPECT_EQ(Rows("SELECT length(zeroblob(1048576))")[0][0], 1048576);
+  options.max_value_bytes = int64_t{16} << 20;
+  ASSERT_TRUE(SqliteEngine::Create(options, &engine_).ok());
+  EXPECT_EQ(Rows("SELECT length(zeroblob(16777216))")[0][0], 16777216);
+  for (int64_t bad : {int64_t{0}, int64_t{-1}, int64_t{1000000001}}) {
+    options.max_value_bytes = bad;
+    std::unique_ptr<SqliteEngine> refused;
+    Status st = SqliteEngine::Create(options, &refused);
+    EXPECT_FALSE(st.ok()) << bad;
+    EXPECT_NE(st.message().find("value size limit"), std::string::npos) << st.message();
+  }
 }
 
 TEST_F(SqliteEngineTest, MissingTableAndColumnHaveTheirOwnCodes) {

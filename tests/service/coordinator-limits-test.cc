@@ -270,7 +270,7 @@ TEST_F(CoordinatorShutdownTest, ShutdownWhileQueriesExecuteIsClean) {
     a.Submit(kEndlessQuery);
     // Each step is one long SQLite call: the executor notices a cancel only between steps.
     b.Submit("WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM c) "
-             "SELECT length(hex(zeroblob(4000000))) FROM c");
+             "SELECT length(hex(zeroblob(1000000))) FROM c");
     a.Advance();
     b.Advance();
     // References that outlive the coordinator, as a parked long poll's has in the daemon.

@@ -44,6 +44,8 @@ expect_refused "--long_query_yield_us must be 0 (never) or in [10, 1000000] micr
 expect_refused "--scheduler_slice_us must be 0 (the kernel's default) or in [100, 100000] microseconds, got 50" --scheduler_slice_us=50
 expect_refused "--scheduler_slice_us must be 0" --scheduler_slice_us=100001
 expect_refused "--max_failed_queries_per_user_per_s must be" --max_failed_queries_per_user_per_s=-1
+expect_refused "--max_value_mb must be in [1, 953] (MiB), got 0" --max_value_mb=0
+expect_refused "--max_value_mb must be in [1, 953] (MiB), got 954" --max_value_mb=954
 expect_refused "--catalog_name: the catalog name 'Hive' is not a lower-case identifier" \
   --catalog_name=Hive
 expect_refused "--catalog_name: the catalog name 'system' is Trino's" --catalog_name=system

@@ -24,11 +24,12 @@ TEST_F(ResourceLimitsTest, WideRowFailsItsQueryNotTheServer) {
   CoordinatorServer::Options o = Options();
   o.query_max_memory_bytes = int64_t{64} << 20;
   Start(o);
-  // 60 values of 16 MB each: one row of ~1 GB (far more once base64-encoded).
+  // 60 values of 2 MB each (the default --max_value_mb allows one): one row of 120 MB, 160 MB
+  // once base64-encoded.
   std::string sql = "SELECT ";
   for (int i = 0; i < 60; ++i) {
     if (i > 0) sql += ", ";
-    sql += "zeroblob(16000000) c" + std::to_string(i);
+    sql += "zeroblob(2000000) c" + std::to_string(i);
   }
   ResetSqliteHeapPeak();
   const int64_t heap_before = SqliteHeapUsed();
@@ -49,6 +50,27 @@ TEST_F(ResourceLimitsTest, WideRowFailsItsQueryNotTheServer) {
   ExpectDrained();
   EXPECT_TRUE(WaitFor([&] { return server_->result_memory()->used_bytes() == 0; }, kDeadline))
       << server_->result_memory()->used_bytes() << " bytes still reserved after SELECT 1";
+}
+
+TEST_F(ResourceLimitsTest, ValuesPastTheValueLimitFailTheirQueryNamingTheFlag) {
+  Start(Options());
+  EXPECT_EQ(Metric("qr_limit{flag=\"max_value_mb\"}"), 2);
+  const double before = Metric("qr_value_limit_refusals_total");
+  // A JSON text of 2 MiB + 1: SQLite's json_* parse one in ~50 ms; 16 MiB took 0.3-0.45 s in
+  // one call nothing interrupts.
+  StatementResult r = RunStatement(
+      port_, "SELECT json_valid('[' || printf('%.*c', 2097151, '1') || ']')");
+  EXPECT_TRUE(r.failure.empty()) << r.failure;
+  ExpectFailed(r, "GENERIC_INSUFFICIENT_RESOURCES", "INSUFFICIENT_RESOURCES", "--max_value_mb");
+  EXPECT_NE(MessageOf(r).find("at most 2.0 MiB"), std::string::npos) << MessageOf(r);
+  EXPECT_EQ(Metric("qr_value_limit_refusals_total"), before + 1);
+  StatementResult fits =
+      RunStatement(port_, "SELECT json_valid('[' || printf('%.*c', 2097150, '1') || ']')");
+  EXPECT_EQ(fits.final_state, "FINISHED") << fits.error.dump();
+  ASSERT_EQ(fits.rows.size(), 1u);
+  EXPECT_EQ(fits.rows[0][0], 1);
+  ExpectDrained();
+  ExpectServes();
 }
 
 TEST_F(ResourceLimitsTest, UnfetchedResultsHitTheGlobalResultBudget) {
@@ -141,12 +163,12 @@ TEST_F(ResourceLimitsTest, InstrOnLongStringsIsLinearAndARecursiveQueryStillCanc
   // Quadratic in the built-in instr (minutes); the test's own timeout catches a regression.
   StatementResult r = RunStatement(
       port_,
-      "SELECT instr(x || 'b', substr(x, 1, 4000000) || 'b') "
-      "FROM (SELECT printf('%.*c', 8000000, 'a') AS x)");
+      "SELECT instr(x || 'b', substr(x, 1, 1000000) || 'b') "
+      "FROM (SELECT printf('%.*c', 2000000, 'a') AS x)");
   EXPECT_TRUE(r.failure.empty()) << r.failure;
   EXPECT_EQ(r.final_state, "FINISHED") << r.error.dump();
   ASSERT_EQ(r.rows.size(), 1u);
-  EXPECT_EQ(r.rows[0][0], 4000001);
+  EXPECT_EQ(r.rows[0][0], 1000001);
 
   StatementOptions so;
   so.max_wait = "10ms";

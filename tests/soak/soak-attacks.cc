@@ -62,7 +62,8 @@ void NeverPoll(const FaultOptions& o, const StopSignal&, int, FaultCounters* cou
 void WideRow(const FaultOptions& o, const StopSignal&, int, FaultCounters* counters) {
   std::string sql = "SELECT ";
   for (int i = 0; i < 60; ++i) {
-    sql += (i > 0 ? ", zeroblob(16000000) c" : "zeroblob(16000000) c") + std::to_string(i);
+    // Values of the default --max_value_mb (2 MiB): the row, not one value, is too big.
+    sql += (i > 0 ? ", zeroblob(2000000) c" : "zeroblob(2000000) c") + std::to_string(i);
   }
   Answer a;
   if (!RunStatement(o, "wide row", sql, counters, &a)) return;
@@ -78,14 +79,14 @@ void InstrBomb(const FaultOptions& o, const StopSignal&, int i, FaultCounters* c
   // Quadratic with SQLite's own instr (minutes); linear with the daemon's. Every other one
   // can match, at the very end.
   const bool match = i % 2 == 1;
-  const std::string sql = std::string("SELECT instr(printf('%.*c', 4000000, 'a')") +
+  const std::string sql = std::string("SELECT instr(printf('%.*c', 2000000, 'a')") +
                           (match ? " || 'b'" : "") +
-                          ", printf('%.*c', 2000000, 'a') || 'b')";
+                          ", printf('%.*c', 1000000, 'a') || 'b')";
   Answer a;
   std::string bodies;
   if (!RunStatement(o, "instr bomb", sql, counters, &a, &bodies)) return;
   counters->Injected(Fault::kInstrBomb);
-  const std::string expected = match ? "\"data\":[[2000001]]" : "\"data\":[[0]]";
+  const std::string expected = match ? "\"data\":[[1000001]]" : "\"data\":[[0]]";
   // SQLite's heap is shared: while a wide row fills it, this one may fail for memory too.
   const bool heap_full = ErrorName(a) == "EXCEEDED_GLOBAL_MEMORY_LIMIT" &&
                          a.body.find("--sqlite_heap_limit_mb") != std::string::npos;

@@ -66,7 +66,7 @@ DEFINE_bool(count_syscalls, true, "Count the server's syscalls with perf tracepo
 DEFINE_string(json_out, "", "Also write the report as JSON to this file.");
 DEFINE_string(attack, "none",
               "Noisy mode: what the attackers do. none (quiet baseline); never-poll (POST "
-              "--attack_sql every --attack_interval_ms, never fetch); wide-row (a 60 x 16 MB row); "
+              "--attack_sql every --attack_interval_ms, never fetch); wide-row (a 60 x 2 MB row: values of the default --max_value_mb); "
               "instr-bomb (instr on --instr_bomb_bytes strings); huge-sort (ORDER BY over lineitem "
               "x --huge_sort_rows lineitems); reget (fetch the first page, then GET its nextUri "
               "again and again); slow-fetch (fetch the first page of lineitem, then hold it).");
@@ -74,7 +74,7 @@ DEFINE_int32(attackers, 64, "Noisy mode: attacker clients (one connection each).
 DEFINE_string(attack_user, "attacker", "Noisy mode: X-Trino-User of the attackers.");
 DEFINE_string(attack_sql, "", "Noisy mode: the attackers' statement (empty: the --attack's own).");
 DEFINE_int32(attack_interval_ms, 2000, "Noisy mode, never-poll: pause between one attacker's POSTs.");
-DEFINE_int64(instr_bomb_bytes, 8000000, "Noisy mode, instr-bomb: haystack length (the needle is "
+DEFINE_int64(instr_bomb_bytes, 2000000, "Noisy mode, instr-bomb: haystack length (the needle is "
              "half of it in 'a's and a 'b').");
 DEFINE_int32(huge_sort_rows, 1000, "Noisy mode, huge-sort: lineitem rows crossed with all of "
              "lineitem (1000: ~60M rows, several GB to sort).");
@@ -117,7 +117,7 @@ std::string AttackSql(Attack attack) {
     case Attack::kWideRow: {
       std::string sql = "SELECT ";
       for (int i = 0; i < 60; ++i) {
-        sql += (i > 0 ? ", " : "") + std::string("zeroblob(16000000) c") + std::to_string(i);
+        sql += (i > 0 ? ", " : "") + std::string("zeroblob(2000000) c") + std::to_string(i);
       }
       return sql;
     }

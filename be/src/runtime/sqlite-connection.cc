@@ -16,6 +16,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cctype>
 #include <cerrno>
 #include <cstring>
@@ -113,6 +114,9 @@ size_t LastSignificant(std::string_view sql) {
   return i > 0 ? i - 1 : 0;
 }
 
+/// ValueLimitRefusals(): a counter, read by /metrics only.
+std::atomic<int64_t> value_limit_refusals{0};
+
 }  // namespace
 
 std::string EngineVersionString() {
@@ -157,8 +161,15 @@ size_t SkipBlankSql(std::string_view sql, size_t pos) {
 bool IsBlankSql(std::string_view sql) { return SkipBlankSql(sql, 0) == sql.size(); }
 
 Status SqliteConnection::Open(const std::string& path, std::unique_ptr<SqliteConnection>* out,
-                              std::string_view catalog) {
+                              std::string_view catalog, int64_t max_value_bytes) {
   QR_RETURN_IF_ERROR(ValidateCatalogName(catalog));
+  // SQLite's compiled-in maximum (SQLITE_MAX_LENGTH): a larger limit is silently truncated.
+  constexpr int64_t kSqliteMaxLength = 1000000000;
+  if (max_value_bytes < 1 || max_value_bytes > kSqliteMaxLength) {
+    return InvalidArgument("the value size limit must be between 1 and " +
+                           std::to_string(kSqliteMaxLength) + " bytes, got " +
+                           std::to_string(max_value_bytes));
+  }
   QR_RETURN_IF_ERROR(CheckReadableFile(path));
   sqlite3* db = nullptr;
   const int rc =
@@ -168,7 +179,7 @@ Status SqliteConnection::Open(const std::string& path, std::unique_ptr<SqliteCon
     return InvalidArgument("cannot open the database '" + path +
                            "': " + (db != nullptr ? sqlite3_errmsg(db) : sqlite3_errstr(rc)));
   }
-  QR_RETURN_IF_ERROR(conn->Configure(path));
+  QR_RETURN_IF_ERROR(conn->Configure(path, max_value_bytes));
   *out = std::move(conn);
   return Status::OK();
 }
@@ -179,7 +190,7 @@ void SqliteConnection::EnableSystemTables(SystemTablesSource* source) {
   system_tables_->set_source(source);
 }
 
-Status SqliteConnection::Configure(const std::string& path) {
+Status SqliteConnection::Configure(const std::string& path, int64_t max_value_bytes) {
   int unused = 0;
   sqlite3_extended_result_codes(db_, 1);
   sqlite3_db_config(db_, SQLITE_DBCONFIG_ENABLE_LOAD_EXTENSION, 0, &unused);
@@ -187,11 +198,13 @@ Status SqliteConnection::Configure(const std::string& path) {
   sqlite3_db_config(db_, SQLITE_DBCONFIG_DEFENSIVE, 1, &unused);
   sqlite3_db_config(db_, SQLITE_DBCONFIG_TRUSTED_SCHEMA, 0, &unused);
   sqlite3_limit(db_, SQLITE_LIMIT_ATTACHED, 0);
-  // One value (string, BLOB or row) may not exceed 16 MiB (SQLite's default is 1e9): the page
-  // buffer bounds a result's memory only if no single value is huge, and SELECT
-  // zeroblob(999999999) would otherwise cost gigabytes (the value, then its base64 JSON).
-  // Larger values fail with GENERIC_INSUFFICIENT_RESOURCES ("string or blob too big").
-  sqlite3_limit(db_, SQLITE_LIMIT_LENGTH, 16 << 20);
+  // One value (string, BLOB or row) may not exceed 'max_value_bytes' (--max_value_mb;
+  // SQLite's default is 1e9): the page buffer bounds a result's memory only if no single value
+  // is huge (SELECT zeroblob(999999999) would cost gigabytes: the value, then its base64
+  // JSON), and one call of a built-in, which nothing interrupts, costs time in its input's
+  // size. Larger values fail with GENERIC_INSUFFICIENT_RESOURCES (StepError()). Set before
+  // GuardedBuiltins::Register(), which copies it to its private connection.
+  sqlite3_limit(db_, SQLITE_LIMIT_LENGTH, static_cast<int>(max_value_bytes));
   // A single function call cannot be interrupted: no built-in may be superlinear in its input
   // (docs/architecture.md, "CPU": instr, replace and trim are replaced, LIKE/GLOB bounded).
   ApplyCpuBoundingLimits(db_);
@@ -453,6 +466,8 @@ std::string SqliteConnection::TableHint() {
   return names.empty() ? " (the database has no tables)" : " (tables: " + names + ")";
 }
 
+int64_t ValueLimitRefusals() { return value_limit_refusals.load(std::memory_order_relaxed); }
+
 QueryError SqliteConnection::StepError(int rc) {
   std::string msg = sqlite3_errmsg(db_);
   switch (rc & 0xff) {
@@ -469,8 +484,13 @@ QueryError SqliteConnection::StepError(int rc) {
       }
       return QueryError::InsufficientResources("The query ran out of resources: " + msg);
     }
-    case SQLITE_FULL:
     case SQLITE_TOOBIG:
+      value_limit_refusals.fetch_add(1, std::memory_order_relaxed);
+      return QueryError::InsufficientResources(
+          "Query exceeded the value size limit: one string, BLOB or row may hold at most " +
+          FormatBytes(sqlite3_limit(db_, SQLITE_LIMIT_LENGTH, -1)) + " (--max_value_mb): " +
+          msg);
+    case SQLITE_FULL:
       return QueryError::InsufficientResources("The query ran out of resources: " + msg);
     case SQLITE_CORRUPT:
     case SQLITE_NOTADB:

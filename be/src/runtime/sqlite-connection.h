@@ -2,6 +2,7 @@
 
 #include <sqlite3.h>
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -26,12 +27,21 @@ std::string EngineVersionString();
 /// Thread-safety: not thread-safe; one executor thread owns it (SQLITE_OPEN_NOMUTEX).
 class SqliteConnection {
  public:
+  /// The default of the most bytes one value (string, BLOB) or row may hold, --max_value_mb.
+  /// One call of a built-in cannot be interrupted and costs time in its input's size: at
+  /// 2 MiB the slowest (the json_* parse, strftime's format) take ~25-50 ms, at 16 MiB
+  /// 0.3-0.45 s (docs/architecture.md, "CPU").
+  static constexpr int64_t kDefaultMaxValueBytes = int64_t{2} << 20;
+
   /// Opens 'path' and checks that it is a readable SQLite database. A missing, unreadable or
   /// non-SQLite file is an error that names the path and the reason.
   /// 'catalog' names the database in Trino's metadata and three-part names
-  /// (trino-metadata.h); an invalid name is an error.
+  /// (trino-metadata.h); an invalid name is an error. 'max_value_bytes' (> 0) bounds every
+  /// value and row (SQLITE_LIMIT_LENGTH); a statement that makes a larger one fails with
+  /// GENERIC_INSUFFICIENT_RESOURCES, naming --max_value_mb.
   static Status Open(const std::string& path, std::unique_ptr<SqliteConnection>* out,
-                     std::string_view catalog = "sqlite");
+                     std::string_view catalog = "sqlite",
+                     int64_t max_value_bytes = kDefaultMaxValueBytes);
   ~SqliteConnection();
   SqliteConnection(const SqliteConnection&) = delete;
   SqliteConnection& operator=(const SqliteConnection&) = delete;
@@ -59,7 +69,7 @@ class SqliteConnection {
 
  private:
   SqliteConnection(sqlite3* db, std::string_view catalog) : db_(db), catalog_(catalog) {}
-  Status Configure(const std::string& path);
+  Status Configure(const std::string& path, int64_t max_value_bytes);
   /// Prepares the plan of 'explained' in Trino's one-column shape ("Query Plan"), or, for
   /// 'validate', the one row Valid = true once 'explained' prepares.
   bool PrepareExplain(const std::string& explained, bool validate, sqlite3_stmt** stmt,
@@ -91,6 +101,10 @@ class SqliteConnection {
   /// error message; empty when nothing was refused.
   std::string denied_;
 };
+
+/// Statements failed by a value or row over their connection's limit (--max_value_mb), in
+/// this process.
+int64_t ValueLimitRefusals();
 
 /// 1-based line and column (in code points) of byte 'offset' of 'text'. 'offset' is clamped
 /// to the last character; an empty text gives 0, 0.

@@ -140,7 +140,8 @@ Status SqliteEngine::Create(const Options& options, std::unique_ptr<SqliteEngine
   Impl* impl = engine->impl_.get();
   for (int i = 0; i < options.num_threads; ++i) {
     std::unique_ptr<SqliteConnection> conn;
-    QR_RETURN_IF_ERROR(SqliteConnection::Open(options.database_path, &conn, options.catalog_name));
+    QR_RETURN_IF_ERROR(SqliteConnection::Open(options.database_path, &conn, options.catalog_name,
+                                               options.max_value_bytes));
     if (options.system_tables != nullptr) conn->EnableSystemTables(options.system_tables);
     impl->connections.push_back(std::move(conn));
   }

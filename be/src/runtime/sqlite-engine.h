@@ -12,6 +12,7 @@
 #include "runtime/long-query-demoter.h"
 #include "runtime/query-exec-mgr.h"
 #include "runtime/spill-accounting.h"
+#include "runtime/sqlite-connection.h"
 #include "runtime/system-tables.h"
 #include "util/mutex.h"
 #include "util/status.h"
@@ -30,8 +31,9 @@ namespace qr {
 /// process's memory budgets before it is encoded. A progress handler polls the query's cancel
 /// flag and its time limit every 1000 VM steps, so cancellation and time limits stop even a
 /// runaway recursive CTE promptly; no built-in function is superlinear in its input
-/// (sqlite-functions.h), so no single step runs long. The query ends with ResultBuffer::Finish() and exec_state kFinished / kFailed /
-/// kCancelled.
+/// (sqlite-functions.h) and no value exceeds Options::max_value_bytes, so no single call runs
+/// long (many calls in one row's expressions still run back to back: docs/architecture.md).
+/// The query ends with ResultBuffer::Finish() and exec_state kFinished / kFailed / kCancelled.
 /// Thread-safety: all methods are thread-safe.
 class SqliteEngine {
  public:
@@ -57,6 +59,8 @@ class SqliteEngine {
     SystemTablesSource* system_tables = nullptr;
     /// The catalog the database is served as (trino-metadata.h, --catalog_name).
     std::string catalog_name = "sqlite";
+    /// The most bytes one value or row may hold (--max_value_mb; SqliteConnection::Open()).
+    int64_t max_value_bytes = SqliteConnection::kDefaultMaxValueBytes;
   };
 
   /// Opens one connection per thread and starts the threads. A missing, unreadable or

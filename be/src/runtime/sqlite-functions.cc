@@ -13,8 +13,9 @@
 // Why these functions are replaced, and what stays bounded only by a limit.
 //
 // One call of a built-in SQL function cannot be interrupted, so its cost must be bounded by
-// the 16 MiB value limit (SQLITE_LIMIT_LENGTH). Measured with SQLite 3.40.1 (Debian 12), g++
-// -O2, one call on a 2-core shared VM, adversarial inputs (n = size of X; "a*k" = k 'a's):
+// the value limit (SQLITE_LIMIT_LENGTH: 16 MiB when this was measured, --max_value_mb since,
+// 2 MiB by default, chosen by the json_* rows below). Measured with SQLite 3.40.1 (Debian 12),
+// g++ -O2, one call on a 2-core shared VM, adversarial inputs (n = size of X; "a*k" = k 'a's):
 //
 //   call                                    n        seconds   16 MiB (extrapolated)
 //   instr(a*n, a*(n/2)||'b')                1 MiB    5.6       ~1400 s (quadratic)
@@ -31,6 +32,8 @@
 //     upper, soundex, unicode
 //   json_extract(16 MiB array, '$[#-1]')    16 MiB   0.15      linear (parse)
 //   json_set / json_array_length            16 MiB   0.08-0.13 linear
+//   json(), json_set() on an array of 1-digit 16 MiB   0.3-0.45  linear (~25 ns per byte):
+//     numbers (densest), strftime(%Y*n)                        at 2 MiB ~40-70 ms
 //   printf('%.*c') (SQLite 3.40: one append  8 MiB    0.17      linear, ~20 ns per character;
 //     per character)                                             rendered by sqlite-printf.h
 //                                                                instead: a 16 MiB query

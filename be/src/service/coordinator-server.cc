@@ -158,6 +158,7 @@ Status CoordinatorServer::ConfigureResources() {
        {std::pair{o.max_result_memory_bytes, "--max_result_memory_mb"},
         std::pair{o.query_max_memory_bytes, "--query_max_memory_mb"},
         std::pair{o.sqlite_heap_limit_bytes, "--sqlite_heap_limit_mb"},
+        std::pair{o.max_value_bytes, "--max_value_mb"},
         std::pair{o.max_spill_bytes, "--max_spill_mb"},
         std::pair{o.query_max_spill_bytes, "--query_max_spill_mb"}}) {
     if (value <= 0) return InvalidArgument(std::string(flag) + " must be positive");
@@ -266,6 +267,7 @@ Status CoordinatorServer::Start() {
   engine_options.query_spill_limit_bytes = options_.query_max_spill_bytes;
   engine_options.spool_dir = spill_dir_;
   engine_options.long_query = options_.long_query;
+  engine_options.max_value_bytes = options_.max_value_bytes;
   // The authority the statement service falls back to (IPv6 literals need brackets).
   const std::string& host = options_.http.bind_address;
   const std::string authority =

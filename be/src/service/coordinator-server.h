@@ -13,6 +13,7 @@
 #include "runtime/memory-budget.h"
 #include "runtime/query-exec-mgr.h"
 #include "runtime/spill-accounting.h"
+#include "runtime/sqlite-connection.h"
 #include "runtime/sqlite-engine.h"
 #include "service/access-control.h"
 #include "service/query-coordinator.h"
@@ -48,6 +49,8 @@ class CoordinatorServer {
     int64_t query_max_memory_bytes = int64_t{128} << 20;
     /// SQLite's heap, process-wide (sqlite3_hard_heap_limit64).
     int64_t sqlite_heap_limit_bytes = int64_t{512} << 20;
+    /// One value or row (SQLITE_LIMIT_LENGTH, SqliteConnection::Open()).
+    int64_t max_value_bytes = SqliteConnection::kDefaultMaxValueBytes;
     /// SQLite's temporary files: where (empty: '<data_dir>/spill'), in total and per query.
     std::string spill_dir;
     int64_t max_spill_bytes = int64_t{8} << 30;

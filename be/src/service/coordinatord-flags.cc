@@ -101,6 +101,11 @@ DEFINE_int64(query_max_memory_mb, 128,
 DEFINE_int64(sqlite_heap_limit_mb, 512,
              "SQLite's heap for all running queries (counted without SQLite's global memory "
              "mutex); a query that needs more fails with EXCEEDED_GLOBAL_MEMORY_LIMIT.");
+DEFINE_int32(max_value_mb, 2,
+             "The most one value (string, BLOB) or row may hold, in MiB; a statement that makes "
+             "a larger one fails with GENERIC_INSUFFICIENT_RESOURCES. Also bounds the time of "
+             "one call of a built-in function, which nothing interrupts (~25-50 ms at 2 MiB for "
+             "the slowest, the json_* functions).");
 DEFINE_string(spill_dir, "",
               "Directory of SQLite's temporary files (sorts, GROUP BY, DISTINCT); empty: "
               "<data_dir>/spill. Stale files of an earlier run are removed at start-up.");
@@ -254,6 +259,12 @@ bool ValidateYieldInterval(const char* flag, int32_t v) {
   fprintf(stderr, "--%s must be 0 (never) or in [10, 1000000] microseconds, got %d\n", flag, v);
   return false;
 }
+/// SQLite's compiled-in SQLITE_MAX_LENGTH is 1e9 bytes, ~953 MiB.
+bool ValidateValueMb(const char* flag, int32_t v) {
+  if (v >= 1 && v <= 953) return true;
+  fprintf(stderr, "--%s must be in [1, 953] (MiB), got %d\n", flag, v);
+  return false;
+}
 bool ValidateNice(const char* flag, int32_t v) {
   if (v >= 0 && v <= 19) return true;
   fprintf(stderr, "--%s must be in [0, 19], got %d\n", flag, v);
@@ -404,6 +415,7 @@ DEFINE_validator(max_session_properties, &ValidatePositive);
 DEFINE_validator(max_result_memory_mb, &ValidatePositive64);
 DEFINE_validator(query_max_memory_mb, &ValidatePositive64);
 DEFINE_validator(sqlite_heap_limit_mb, &ValidatePositive64);
+DEFINE_validator(max_value_mb, &ValidateValueMb);
 DEFINE_validator(max_spill_mb, &ValidatePositive64);
 DEFINE_validator(query_max_spill_mb, &ValidatePositive64);
 DEFINE_validator(max_in_flight_queries_per_user, &ValidatePositive);

@@ -43,6 +43,7 @@ DECLARE_int32(max_session_properties);
 DECLARE_int64(max_result_memory_mb);
 DECLARE_int64(query_max_memory_mb);
 DECLARE_int64(sqlite_heap_limit_mb);
+DECLARE_int32(max_value_mb);
 DECLARE_string(spill_dir);
 DECLARE_int64(max_spill_mb);
 DECLARE_int64(query_max_spill_mb);

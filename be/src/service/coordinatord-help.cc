@@ -39,7 +39,7 @@ const std::vector<FlagGroup>& FlagGroups() {
         "abandoned_query_timeout_s", "max_page_retries",
         "max_failed_queries_per_user_per_s"}},
       {"Memory",
-       {"max_result_memory_mb", "query_max_memory_mb", "sqlite_heap_limit_mb"}},
+       {"max_result_memory_mb", "query_max_memory_mb", "sqlite_heap_limit_mb", "max_value_mb"}},
       {"Spill (temporary files)", {"spill_dir", "max_spill_mb", "query_max_spill_mb"}},
       {"Execution and database",
        {"database", "catalog_name", "data_dir", "sample_scale_factor", "num_query_threads",

@@ -46,6 +46,7 @@ CoordinatorServer::Options OptionsFromFlags() {
   o.max_result_memory_bytes = FLAGS_max_result_memory_mb << 20;
   o.query_max_memory_bytes = FLAGS_query_max_memory_mb << 20;
   o.sqlite_heap_limit_bytes = FLAGS_sqlite_heap_limit_mb << 20;
+  o.max_value_bytes = int64_t{FLAGS_max_value_mb} << 20;
   o.spill_dir = FLAGS_spill_dir;
   o.max_spill_bytes = FLAGS_max_spill_mb << 20;
   o.query_max_spill_bytes = FLAGS_query_max_spill_mb << 20;

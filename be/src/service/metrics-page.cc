@@ -12,6 +12,7 @@
 #include "runtime/query-exec-mgr.h"
 #include "runtime/query-runner.h"
 #include "runtime/spool-file.h"
+#include "runtime/sqlite-connection.h"
 #include "runtime/sqlite-heap.h"
 #include "service/coordinator-server.h"
 #include "service/debug-pages.h"
@@ -85,6 +86,7 @@ void AppendLimits(const CoordinatorServer& server, std::string* out) {
       {"max_result_memory_mb", so.max_result_memory_bytes >> 20},
       {"query_max_memory_mb", so.query_max_memory_bytes >> 20},
       {"sqlite_heap_limit_mb", so.sqlite_heap_limit_bytes >> 20},
+      {"max_value_mb", so.max_value_bytes >> 20},
       {"max_spill_mb", so.max_spill_bytes >> 20},
       {"query_max_spill_mb", so.query_max_spill_bytes >> 20},
       {"max_running_queries", o.max_running_queries},
@@ -288,6 +290,9 @@ void AppendResourceMetrics(const CoordinatorServer& server, std::string* out) {
          "Allocations of SQLite refused by --sqlite_heap_limit_mb (its statement fails with "
          "EXCEEDED_GLOBAL_MEMORY_LIMIT).",
          SqliteHeapRefusals(), out);
+  Scalar("qr_value_limit_refusals_total", "counter",
+         "Statements failed by a value or row larger than --max_value_mb.",
+         ValueLimitRefusals(), out);
   const SpillBudget& spill = *server.spill_budget();
   Scalar("qr_spill_bytes", "gauge", "Bytes of SQLite temporary files of running queries.",
          spill.used_bytes(), out);
