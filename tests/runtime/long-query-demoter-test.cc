@@ -354,6 +354,30 @@ TEST_F(EngineDemotionTest, LongQueryYieldsWithinOneLongFunctionCall) {
   EXPECT_GE(LongQueryYields(), before + 2);
 }
 
+TEST_F(EngineDemotionTest, LongQueryYieldsBetweenTheJsonCallsOfOneRow) {
+  // One row of eight JSON parses of distinct 1 MiB texts: SQLite checks nothing between the
+  // calls of one row, so the yields can only come from the checks the json_* overrides make
+  // before each large call (sqlite-guarded-functions.h). Built with hex() and zeroblob(),
+  // which have no checkpoints of their own.
+  SqliteEngine::Options options;
+  options.database_path = sample_path_;
+  options.num_threads = 1;
+  options.long_query = {/*after_ms=*/0, /*nice_increment=*/7};
+  options.long_query.yield_us = 10;
+  std::unique_ptr<SqliteEngine> engine;
+  ASSERT_TRUE(SqliteEngine::Create(options, &engine).ok());
+  std::string sum = "json_valid(x)";
+  for (int i = 1; i < 8; ++i) sum += " + json_valid(x || '" + std::string(i, ' ') + "')";
+  const int64_t before = LongQueryYields();
+  auto q = Submit(&mgr_, engine.get(),
+                  "SELECT " + sum + " FROM (SELECT '\"' || hex(zeroblob(524288)) || '\"' AS x)");
+  const qr::testing::QueryOutcome out = Drain(q);
+  ASSERT_TRUE(out.ended);
+  EXPECT_EQ(out.state, ExecState::kFinished);
+  EXPECT_EQ(out.RowsJson(), "[[8]]");
+  EXPECT_GE(LongQueryYields(), before + 4);
+}
+
 INSTANTIATE_TEST_SUITE_P(RestoreOrReplace, EngineDemotionTest, ::testing::Bool(),
                          [](const ::testing::TestParamInfo<bool>& info) {
                            return info.param ? "NeverRestore" : "Default";

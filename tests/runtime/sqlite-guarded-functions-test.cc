@@ -1,6 +1,7 @@
 // printf/format/json_patch behind their guards: the same results as SQLite's built-ins, and a
 // refusal (with the built-in's own error where there is one) for the inputs whose cost the
-// built-ins do not bound.
+// built-ins do not bound. The json_* overrides: the built-ins' results, and a check before
+// each large call.
 
 #include "runtime/sqlite-guarded-functions.h"
 
@@ -239,6 +240,83 @@ TEST_F(GuardedBuiltinsTest, JsonPatchAnswersAsTheBuiltinOrRefusesQuadraticWork) 
   const std::string sql = "SELECT length(json_patch(" + big + ", " + big + "))";
   EXPECT_NE(Eval(guarded_, sql).find("json_patch() refused"), std::string::npos)
       << Eval(guarded_, sql);
+}
+
+TEST_F(GuardedBuiltinsTest, JsonFunctionsAnswerAsTheBuiltins) {
+  const char* const kObject = "'{\"a\":[1,2,{\"b\":null}],\"c\":\"x\",\"d\":1.5e300}'";
+  const std::vector<std::string> exprs = {
+      "json(' [1, 2 ] ')", "json('{')", "json(NULL)", "json(x'5b315d')", "json(12)",
+      "json_array(1, 'a', NULL, 2.5, x'00')", "json_array()", "json_array(json('[1]'), '[1]')",
+      "json_array_length('[1,2,3]')", "json_array_length(K, '$.a')", "json_array_length('{}')",
+      "json_extract(K, '$.a[2].b')", "json_extract(K, '$.a', '$.c')", "json_extract(K)",
+      "json_extract(K, '$.a[#-1]')", "json_extract(K, 'a')", "json_extract('[', '$')",
+      "K -> '$.a'", "K ->> '$.a'", "K -> 'c'", "K ->> 'd'", "K -> '$.nosuch'",
+      "json_array(K -> '$.a', K ->> '$.a', K ->> '$.c')",
+      "json_insert(K, '$.e', 9, '$.a[#]', json('{}'))", "json_insert(K, '$.e')",
+      "json_object('k', json_object('l', json_array(1)), 'm', '{}')", "json_object('k')",
+      "json_object(1, 2)", "json_quote('a\"b')", "json_quote(json('[1]'))", "json_quote(3)",
+      "json_remove(K, '$.a[0]', '$.c')", "json_remove(K)",
+      "json_replace(K, '$.c', json('[true]'), '$.z', 1)",
+      "json_set(K, '$.c', json_extract(K, '$.a'), '$.n.m', 2)", "json_set(K, '$[', 1)",
+      "json_type(K)", "json_type(K, '$.d')", "json_type(K, '$.a[2].b')", "json_type('x')",
+      "json_valid(K)", "json_valid('{')", "json_valid(NULL)",
+      "json_patch(K, json_object('c', NULL, 'e', json('[1]')))",
+      "json_group_array(json(v)) FROM (SELECT '[1]' AS v UNION ALL SELECT '{}')",
+      "json_group_object(v, json_extract(v, '$')) FROM (SELECT '[1]' AS v)"};
+  for (std::string expr : exprs) {
+    for (size_t k = expr.find('K'); k != std::string::npos; k = expr.find('K')) {
+      expr.replace(k, 1, kObject);
+    }
+    for (const std::string& sql : {"SELECT " + expr, "SELECT typeof(" + expr + ")",
+                                   "SELECT json_array(" + expr + ")"}) {
+      EXPECT_EQ(Eval(guarded_, sql), Eval(plain_, sql)) << sql;
+    }
+  }
+  // Wrong argument counts are refused at prepare time, by SQLite, as before.
+  for (const char* sql : {"SELECT json()", "SELECT json_valid(1, 2)", "SELECT json_type()",
+                          "SELECT json_array_length(1, 2, 3)", "SELECT json_quote()"}) {
+    EXPECT_EQ(Eval(guarded_, sql), Eval(plain_, sql)) << sql;
+    EXPECT_EQ(Eval(guarded_, sql).rfind("error: wrong number of arguments", 0), 0u) << sql;
+  }
+}
+
+/// A check that counts its calls and says stop from the 'stop_at'-th on.
+struct CountingCheck {
+  int calls = 0;
+  int stop_at = 0;
+  static bool Fn(void* arg) {
+    auto* self = static_cast<CountingCheck*>(arg);
+    return ++self->calls >= self->stop_at;
+  }
+};
+
+TEST_F(GuardedBuiltinsTest, JsonCallsOfOneRowCheckBetweenThemselves) {
+  // Four distinct 128 KiB arrays (SQLite reuses the parse of an equal text): each call is
+  // preceded by a check, and the row stops at the third.
+  // Built without printf, whose repeats have checkpoints of their own.
+  const std::string x = "('[' || replace(hex(zeroblob(32768)), '0', '0,') || '0]')";
+  std::string row = "SELECT json_valid(" + x + ")";
+  for (const char* pad : {" ", "  ", "   "}) {
+    row += " + json_valid(" + x + " || '" + pad + "')";
+  }
+  CountingCheck check{0, 3};
+  {
+    const StepCheckpoint checkpoint(&CountingCheck::Fn, &check);
+    EXPECT_EQ(Eval(guarded_, row), "error: interrupted");
+  }
+  EXPECT_EQ(check.calls, 3);
+  // Told to go on, all four run, each after its check; small calls add up to one check.
+  check = {0, 1000};
+  {
+    const StepCheckpoint checkpoint(&CountingCheck::Fn, &check);
+    EXPECT_EQ(Eval(guarded_, row), "4");
+    EXPECT_EQ(check.calls, 4);
+    check.calls = 0;
+    EXPECT_EQ(Eval(guarded_, "SELECT json_valid('[1]') + json_array_length('[1,2]')"), "3")
+        << "no check for a few bytes";
+    EXPECT_EQ(check.calls, 0);
+  }
+  EXPECT_EQ(Eval(guarded_, row), "4") << "no check installed";
 }
 
 }  // namespace

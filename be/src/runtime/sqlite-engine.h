@@ -32,7 +32,8 @@ namespace qr {
 /// flag and its time limit every 1000 VM steps, so cancellation and time limits stop even a
 /// runaway recursive CTE promptly; no built-in function is superlinear in its input
 /// (sqlite-functions.h) and no value exceeds Options::max_value_bytes, so no single call runs
-/// long (many calls in one row's expressions still run back to back: docs/architecture.md).
+/// long; large JSON calls check before they run (sqlite-guarded-functions.h), since the calls
+/// of one row's expressions run back to back (docs/architecture.md, "CPU").
 /// The query ends with ResultBuffer::Finish() and exec_state kFinished / kFailed / kCancelled.
 /// Thread-safety: all methods are thread-safe.
 class SqliteEngine {

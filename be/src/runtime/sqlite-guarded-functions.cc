@@ -4,11 +4,26 @@
 #include <cstdint>
 #include <cstring>
 
+#include "runtime/step-checkpoint.h"
+
 namespace qr {
 
 namespace {
 
 constexpr int kFunctionFlags = SQLITE_UTF8 | SQLITE_DETERMINISTIC | SQLITE_INNOCUOUS;
+/// The subtype SQLite's json_* functions give their JSON results (JSON_SUBTYPE in json.c).
+constexpr unsigned int kJsonSubtype = 'J';
+
+/// SQLite 3.40's scalar JSON functions and operators, with the argument counts they are
+/// registered with (-1: any), so that a wrong count is still refused at prepare time, by
+/// SQLite, with its own message. json_patch is registered with its guard below.
+constexpr std::pair<const char*, int> kCheckedJsonFunctions[] = {
+    {"json", 1},         {"json_array", -1},   {"json_array_length", 1},
+    {"json_array_length", 2}, {"json_extract", -1}, {"->", 2},
+    {"->>", 2},          {"json_insert", -1},  {"json_object", -1},
+    {"json_quote", 1},   {"json_remove", -1},  {"json_replace", -1},
+    {"json_set", -1},    {"json_type", 1},     {"json_type", 2},
+    {"json_valid", 1}};
 
 void PrintfFunction(sqlite3_context* ctx, int argc, sqlite3_value** argv) {
   auto* self = static_cast<GuardedBuiltins*>(sqlite3_user_data(ctx));
@@ -41,7 +56,33 @@ void JsonPatchFunction(sqlite3_context* ctx, int argc, sqlite3_value** argv) {
         -1);
     return;
   }
-  self->CallBuiltin(ctx, "json_patch", argc, argv);
+  self->CallChecked(ctx, "json_patch", argc, argv);
+}
+
+/// Binds 'value' to parameter 'i' of 'stmt' without copying a string or BLOB: 'value' outlives
+/// the statement's use, which is reset before the calling function returns.
+void BindArgument(sqlite3_stmt* stmt, int i, sqlite3_value* value) {
+  switch (sqlite3_value_type(value)) {
+    case SQLITE_TEXT: {
+      const unsigned char* text = sqlite3_value_text(value);
+      sqlite3_bind_text64(stmt, i, reinterpret_cast<const char*>(text),
+                          static_cast<sqlite3_uint64>(sqlite3_value_bytes(value)),
+                          SQLITE_STATIC, SQLITE_UTF8);
+      break;
+    }
+    case SQLITE_BLOB:
+      sqlite3_bind_blob64(stmt, i, sqlite3_value_blob(value),
+                          static_cast<sqlite3_uint64>(sqlite3_value_bytes(value)),
+                          SQLITE_STATIC);
+      break;
+    default:
+      sqlite3_bind_value(stmt, i, value);
+  }
+}
+
+void CheckedFunction(sqlite3_context* ctx, int argc, sqlite3_value** argv) {
+  const auto* checked = static_cast<const GuardedBuiltins::Checked*>(sqlite3_user_data(ctx));
+  checked->self->CallChecked(ctx, checked->name, argc, argv);
 }
 
 }  // namespace
@@ -61,9 +102,13 @@ Status GuardedBuiltins::Register(sqlite3* db, std::unique_ptr<GuardedBuiltins>* 
       return Internal(std::string("cannot register ") + name + "(): " + sqlite3_errmsg(db));
     }
   }
-  if (sqlite3_create_function_v2(db, "json_patch", 2, kFunctionFlags, self.get(),
-                                 &JsonPatchFunction, nullptr, nullptr, nullptr) != SQLITE_OK) {
+  if (sqlite3_create_function_v2(db, "json_patch", 2, kFunctionFlags | SQLITE_SUBTYPE,
+                                 self.get(), &JsonPatchFunction, nullptr, nullptr,
+                                 nullptr) != SQLITE_OK) {
     return Internal(std::string("cannot register json_patch(): ") + sqlite3_errmsg(db));
+  }
+  for (const auto& [name, num_args] : kCheckedJsonFunctions) {
+    QR_RETURN_IF_ERROR(self->RegisterChecked(name, num_args));
   }
   *out = std::move(self);
   return Status::OK();
@@ -74,12 +119,34 @@ GuardedBuiltins::~GuardedBuiltins() {
   sqlite3_close_v2(builtins_);
 }
 
-sqlite3_stmt* GuardedBuiltins::Statement(sqlite3_context* ctx, const char* name, int argc) {
-  sqlite3_stmt*& stmt = statements_[{name, argc}];
+Status GuardedBuiltins::RegisterChecked(const char* name, int num_args) {
+  checked_.push_back(std::make_unique<Checked>(Checked{this, name}));
+  if (sqlite3_create_function_v2(served_, name, num_args, kFunctionFlags | SQLITE_SUBTYPE,
+                                 checked_.back().get(), &CheckedFunction, nullptr, nullptr,
+                                 nullptr) != SQLITE_OK) {
+    return Internal(std::string("cannot register ") + name + "(): " + sqlite3_errmsg(served_));
+  }
+  return Status::OK();
+}
+
+sqlite3_stmt* GuardedBuiltins::Statement(sqlite3_context* ctx, const char* name, int argc,
+                                         const std::string& json_args) {
+  sqlite3_stmt*& stmt = statements_[{name, argc, json_args}];
   if (stmt == nullptr) {
-    std::string sql = std::string("SELECT ") + name + "(";
-    for (int i = 1; i <= argc; ++i) sql += (i > 1 ? ",?" : "?") + std::to_string(i);
-    sql += ")";
+    auto arg = [&json_args](int i) {
+      const std::string p = "?" + std::to_string(i);
+      return static_cast<size_t>(i) <= json_args.size() && json_args[i - 1] == '1'
+                 ? "json(" + p + ")"
+                 : p;
+    };
+    std::string sql = "SELECT ";
+    if (name[0] == '-') {  // the -> and ->> operators
+      sql += arg(1) + " " + name + " " + arg(2);
+    } else {
+      sql += std::string(name) + "(";
+      for (int i = 1; i <= argc; ++i) sql += (i > 1 ? "," : "") + arg(i);
+      sql += ")";
+    }
     if (sqlite3_prepare_v2(builtins_, sql.c_str(), -1, &stmt, nullptr) != SQLITE_OK) {
       sqlite3_result_error(ctx, sqlite3_errmsg(builtins_), -1);
       stmt = nullptr;
@@ -98,11 +165,32 @@ void GuardedBuiltins::SetStepError(sqlite3_context* ctx, int rc) {
   }
 }
 
-void GuardedBuiltins::CallBuiltin(sqlite3_context* ctx, const char* name, int argc,
+void GuardedBuiltins::CallChecked(sqlite3_context* ctx, const char* name, int argc,
                                   sqlite3_value** argv) {
-  sqlite3_stmt* stmt = Statement(ctx, name, argc);
+  size_t bytes = 0;
+  std::string json_args;
+  for (int i = 0; i < argc; ++i) {
+    const int type = sqlite3_value_type(argv[i]);
+    if (type == SQLITE_TEXT || type == SQLITE_BLOB) {
+      bytes += static_cast<size_t>(sqlite3_value_bytes(argv[i]));
+    }
+    if (sqlite3_value_subtype(argv[i]) == kJsonSubtype) {
+      json_args.resize(static_cast<size_t>(argc), '0');
+      json_args[static_cast<size_t>(i)] = '1';
+    }
+  }
+  if (StepCheckpoint::Charge(bytes)) {
+    sqlite3_result_error_code(ctx, SQLITE_INTERRUPT);
+    return;
+  }
+  CallBuiltin(ctx, name, argc, argv, json_args);
+}
+
+void GuardedBuiltins::CallBuiltin(sqlite3_context* ctx, const char* name, int argc,
+                                  sqlite3_value** argv, const std::string& json_args) {
+  sqlite3_stmt* stmt = Statement(ctx, name, argc, json_args);
   if (stmt == nullptr) return;
-  for (int i = 0; i < argc; ++i) sqlite3_bind_value(stmt, i + 1, argv[i]);
+  for (int i = 0; i < argc; ++i) BindArgument(stmt, i + 1, argv[i]);
   const int rc = sqlite3_step(stmt);
   if (rc == SQLITE_ROW) {
     sqlite3_result_value(ctx, sqlite3_column_value(stmt, 0));
@@ -115,10 +203,10 @@ void GuardedBuiltins::CallBuiltin(sqlite3_context* ctx, const char* name, int ar
 
 int GuardedBuiltins::RunPrintf(sqlite3_context* ctx, std::string_view format, int argc,
                                sqlite3_value** argv, std::string* out) {
-  sqlite3_stmt* stmt = Statement(ctx, "printf", argc + 1);
+  sqlite3_stmt* stmt = Statement(ctx, "printf", argc + 1, std::string());
   if (stmt == nullptr) return -1;
   sqlite3_bind_text64(stmt, 1, format.data(), format.size(), SQLITE_STATIC, SQLITE_UTF8);
-  for (int i = 0; i < argc; ++i) sqlite3_bind_value(stmt, i + 2, argv[i]);
+  for (int i = 0; i < argc; ++i) BindArgument(stmt, i + 2, argv[i]);
   const int rc = sqlite3_step(stmt);
   int answer = -1;
   if (rc == SQLITE_ROW) {

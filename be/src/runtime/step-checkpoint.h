@@ -31,6 +31,12 @@ class StepCheckpoint {
   /// Runs this thread's check (it may yield the CPU); true if the statement must stop, in
   /// which case the function answers SQLITE_INTERRUPT. False on a thread with no check.
   static bool Check();
+
+  /// Counts 'bytes' of work on this thread, across calls, and runs Check() whenever
+  /// kCheckpointBytes have accumulated since the last check; true if the statement must stop.
+  /// For built-ins that cannot check inside one call (GuardedBuiltins): checked before each
+  /// large call, a row of many such calls stops between two of them.
+  static bool Charge(size_t bytes);
 };
 
 /// Counts a function call's work and runs StepCheckpoint::Check() every kCheckpointBytes.
