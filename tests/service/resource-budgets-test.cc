@@ -21,11 +21,10 @@ using nlohmann::json;
 // Memory
 
 TEST_F(ResourceLimitsTest, WideRowFailsItsQueryNotTheServer) {
-  CoordinatorServer::Options o = Options();
-  o.query_max_memory_bytes = int64_t{64} << 20;
-  Start(o);
-  // 60 values of 2 MB each (the default --max_value_mb allows one): one row of 120 MB, 160 MB
-  // once base64-encoded.
+  // The default --query_max_memory_mb (128 MiB) and 60 values of 2 MB each (the default
+  // --max_value_mb allows one): one row of 120 MB, which fits, but 160 MB once
+  // base64-encoded, which does not; the columns' types are decided by their values.
+  Start(Options());
   std::string sql = "SELECT ";
   for (int i = 0; i < 60; ++i) {
     if (i > 0) sql += ", ";
