@@ -317,6 +317,15 @@ TEST_F(GuardedBuiltinsTest, JsonCallsOfOneRowCheckBetweenThemselves) {
     EXPECT_EQ(check.calls, 0);
   }
   EXPECT_EQ(Eval(guarded_, row), "4") << "no check installed";
+  // The operators are overridden too.
+  check = {0, 1};
+  {
+    const StepCheckpoint checkpoint(&CountingCheck::Fn, &check);
+    EXPECT_EQ(Eval(guarded_, "SELECT " + x + " -> '$[0]'"), "error: interrupted");
+    EXPECT_EQ(Eval(guarded_, "SELECT " + x + " ->> '$[0]'"), "error: interrupted");
+  }
+  EXPECT_EQ(check.calls, 2);
+  EXPECT_EQ(Eval(guarded_, "SELECT " + x + " ->> '$[0]'"), "0");
 }
 
 }  // namespace

@@ -66,10 +66,11 @@ DEFINE_bool(count_syscalls, true, "Count the server's syscalls with perf tracepo
 DEFINE_string(json_out, "", "Also write the report as JSON to this file.");
 DEFINE_string(attack, "none",
               "Noisy mode: what the attackers do. none (quiet baseline); never-poll (POST "
-              "--attack_sql every --attack_interval_ms, never fetch); wide-row (a 60 x 2 MB row: values of the default --max_value_mb); "
-              "instr-bomb (instr on --instr_bomb_bytes strings); huge-sort (ORDER BY over lineitem "
-              "x --huge_sort_rows lineitems); reget (fetch the first page, then GET its nextUri "
-              "again and again); slow-fetch (fetch the first page of lineitem, then hold it).");
+              "--attack_sql every --attack_interval_ms, never fetch); wide-row (a 60 x 2 MB row: "
+              "values of the default --max_value_mb); instr-bomb (instr on --instr_bomb_bytes "
+              "strings); huge-sort (ORDER BY over lineitem x --huge_sort_rows lineitems); reget "
+              "(fetch the first page, then GET its nextUri again and again); slow-fetch (fetch "
+              "the first page of lineitem, then hold it).");
 DEFINE_int32(attackers, 64, "Noisy mode: attacker clients (one connection each).");
 DEFINE_string(attack_user, "attacker", "Noisy mode: X-Trino-User of the attackers.");
 DEFINE_string(attack_sql, "", "Noisy mode: the attackers' statement (empty: the --attack's own).");

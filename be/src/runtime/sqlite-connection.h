@@ -29,8 +29,8 @@ class SqliteConnection {
  public:
   /// The default of the most bytes one value (string, BLOB) or row may hold, --max_value_mb.
   /// One call of a built-in cannot be interrupted and costs time in its input's size: at
-  /// 2 MiB the slowest (the json_* parse, strftime's format) take ~25-50 ms, at 16 MiB
-  /// 0.3-0.45 s (docs/architecture.md, "CPU").
+  /// 2 MiB the slowest (the json_* parse, strftime's format) take ~15-30 ms on a quiet
+  /// machine, at 16 MiB 0.2-0.45 s (docs/architecture.md, "CPU").
   static constexpr int64_t kDefaultMaxValueBytes = int64_t{2} << 20;
 
   /// Opens 'path' and checks that it is a readable SQLite database. A missing, unreadable or

@@ -32,8 +32,8 @@
 //     upper, soundex, unicode
 //   json_extract(16 MiB array, '$[#-1]')    16 MiB   0.15      linear (parse)
 //   json_set / json_array_length            16 MiB   0.08-0.13 linear
-//   json(), json_set() on an array of 1-digit 16 MiB   0.3-0.45  linear (~25 ns per byte):
-//     numbers (densest), strftime(%Y*n)                        at 2 MiB ~40-70 ms
+//   json(), json_set() on an array of 1-digit 16 MiB   0.3-0.45  linear (~15-25 ns per byte):
+//     numbers (densest), strftime(%Y*n)                        at 2 MiB 12-32 ms (--max_value_mb)
 //   printf('%.*c') (SQLite 3.40: one append  8 MiB    0.17      linear, ~20 ns per character;
 //     per character)                                             rendered by sqlite-printf.h
 //                                                                instead: a 16 MiB query

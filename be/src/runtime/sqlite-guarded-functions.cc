@@ -18,12 +18,13 @@ constexpr unsigned int kJsonSubtype = 'J';
 /// registered with (-1: any), so that a wrong count is still refused at prepare time, by
 /// SQLite, with its own message. json_patch is registered with its guard below.
 constexpr std::pair<const char*, int> kCheckedJsonFunctions[] = {
-    {"json", 1},         {"json_array", -1},   {"json_array_length", 1},
+    {"json", 1},           {"json_array", -1},   {"json_array_length", 1},
     {"json_array_length", 2}, {"json_extract", -1}, {"->", 2},
-    {"->>", 2},          {"json_insert", -1},  {"json_object", -1},
-    {"json_quote", 1},   {"json_remove", -1},  {"json_replace", -1},
-    {"json_set", -1},    {"json_type", 1},     {"json_type", 2},
-    {"json_valid", 1}};
+    {"->>", 2},            {"json_insert", -1},  {"json_object", -1},
+    {"json_quote", 1},     {"json_remove", -1},  {"json_replace", -1},
+    {"json_set", -1},      {"json_type", 1},     {"json_type", 2},
+    {"json_valid", 1},
+};
 
 void PrintfFunction(sqlite3_context* ctx, int argc, sqlite3_value** argv) {
   auto* self = static_cast<GuardedBuiltins*>(sqlite3_user_data(ctx));
