@@ -240,6 +240,30 @@ class EngineDemotionTest : public ::testing::TestWithParam<bool> {
     delete dir_;
     dir_ = nullptr;
   }
+  /// Runs 'sql', a statement of a few VM instructions (far fewer than the progress handler's
+  /// 1,000), on one executor that yields every 10 us, and expects rows 'rows_json' and at
+  /// least 'min_yields' yields, which then came from checks inside the statement's calls.
+  /// Demotion off (after_ms = 0): an executor yields demoted or not, and at nice 7 beside a
+  /// busy test run it could wait far longer than its ~1.5 s of CPU under ThreadSanitizer.
+  void ExpectYieldsWithinOneRow(const std::string& sql, int64_t max_value_bytes,
+                                const std::string& rows_json, int64_t min_yields) {
+    SqliteEngine::Options options;
+    options.database_path = sample_path_;
+    options.num_threads = 1;
+    options.long_query = {/*after_ms=*/0, /*nice_increment=*/7};
+    options.long_query.yield_us = 10;
+    options.max_value_bytes = max_value_bytes;
+    std::unique_ptr<SqliteEngine> engine;
+    ASSERT_TRUE(SqliteEngine::Create(options, &engine).ok());
+    const int64_t before = LongQueryYields();
+    auto q = Submit(&mgr_, engine.get(), sql);
+    const qr::testing::QueryOutcome out = Drain(q);
+    ASSERT_TRUE(out.ended);
+    EXPECT_EQ(out.state, ExecState::kFinished);
+    EXPECT_EQ(out.RowsJson(), rows_json);
+    EXPECT_GE(LongQueryYields(), before + min_yields);
+  }
+
   static ScopedTempDir* dir_;
   static std::string sample_path_;
   QueryExecMgr mgr_{16};
@@ -329,53 +353,25 @@ TEST_F(EngineDemotionTest, LongQueryExecutorYieldsTheCpu) {
 }
 
 TEST_F(EngineDemotionTest, LongQueryYieldsWithinOneLongFunctionCall) {
-  // A few VM instructions, far fewer than the progress handler's 1,000: the yields can only
-  // come from the checkpoints inside printf() and instr() (runtime/step-checkpoint.h). Work
-  // that sanitizers slow down little: block copies and a Rabin-Karp search (not 16M calls).
-  // Demotion off (after_ms = 0): an executor yields demoted or not, and at nice 7 beside a
-  // busy test run it could wait far longer than its ~1.5 s of CPU under ThreadSanitizer.
-  SqliteEngine::Options options;
-  options.database_path = sample_path_;
-  options.num_threads = 1;
-  options.long_query = {/*after_ms=*/0, /*nice_increment=*/7};
-  options.long_query.yield_us = 10;
-  // Calls over values past the default --max_value_mb, so that each runs long.
-  options.max_value_bytes = int64_t{16} << 20;
-  std::unique_ptr<SqliteEngine> engine;
-  ASSERT_TRUE(SqliteEngine::Create(options, &engine).ok());
-  const int64_t before = LongQueryYields();
-  auto q = Submit(&mgr_, engine.get(),
-                  "SELECT instr(printf('%.*c', 16000000, 'a'), "
-                  "printf('%.*c', 2000, 'a') || 'b')");
-  const qr::testing::QueryOutcome out = Drain(q);
-  ASSERT_TRUE(out.ended);
-  EXPECT_EQ(out.state, ExecState::kFinished);
-  EXPECT_EQ(out.RowsJson(), "[[0]]");
-  EXPECT_GE(LongQueryYields(), before + 2);
+  // The yields can only come from the checkpoints inside printf() and instr()
+  // (runtime/step-checkpoint.h). Work that sanitizers slow down little: block copies and a
+  // Rabin-Karp search (not 16M calls). Values past the default --max_value_mb, so that each
+  // call runs long.
+  ExpectYieldsWithinOneRow(
+      "SELECT instr(printf('%.*c', 16000000, 'a'), printf('%.*c', 2000, 'a') || 'b')",
+      int64_t{16} << 20, "[[0]]", 2);
 }
 
 TEST_F(EngineDemotionTest, LongQueryYieldsBetweenTheJsonCallsOfOneRow) {
-  // One row of eight JSON parses of distinct 1 MiB texts: SQLite checks nothing between the
-  // calls of one row, so the yields can only come from the checks the json_* overrides make
-  // before each large call (sqlite-guarded-functions.h). Built with hex() and zeroblob(),
-  // which have no checkpoints of their own.
-  SqliteEngine::Options options;
-  options.database_path = sample_path_;
-  options.num_threads = 1;
-  options.long_query = {/*after_ms=*/0, /*nice_increment=*/7};
-  options.long_query.yield_us = 10;
-  std::unique_ptr<SqliteEngine> engine;
-  ASSERT_TRUE(SqliteEngine::Create(options, &engine).ok());
+  // Eight JSON parses of distinct 1 MiB texts: SQLite checks nothing between the calls of one
+  // row, so the yields can only come from the checks the json_* overrides make before each
+  // large call (sqlite-guarded-functions.h). Built with hex() and zeroblob(), which have no
+  // checkpoints of their own.
   std::string sum = "json_valid(x)";
   for (int i = 1; i < 8; ++i) sum += " + json_valid(x || '" + std::string(i, ' ') + "')";
-  const int64_t before = LongQueryYields();
-  auto q = Submit(&mgr_, engine.get(),
-                  "SELECT " + sum + " FROM (SELECT '\"' || hex(zeroblob(524288)) || '\"' AS x)");
-  const qr::testing::QueryOutcome out = Drain(q);
-  ASSERT_TRUE(out.ended);
-  EXPECT_EQ(out.state, ExecState::kFinished);
-  EXPECT_EQ(out.RowsJson(), "[[8]]");
-  EXPECT_GE(LongQueryYields(), before + 4);
+  ExpectYieldsWithinOneRow(
+      "SELECT " + sum + " FROM (SELECT '\"' || hex(zeroblob(524288)) || '\"' AS x)",
+      SqliteConnection::kDefaultMaxValueBytes, "[[8]]", 4);
 }
 
 INSTANTIATE_TEST_SUITE_P(RestoreOrReplace, EngineDemotionTest, ::testing::Bool(),
