@@ -71,7 +71,7 @@ struct Counter {
   int stop_at = 0;  // 0: never
 };
 
-bool Count(void* arg) {
+bool Count(void* arg, bool /*may_yield*/) {
   auto* counter = static_cast<Counter*>(arg);
   ++counter->calls;
   return counter->stop_at != 0 && counter->calls >= counter->stop_at;

@@ -102,6 +102,59 @@ TEST_F(SqliteFunctionsTest, InstrMatchesBuiltinOnEdgeCases) {
   for (const char* expr : kCases) ExpectSameAsBuiltin(std::string("SELECT ") + expr);
 }
 
+TEST_F(SqliteFunctionsTest, LengthMatchesBuiltinOnEdgeCases) {
+  const char* kCases[] = {
+      "length(NULL)", "length('')", "length('abc')", "length('\xc3\xa9')",
+      "length('a\xf0\x9f\x98\x80" "b')", "length(x'')", "length(x'00ff')", "length(12345)",
+      "length(-1.5)", "length(1e300)", "length(zeroblob(5))", "length(zeroblob(1000000))",
+      "length(CAST(x'610062' AS TEXT))", "length(CAST(x'80808041' AS TEXT))",
+      "length(CAST(x'c0' AS TEXT))", "length(CAST(x'c08080c1' AS TEXT))",
+      "length(CAST(x'ff80' AS TEXT))", "length(CAST(x'e282' AS TEXT))",
+      "length(CAST(x'41e28241' AS TEXT))", "length(CAST(12 AS TEXT))", "typeof(length(1))",
+      "length(printf('%.*c', 70000, 'a') || '\xc3\xa9')",
+  };
+  for (const char* expr : kCases) ExpectSameAsBuiltin(std::string("SELECT ") + expr);
+  // Long texts whose characters straddle the checkpoints' 64 KiB boundaries.
+  std::string mixed;
+  while (mixed.size() < (size_t{3} << 20)) mixed += "a\xc3\xa9\xf0\x9f\x98\x80\x80";
+  ExpectSameAsBuiltin("SELECT length(?1)", {mixed});
+  ExpectSameAsBuiltin("SELECT length(?1)", {mixed}, {true});
+  ExpectSameAsBuiltin("SELECT length(substr(?1, 2))", {mixed});
+}
+
+TEST_F(SqliteFunctionsTest, SubstrMatchesBuiltinOnEdgeCases) {
+  const char* kValues[] = {
+      "NULL", "''", "'abc'", "'h\xc3\xa9llo\xf0\x9f\x98\x80!'", "x''", "x'00ff10'",
+      "zeroblob(3)", "123456", "-1.5", "CAST(x'610062' AS TEXT)", "CAST(x'80c3a9c3' AS TEXT)",
+  };
+  const char* kStarts[] = {"NULL", "-10", "-3", "-1",  "0",           "1",
+                           "2",    "3",   "10", "1.9", "4294967297", "-4294967297",
+                           "'2'",  "x'32'"};
+  const char* kLengths[] = {"",    ", NULL", ", -10", ", -2", ", -1",         ", 0",
+                            ", 1", ", 2",    ", 10",  ", 2.5", ", 4294967298", ", '1'"};
+  for (const char* fn : {"substr", "substring"}) {
+    for (const char* value : kValues) {
+      for (const char* start : kStarts) {
+        for (const char* length : kLengths) {
+          ExpectSameAsBuiltin(std::string("SELECT ") + fn + "(" + value + ", " + start + length +
+                              ")");
+        }
+      }
+    }
+  }
+  // Long texts whose characters straddle the checkpoints' 64 KiB boundaries.
+  std::string mixed;
+  while (mixed.size() < (size_t{3} << 20)) mixed += "a\xc3\xa9\xf0\x9f\x98\x80\x80bcdefghij";
+  for (const char* sql :
+       {"SELECT substr(?1, 1000001, 7)", "SELECT substr(?1, -1000000, 9)",
+        "SELECT substr(?1, 3, 1500000) = substr(?1, 3)", "SELECT length(substr(?1, 65530))",
+        "SELECT substr(?1, -5)", "SELECT substr(?1, 2000000, -100)"}) {
+    ExpectSameAsBuiltin(sql, {mixed});
+    ExpectSameAsBuiltin(sql, {mixed}, {true});
+  }
+  EXPECT_EQ(Eval(fast_, "SELECT substr(?1, 1000001, 7)", {mixed}).substr(0, 5), "TEXT:");
+}
+
 TEST_F(SqliteFunctionsTest, ReplaceMatchesBuiltinOnEdgeCases) {
   const char* kCases[] = {
       "replace(NULL, 'a', 'b')", "replace('abc', NULL, 'b')", "replace('abc', 'b', NULL)",
@@ -147,9 +200,16 @@ TEST_F(SqliteFunctionsTest, TrimMatchesBuiltinOnEdgeCases) {
       "'abc', CAST(x'610063' AS TEXT)", "'abc', CAST(x'0061' AS TEXT)", "123, ''",
       "CAST(x'616100' AS TEXT), 'a'", "CAST(x'006161' AS TEXT), CAST(x'00' AS TEXT)",
   };
+  const char* kOneArg[] = {
+      "NULL", "''", "' '", "'   '", "'  abc  '", "' a b '", "'\t a \n'", "123", "-1.5",
+      "x'20612020'", "x'2000'", "CAST(x'2000612020' AS TEXT)", "'\xc2\xa0a\xc2\xa0'",
+  };
   for (const char* fn : {"trim", "ltrim", "rtrim"}) {
     for (const char* args : kArgs) {
       ExpectSameAsBuiltin(std::string("SELECT ") + fn + "(" + args + ")");
+    }
+    for (const char* arg : kOneArg) {
+      ExpectSameAsBuiltin(std::string("SELECT ") + fn + "(" + arg + ")");
     }
   }
 }
@@ -158,7 +218,7 @@ TEST_F(SqliteFunctionsTest, TrimMatchesBuiltinOnEdgeCases) {
 /// of 2- and 4-byte characters, continuation bytes and whole characters.
 std::string RandomText(std::mt19937* rng, int max_len) {
   static const char* kPieces[] = {"a", "b", "\xc3", "\xa9", "\x80", "\xf0", "\xc3\xa9",
-                                  "\xf0\x9f\x98\x80", "\xc3\xa9\xa9", "ab", "\x00"};
+                                  "\xf0\x9f\x98\x80", "\xc3\xa9\xa9", "ab", " ", "\x00"};
   std::uniform_int_distribution<int> len_dist(0, max_len);
   std::uniform_int_distribution<int> piece_dist(0, std::size(kPieces) - 1);
   std::string out;
@@ -177,7 +237,10 @@ TEST_F(SqliteFunctionsTest, RandomInputsMatchBuiltin) {
   std::mt19937 rng(20240601);
   const char* kQueries[] = {"SELECT instr(?1, ?2)", "SELECT replace(?1, ?2, ?3)",
                             "SELECT trim(?1, ?2)", "SELECT ltrim(?1, ?2)",
-                            "SELECT rtrim(?1, ?2)"};
+                            "SELECT rtrim(?1, ?2)", "SELECT length(?1)",
+                            "SELECT trim(?1)",      "SELECT ltrim(?1)",
+                            "SELECT rtrim(?1)",     "SELECT substr(?1, length(?2) - 2)",
+                            "SELECT substr(?1, -length(?2), length(?3) - 1)"};
   for (int i = 0; i < 3000; ++i) {
     const std::vector<std::string> params = {RandomText(&rng, 8), RandomText(&rng, 3),
                                              RandomText(&rng, 2)};
@@ -209,14 +272,17 @@ TEST_F(SqliteFunctionsTest, InstrAndReplaceAreRightOnLargeAdversarialInputs) {
             "INTEGER:1");
 }
 
-bool StopNow(void* /*arg*/) { return true; }
+bool StopNow(void* /*arg*/, bool /*may_yield*/) { return true; }
 
 TEST_F(SqliteFunctionsTest, LongCallsStopAtTheirFirstCheckpointWhenTold) {
   const std::string hay(1 << 20, 'a');
   const StepCheckpoint checkpoint(&StopNow, nullptr);
   for (const char* sql : {"SELECT instr(?1, 'ab')", "SELECT instr(?1, substr(?1, 2000) || 'b')",
                           "SELECT replace(?1, 'a', 'b')", "SELECT replace(?1, 'a', '')",
-                          "SELECT replace(?1, 'b', 'cc')"}) {
+                          "SELECT replace(?1, 'b', 'cc')", "SELECT length(?1)",
+                          "SELECT trim(?1)", "SELECT rtrim(?1, 'b')", "SELECT ?1 LIKE '%b%'",
+                          "SELECT ?1 GLOB '*b*'", "SELECT substr(?1, 1000000, 1)",
+                          "SELECT substr(?1, -5)"}) {
     EXPECT_EQ(Eval(fast_, sql, {hay}), "error:interrupted") << sql;
   }
   // A call shorter than one checkpoint's worth of work never reaches one.
@@ -224,6 +290,38 @@ TEST_F(SqliteFunctionsTest, LongCallsStopAtTheirFirstCheckpointWhenTold) {
             "INTEGER:1000");
   EXPECT_EQ(Eval(fast_, "SELECT length(replace(?1, 'X', 'yy'))", {std::string(1000, 'X')}),
             "INTEGER:2000");
+  EXPECT_EQ(Eval(fast_, "SELECT length(?1)", {std::string(1000, 'X')}), "INTEGER:1000");
+}
+
+/// A check that counts its calls and says stop from the 'stop_at'-th on (0: never).
+struct CountingCheck {
+  int calls = 0;
+  int stop_at = 0;
+  static bool Fn(void* arg, bool /*may_yield*/) {
+    auto* self = static_cast<CountingCheck*>(arg);
+    return ++self->calls >= self->stop_at && self->stop_at != 0;
+  }
+};
+
+TEST_F(SqliteFunctionsTest, ARowOfLengthCallsChecksInsideEachCall) {
+  // length() allocates nothing, and a load of x into a register that already holds a buffer
+  // of its size allocates nothing either: only the override's own checks run in this row.
+  std::string row = "WITH t(x) AS MATERIALIZED (SELECT printf('%.*c', 1048576, 'a')) SELECT ";
+  for (int i = 0; i < 20; ++i) row += std::string(i > 0 ? ", " : "") + "length(x)";
+  row += " FROM t";
+  CountingCheck check;
+  {
+    const StepCheckpoint checkpoint(&CountingCheck::Fn, &check);
+    EXPECT_EQ(Eval(fast_, row).substr(0, 8), "INTEGER:");
+  }
+  EXPECT_GE(check.calls, 20 * 15) << "one check per 64 KiB counted";
+  CountingCheck stop;
+  stop.stop_at = 20;
+  {
+    const StepCheckpoint checkpoint(&CountingCheck::Fn, &stop);
+    EXPECT_EQ(Eval(fast_, row), "error:interrupted");
+  }
+  EXPECT_EQ(stop.calls, 20);
 }
 
 TEST_F(SqliteFunctionsTest, TrimIsRightOnLargeAdversarialInputs) {

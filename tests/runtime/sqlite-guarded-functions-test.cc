@@ -201,7 +201,7 @@ TEST_F(GuardedBuiltinsTest, PrintfPlansOnlyLargeRepeatsInFormatsItKnows) {
   }
 }
 
-bool StopNow(void* /*arg*/) { return true; }
+bool StopNow(void* /*arg*/, bool /*may_yield*/) { return true; }
 
 TEST_F(GuardedBuiltinsTest, LargeRepeatsStopAtTheirFirstCheckpointWhenTold) {
   const StepCheckpoint checkpoint(&StopNow, nullptr);
@@ -284,7 +284,7 @@ TEST_F(GuardedBuiltinsTest, JsonFunctionsAnswerAsTheBuiltins) {
 struct CountingCheck {
   int calls = 0;
   int stop_at = 0;
-  static bool Fn(void* arg) {
+  static bool Fn(void* arg, bool /*may_yield*/) {
     auto* self = static_cast<CountingCheck*>(arg);
     return ++self->calls >= self->stop_at;
   }

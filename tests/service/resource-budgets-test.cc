@@ -11,6 +11,7 @@
 
 #include "resource-limits-test-util.h"
 #include "runtime/sqlite-heap.h"
+#include "runtime/step-checkpoint.h"
 
 namespace qr::testing {
 namespace {
@@ -184,6 +185,63 @@ TEST_F(ResourceLimitsTest, InstrOnLongStringsIsLinearAndARecursiveQueryStillCanc
   ASSERT_TRUE(info.error.has_value());
   EXPECT_EQ(info.error->name, "USER_CANCELED");
   ExpectDrained();
+  ExpectServes();
+}
+
+/// 1500 upper() calls on 2 MB values in one row: seconds of SQLite's own built-ins with no
+/// jump between them, where SQLite would check its interrupt (3-8 ms each on a 2-vCPU VM).
+/// Each allocates its result, and the allocation's checkpoint (StepCheckpoint::Allocating)
+/// stops the row. Nothing runs before the row but the statement's prepare (zeroblob() is not
+/// constant-folded), and nothing in the prepare allocates megabytes.
+std::string RowOfUpperCalls() {
+  std::string sql = "SELECT ";
+  for (int i = 0; i < 1500; ++i) {
+    if (i > 0) sql += ", ";
+    sql += "length(upper(zeroblob(2000000))) c" + std::to_string(i);
+  }
+  return sql;
+}
+
+TEST_F(ResourceLimitsTest, ARowOfManyBuiltinCallsStopsAtItsTimeLimitInsideTheRow) {
+  Start(Options());
+  ASSERT_TRUE(SqliteHeapInstalled()) << "the server installs the accounting allocator first";
+  const double refused = Metric("qr_statement_stop_allocations_refused_total");
+  StatementOptions so;
+  // Far longer than the prepare, far shorter than the row.
+  so.post_headers = {{"X-Trino-Session", "query_max_execution_time=1s"}};
+  StatementResult r = RunStatement(port_, RowOfUpperCalls(), so);
+  EXPECT_TRUE(r.failure.empty()) << r.failure;
+  EXPECT_EQ(r.final_state, "FAILED");
+  // The time limit, not the SQLITE_NOMEM through which the row was stopped.
+  EXPECT_EQ(r.error_name(), "EXCEEDED_TIME_LIMIT") << r.error.dump();
+  ExpectDrained();
+  EXPECT_GT(Metric("qr_statement_stop_allocations_refused_total"), refused)
+      << "the row ran to its end";
+  ExpectServes();
+}
+
+TEST_F(ResourceLimitsTest, ARowOfManyBuiltinCallsStopsAtACancelInsideTheRow) {
+  Start(Options());
+  ASSERT_TRUE(SqliteHeapInstalled()) << "the server installs the accounting allocator first";
+  const int64_t refused = StepCheckpoint::AllocationsRefused();
+  const int64_t heap_before = SqliteHeapUsed();
+  ResetSqliteHeapPeak();
+  StatementOptions so;
+  so.max_wait = "10ms";
+  StatementClient c(port_, so);
+  c.Submit(RowOfUpperCalls());
+  auto req = RequestOf(c.result().id);
+  ASSERT_NE(req, nullptr);
+  // Inside the row: its calls hold 4 MB and more at a time, the prepare far less.
+  ASSERT_TRUE(WaitFor([&] { return SqliteHeapPeak() - heap_before >= (int64_t{4} << 20); },
+                      kDeadline));
+  EXPECT_EQ(c.Cancel().status, 204);
+  EXPECT_TRUE(WaitFor([&] { return req->execution_done(); }, kDeadline));
+  ClientRequestState::Info info = req->GetInfo();
+  ASSERT_TRUE(info.error.has_value());
+  EXPECT_EQ(info.error->name, "USER_CANCELED") << info.error->message;
+  ExpectDrained();
+  EXPECT_GT(StepCheckpoint::AllocationsRefused(), refused) << "the row ran to its end";
   ExpectServes();
 }
 

@@ -140,11 +140,11 @@ class QueryRunner {
 
   static int OnProgress(void* self);
   /// StepCheckpoint's check: MustStop() of 'self'.
-  static bool InStep(void* self);
-  /// What the progress handler checks (and does) between VM instructions and our functions
-  /// within one: true on a cancel or past the deadline; yields the CPU of a long query every
-  /// LongQueryDemoter::Options::yield_us.
-  bool MustStop();
+  static bool InStep(void* self, bool may_yield);
+  /// What the progress handler checks (and does) between VM instructions, and our functions
+  /// and SQLite's allocations within one: true on a cancel or past the deadline; if
+  /// 'may_yield', yields the CPU of a long query every LongQueryDemoter::Options::yield_us.
+  bool MustStop(bool may_yield = true);
   /// Publishes the CPU time and VM steps so far (QueryState::cpu_time_ns, vm_steps).
   void SampleCounters();
   End Execute();
@@ -242,6 +242,10 @@ void QueryRunner::Run() {
     const StepCheckpoint checkpoint(&QueryRunner::InStep, this);
     end = Execute();
   }
+  // A stop inside a step can surface as any failure: SQLite answers SQLITE_NOMEM once the
+  // checkpoint refuses its allocations (StepCheckpoint::Allocating), and a budget or a
+  // bind can fail on the way out. The stop is what the client is told.
+  if (end == End::kFailed && (query_->is_cancelled() || timed_out_)) end = End::kInterrupted;
   conn_->SetProgressHandler(nullptr, nullptr);
   SampleCounters();  // the statement's final step count, while it exists
   stmt_.reset();  // ends the read transaction before anyone learns that the query ended
@@ -285,9 +289,11 @@ int QueryRunner::OnProgress(void* self_ptr) {
   return self->MustStop() ? 1 : 0;
 }
 
-bool QueryRunner::InStep(void* self) { return static_cast<QueryRunner*>(self)->MustStop(); }
+bool QueryRunner::InStep(void* self, bool may_yield) {
+  return static_cast<QueryRunner*>(self)->MustStop(may_yield);
+}
 
-bool QueryRunner::MustStop() {
+bool QueryRunner::MustStop(bool may_yield) {
   if (query_->is_cancelled()) return true;
   if (!has_deadline_ && next_yield_ == std::chrono::steady_clock::time_point::max()) {
     return false;
@@ -297,7 +303,7 @@ bool QueryRunner::MustStop() {
     timed_out_ = true;
     return true;
   }
-  if (now >= next_yield_) {
+  if (may_yield && now >= next_yield_) {
     // A long query, demoted: give a short query's thread that woke on this CPU the chance to
     // run now rather than at the scheduler's next tick (LongQueryDemoter::Options::yield_us).
     sched_yield();

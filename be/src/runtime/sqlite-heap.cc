@@ -6,6 +6,8 @@
 #include <cstdlib>
 #include <mutex>
 
+#include "runtime/step-checkpoint.h"
+
 namespace qr {
 namespace {
 
@@ -48,6 +50,9 @@ int64_t BlockSize(void* p) { return static_cast<int64_t*>(p)[-1]; }
 
 void* HeapMalloc(int n) {
   if (n <= 0) return nullptr;
+  // A stopped statement's allocations fail (StepCheckpoint::Allocating), so that SQLite's
+  // built-ins and operators stop within a row.
+  if (StepCheckpoint::Allocating(static_cast<size_t>(n))) return nullptr;
   const int64_t size = Round8(n);
   if (!Reserve(size + kHeader)) return nullptr;
   auto* block = static_cast<int64_t*>(std::malloc(static_cast<size_t>(size + kHeader)));
@@ -72,6 +77,8 @@ void* HeapRealloc(void* p, int n) {
   const int64_t old_size = BlockSize(p);
   const int64_t size = Round8(n);
   const int64_t delta = size - old_size;
+  // A growth copies the block: its whole new size counts as work.
+  if (delta > 0 && StepCheckpoint::Allocating(static_cast<size_t>(n))) return nullptr;
   if (delta > 0 && !Reserve(delta)) return nullptr;
   auto* block = static_cast<int64_t*>(
       std::realloc(static_cast<int64_t*>(p) - 1, static_cast<size_t>(size + kHeader)));

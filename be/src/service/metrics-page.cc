@@ -14,6 +14,7 @@
 #include "runtime/spool-file.h"
 #include "runtime/sqlite-connection.h"
 #include "runtime/sqlite-heap.h"
+#include "runtime/step-checkpoint.h"
 #include "service/coordinator-server.h"
 #include "service/debug-pages.h"
 #include "service/metrics-format.h"
@@ -318,6 +319,10 @@ void AppendResourceMetrics(const CoordinatorServer& server, std::string* out) {
          "Times the executor of a query yielded the CPU to waiting threads, every "
          "--long_query_yield_us of the query's run.",
          LongQueryYields(), out);
+  Scalar("qr_statement_stop_allocations_refused_total", "counter",
+         "Allocations of SQLite refused because their statement had been canceled or had run "
+         "past its time limit: how a row of SQLite's own calls stops between two of them.",
+         StepCheckpoint::AllocationsRefused(), out);
   Scalar("qr_executor_threads_replaced_total", "counter",
          "Executor threads replaced because they could not get their CPU priority back after "
          "a long query (no CAP_SYS_NICE or RLIMIT_NICE).",
