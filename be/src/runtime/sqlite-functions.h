@@ -25,11 +25,9 @@ constexpr int kLikePatternLengthLimit = 64;
 /// its result is not expanded before the engine checks the row's size) on 'db' with
 /// implementations that return exactly what SQLite 3.40's built-ins return (value and
 /// type) but run in time linear in the sizes of their arguments (trim: expected linear, it
-/// hashes Y's characters). Also length(X), substr(X,Y[,Z]) and substring(), which are linear
-/// but walk a text without allocating, so that the allocation checkpoint
-/// (StepCheckpoint::Allocating) never ran inside a row of many: the overrides check every
-/// kCheckpointBytes they walk. The one-argument trim, ltrim and rtrim use the two-argument
-/// implementation with ' '. All other functions stay built-in.
+/// hashes Y's characters); the one-argument trim, ltrim and rtrim use the two-argument
+/// implementation with ' '. Also length(X), substr(X,Y[,Z]) and substring(), with checks in
+/// their walks (sqlite-text-walk.h). All other functions stay built-in.
 Status RegisterLinearTimeFunctions(sqlite3* db);
 
 /// Sets the SQLite limits that bound the built-ins that stay superlinear: currently
