@@ -2,7 +2,9 @@
 """How long a canceled query holds its executor when the cancel lands inside one long row
 (issue 14: every statement stops within 100 ms of a cancel).
 
-    scripts/bench-cancel-row.py --port PORT [--runs 5] [--kinds upper,concat,length,trim,substr,like,json]
+    scripts/bench-cancel-row.py --port PORT [--runs 5] [--kinds KIND,...]
+
+KIND: upper concat length trim substr like json numeric compare abs (default: all).
 
 Against a running coordinatord (default flags). For each kind, a client POSTs a statement whose
 one row is a long run of SQLite's own calls on large values (straight-line code in SQLite's
@@ -21,6 +23,9 @@ import urllib.request
 # Two tables: one row holds at most --max_value_mb (2 MiB by default).
 X = ("WITH t(x) AS MATERIALIZED (SELECT printf('%.*c', 2000000, 'a')), "
      "u(s) AS MATERIALIZED (SELECT printf('%.*c', 2000000, ' ')) SELECT ")
+# Two 2 MB digit strings: converted to numbers and compared, nothing allocates.
+D = ("WITH t(x) AS MATERIALIZED (SELECT printf('%.*c', 2000000, '1')), "
+     "u(y) AS MATERIALIZED (SELECT printf('%.*c', 2000000, '1')) SELECT ")
 
 
 def row(kind):
@@ -37,6 +42,12 @@ def row(kind):
         return X + ", ".join("x LIKE '%%b%d%%' c%d" % (i, i) for i in range(100)) + " FROM t, u"
     if kind == "concat":  # 100 concatenations of it
         return X + ", ".join("length(x || '%d') c%d" % (i, i) for i in range(100)) + " FROM t, u"
+    if kind == "numeric":  # 100 conversions of it to a number
+        return D + ", ".join("x + %d c%d" % (i, i) for i in range(100)) + " FROM t, u"
+    if kind == "compare":  # 100 comparisons of two equal 2 MB strings
+        return D + ", ".join("x = y c%d" % i for i in range(100)) + " FROM t, u"
+    if kind == "abs":  # 100 abs() of it (a conversion inside a built-in)
+        return D + ", ".join("abs(x) c%d" % i for i in range(100)) + " FROM t, u"
     if kind == "json":  # ten parses of distinct 1 MiB JSON arrays
         arr = "'[' || printf('%%.*c', 1048570, '1') || '%s]'"
         return "SELECT " + " + ".join("json_valid(%s)" % (arr % (" " * i)) for i in range(10))
@@ -95,7 +106,8 @@ def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--port", type=int, required=True)
     p.add_argument("--runs", type=int, default=5)
-    p.add_argument("--kinds", default="upper,concat,length,trim,substr,like,json")
+    p.add_argument("--kinds",
+                   default="upper,concat,length,trim,substr,like,json,numeric,compare,abs")
     a = p.parse_args()
     print("| row | executor free after the cancel (ms) | whole row, not canceled (ms) |")
     print("|---|---|---|")

@@ -10,8 +10,9 @@ bench=0
 packages=(
   build-essential cmake ninja-build clang libclang-rt-14-dev pkg-config curl ca-certificates
   libboost-dev libboost-thread-dev libgflags-dev libgoogle-glog-dev
-  libgtest-dev libgmock-dev libbenchmark-dev libsqlite3-dev nlohmann-json3-dev libabsl-dev
+  libgtest-dev libgmock-dev libbenchmark-dev nlohmann-json3-dev libabsl-dev
   libssl-dev
+  tcl xz-utils patch make  # scripts/fetch-sqlite.sh: SQLite from Debian's source (CMake runs it)
   libtbb-dev libcuckoo-dev
   prometheus
   etcd-server etcd-client nginx-light

@@ -14,6 +14,7 @@
 
 #include <glog/logging.h>
 
+#include "runtime/deadline-watchdog.h"
 #include "runtime/describe-output.h"
 #include "runtime/memory-budget.h"
 #include "runtime/row-encoder.h"
@@ -128,8 +129,10 @@ class RowValues {
 
 class QueryRunner {
  public:
-  QueryRunner(SqliteConnection* conn, QueryState* query, const SqliteEngine::Options& options)
-      : conn_(conn), query_(query), ctx_(query->query_ctx()), options_(options) {}
+  QueryRunner(SqliteConnection* conn, QueryState* query, const SqliteEngine::Options& options,
+              DeadlineWatchdog* deadlines)
+      : conn_(conn), query_(query), ctx_(query->query_ctx()), options_(options),
+        deadlines_(deadlines) {}
   ~QueryRunner() { ReleaseReservation(); }
 
   /// Runs the query to its end; afterwards its exec_state is final and its buffer finished.
@@ -182,6 +185,7 @@ class QueryRunner {
   QueryState* const query_;
   const QueryContext& ctx_;
   const SqliteEngine::Options& options_;
+  DeadlineWatchdog* const deadlines_;
   std::unique_ptr<sqlite3_stmt, StmtFinalizer> stmt_;
   std::vector<ColumnType> kinds_;
   /// RowValues' per-row storage, one entry per column.
@@ -237,10 +241,19 @@ void QueryRunner::Run() {
   }
   conn_->SetProgressHandler(&QueryRunner::OnProgress, this);
   query_->SetInterruptTarget(conn_->db());
+  const bool watched = has_deadline_ && deadlines_ != nullptr;
+  if (watched) deadlines_->Arm(query_, deadline_);
   End end;
   {
     const StepCheckpoint checkpoint(&QueryRunner::InStep, this);
     end = Execute();
+  }
+  if (watched) deadlines_->Disarm(query_);
+  // The watchdog's interrupt at the deadline can end the statement before any check of
+  // ours saw the clock.
+  if (end != End::kSucceeded && has_deadline_ && !timed_out_ &&
+      std::chrono::steady_clock::now() >= deadline_) {
+    timed_out_ = true;
   }
   // A stop inside a step can surface as any failure: SQLite answers SQLITE_NOMEM once the
   // checkpoint refuses its allocations (StepCheckpoint::Allocating), and a budget or a
@@ -549,8 +562,9 @@ void QueryRunner::Finish(QueryState::ExecState state, std::optional<QueryError> 
 
 int64_t LongQueryYields() { return long_query_yields.load(std::memory_order_relaxed); }
 
-void RunQuery(SqliteConnection* conn, QueryState* query, const SqliteEngine::Options& options) {
-  QueryRunner(conn, query, options).Run();
+void RunQuery(SqliteConnection* conn, QueryState* query, const SqliteEngine::Options& options,
+              DeadlineWatchdog* deadlines) {
+  QueryRunner(conn, query, options, deadlines).Run();
 }
 
 }  // namespace qr

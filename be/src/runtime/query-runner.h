@@ -5,6 +5,7 @@
 
 namespace qr {
 
+class DeadlineWatchdog;
 class SqliteConnection;
 
 /// Executes one query on 'conn', from prepare to ResultBuffer::Finish(): publishes its
@@ -13,8 +14,11 @@ class SqliteConnection;
 /// cancellation and the time limit through SQLite's progress handler and sqlite3_interrupt(),
 /// and sets the final exec_state. Called by an executor thread of SqliteEngine; returns when
 /// the query has ended.
+/// With 'deadlines', the statement is also interrupted at the query's time limit wherever it
+/// is (DeadlineWatchdog), not only at the runner's next check.
 /// Thread-safety: one call per connection at a time; 'query' may be cancelled concurrently.
-void RunQuery(SqliteConnection* conn, QueryState* query, const SqliteEngine::Options& options);
+void RunQuery(SqliteConnection* conn, QueryState* query, const SqliteEngine::Options& options,
+              DeadlineWatchdog* deadlines = nullptr);
 
 /// Times executors of queries yielded the CPU (LongQueryDemoter::Options::yield_us), in this
 /// process.

@@ -28,9 +28,10 @@ bool QueryState::Cancel(QueryError reason) {
     cancel_reason_ = std::move(reason);
     // Relaxed is enough for the flag: the reason is read under 'lock_', never through it.
     cancelled_.store(true, std::memory_order_relaxed);
-    // Stops the running statement at its next loop iteration, not only at the progress
-    // handler's next call (1000 VM instructions may be many expensive rows). Under 'lock_',
-    // so the executor cannot clear the target and start another query in between.
+    // Stops the running statement before its next VM opcode (the project's SQLite checks
+    // the flag there), not only at the progress handler's next call (1000 VM instructions
+    // may be many expensive rows). Under 'lock_', so the executor cannot clear the target and
+    // start another query in between.
     if (interrupt_target_ != nullptr) sqlite3_interrupt(interrupt_target_);
   }
   result_buffer_.Close();
@@ -41,6 +42,11 @@ void QueryState::SetInterruptTarget(sqlite3* db) {
   MutexLock l(&lock_);
   interrupt_target_ = db;
   if (db != nullptr && cancel_reason_.has_value()) sqlite3_interrupt(db);
+}
+
+void QueryState::InterruptStatement() {
+  MutexLock l(&lock_);
+  if (interrupt_target_ != nullptr) sqlite3_interrupt(interrupt_target_);
 }
 
 std::optional<QueryError> QueryState::cancel_reason() const {

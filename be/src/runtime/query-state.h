@@ -72,15 +72,18 @@ class QueryState {
   ExecState exec_state() const { return exec_state_.load(std::memory_order_acquire); }
   void set_exec_state(ExecState s) { exec_state_.store(s, std::memory_order_release); }
 
-  /// Requests cancellation with 'reason' (the first reason wins). The engine's progress check
-  /// sees it within a few thousand SQLite VM steps; the result buffer is closed so a producer
-  /// blocked on backpressure wakes up. Returns false if already cancelled.
+  /// Requests cancellation with 'reason' (the first reason wins). The running statement is
+  /// interrupted (it stops before its next VM opcode); the result buffer is closed so a
+  /// producer blocked on backpressure wakes up. Returns false if already cancelled.
   bool Cancel(QueryError reason);
   /// Cheap enough for the engine's progress handler (one relaxed load).
   bool is_cancelled() const { return cancelled_.load(std::memory_order_relaxed); }
   /// The connection running this query's statement, which Cancel() interrupts
   /// (sqlite3_interrupt); nullptr once the statement is finalized. Set by the executor.
   void SetInterruptTarget(sqlite3* db);
+  /// Interrupts the running statement, if any, without cancelling the query: its time limit
+  /// passed (DeadlineWatchdog); the runner reports EXCEEDED_TIME_LIMIT.
+  void InterruptStatement();
   /// The reason given to Cancel(), if any.
   std::optional<QueryError> cancel_reason() const;
 

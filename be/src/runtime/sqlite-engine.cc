@@ -11,6 +11,7 @@
 
 #include <glog/logging.h>
 
+#include "runtime/deadline-watchdog.h"
 #include "runtime/query-runner.h"
 #include "runtime/sqlite-connection.h"
 #include "util/futex.h"
@@ -70,6 +71,8 @@ struct SqliteEngine::Impl {
   std::vector<std::thread> threads;
   /// Created before the threads, stopped before they are joined.
   std::unique_ptr<LongQueryDemoter> demoter;
+  /// Interrupts statements at their time limit; outlives the threads.
+  DeadlineWatchdog deadlines;
 };
 
 void SqliteEngine::Impl::ExecutorLoop(int index, SqliteConnection* conn,
@@ -104,7 +107,7 @@ void SqliteEngine::Impl::ExecutorLoop(int index, SqliteConnection* conn,
       continue;
     }
     demoter->Begin(index);
-    RunQuery(conn, query.get(), options);
+    RunQuery(conn, query.get(), options, &deadlines);
     {
       MutexLock l(&lock);
       running.erase(std::find(running.begin(), running.end(), query.get()));
@@ -213,6 +216,8 @@ int64_t SqliteEngine::num_queued() const {
 int64_t SqliteEngine::num_demoted() const { return impl_->demoter->num_demoted(); }
 
 int64_t SqliteEngine::num_executors_replaced() const { return impl_->demoter->num_replaced(); }
+
+int64_t SqliteEngine::num_deadline_interrupts() const { return impl_->deadlines.num_fired(); }
 
 int64_t SqliteEngine::num_running() const {
   MutexLock l(&impl_->lock);

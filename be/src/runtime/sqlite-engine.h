@@ -28,9 +28,12 @@ namespace qr {
 /// 'page_max_bytes' bytes, and Put()s them into the query's ResultBuffer (spooling to disk
 /// what does not fit in memory, see Options::spool_dir; blocking on backpressure without a
 /// spool or once its quota is reached). Each row is checked against the query's and the
-/// process's memory budgets before it is encoded. A progress handler polls the query's cancel
-/// flag and its time limit every 1000 VM steps, so cancellation and time limits stop even a
-/// runaway recursive CTE promptly; no built-in function is superlinear in its input
+/// process's memory budgets before it is encoded. A cancel interrupts the statement
+/// (sqlite3_interrupt), and so does a DeadlineWatchdog at the time limit; the project's
+/// SQLite checks that before every VM opcode (third_party/sqlite/), so a statement stops
+/// within one opcode wherever it is. A progress handler also polls the query's cancel flag and
+/// its time limit every 1000 VM steps (and yields for long queries); no built-in function is
+/// superlinear in its input
 /// (sqlite-functions.h) and no value exceeds Options::max_value_bytes, so no single call runs
 /// long; large JSON calls check before they run (sqlite-guarded-functions.h), since the calls
 /// of one row's expressions run back to back (docs/architecture.md, "CPU").
@@ -81,6 +84,8 @@ class SqliteEngine {
   /// not get their priority back (see LongQueryDemoter).
   int64_t num_demoted() const;
   int64_t num_executors_replaced() const;
+  /// Statements interrupted at their time limit by the engine's DeadlineWatchdog.
+  int64_t num_deadline_interrupts() const;
   const Options& options() const { return options_; }
 
  private:

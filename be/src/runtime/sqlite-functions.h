@@ -7,7 +7,7 @@
 /// Linear-time replacements for SQLite built-in SQL functions whose built-in implementation
 /// is superlinear in its input, plus the SQLite limits that bound the ones that cannot be
 /// replaced. A single SQL function call cannot be interrupted (sqlite3_interrupt() and the
-/// progress handler only act between VM steps), so a quadratic built-in on a 16 MiB value
+/// progress handler only act between VM opcodes), so a quadratic built-in on a 16 MiB value
 /// pins an executor thread for minutes and ignores cancellation and time limits.
 /// Thread-safety: both functions configure one connection; call them before the connection
 /// is shared, as for any sqlite3_create_function_v2()/sqlite3_limit() call.

@@ -323,6 +323,10 @@ void AppendResourceMetrics(const CoordinatorServer& server, std::string* out) {
          "Allocations of SQLite refused because their statement had been canceled or had run "
          "past its time limit: how a row of SQLite's own calls stops between two of them.",
          StepCheckpoint::AllocationsRefused(), out);
+  Scalar("qr_statement_deadline_interrupts_total", "counter",
+         "Statements interrupted by the deadline watchdog at their query's time limit "
+         "(--exec_time_limit_s), wherever they were.",
+         engine.num_deadline_interrupts(), out);
   Scalar("qr_executor_threads_replaced_total", "counter",
          "Executor threads replaced because they could not get their CPU priority back after "
          "a long query (no CAP_SYS_NICE or RLIMIT_NICE).",
