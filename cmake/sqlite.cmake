@@ -3,9 +3,9 @@
 # third_party/sqlite/ (docs/architecture.md, "The interrupt before every opcode").
 # scripts/fetch-sqlite.sh makes the amalgamation; it runs here, at configure time, and is a
 # no-op when its output is current. Compiled with the options of Debian's build (debian/rules
-# and its configure call: `PRAGMA compile_options` lists the same set, which
-# sqlite-connection-test checks), optimized and without sanitizer instrumentation in every
-# preset, as the shared library it replaces was.
+# and its configure call: `PRAGMA compile_options` lists the same set, which runtime-test's
+# SqliteBuildTest checks), optimized and without sanitizer instrumentation in every preset, as
+# the shared library it replaces was.
 set(QR_THIRD_PARTY_DIR "${PROJECT_SOURCE_DIR}/build/third_party" CACHE PATH
     "Where scripts/fetch-sqlite.sh (and fetch-boost-headers.sh) put what they fetch")
 set(_qr_sqlite_dir "${QR_THIRD_PARTY_DIR}/sqlite-3.40.1-2+deb12u2")
