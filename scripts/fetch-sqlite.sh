@@ -26,14 +26,16 @@ dir=$(cd "$dir" && pwd)
 dest="$dir/sqlite-$version-$debian_revision"
 
 # The stamp names everything the output is made of: the two tarballs and our patches.
-stamp=$( (echo "$orig_sha256 $debian_sha256"; cat third_party/sqlite/*.patch) | sha256sum | cut -d' ' -f1)
+stamp=$( (echo "$orig_sha256 $debian_sha256"; cat third_party/sqlite/*.patch) | sha256sum |
+  cut -d' ' -f1)
 exec 9>"$dir/.sqlite.lock"
 flock 9  # two configures at once (presets) build it once
 if [ -f "$dest/.qr-stamp" ] && [ "$(cat "$dest/.qr-stamp")" = "$stamp" ]; then
   exit 0
 fi
 
-echo "fetch-sqlite.sh: building SQLite $version-$debian_revision (Debian's source + third_party/sqlite) into $dest"
+echo "fetch-sqlite.sh: building SQLite $version-$debian_revision" \
+     "(Debian's source + third_party/sqlite) into $dest"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 download() {  # name sha256: from the cache in DIR, else from Debian's archive
@@ -67,7 +69,9 @@ mkdir -p "$src/bld"
 # Debian's 10-665363-disable-malloc-usable-size.patch takes malloc_usable_size() out of
 # configure.ac, which Debian regenerates; our configure is the tarball's own.
 sed -i '/HAVE_MALLOC_USABLE_SIZE/d' "$src/bld/sqlite_cfg.h"
-grep -q 'coordinatord: sqlite3_interrupt() stops the statement before any opcode' "$src/bld/sqlite3.c"
+# Our patch is in (a patch that applies nowhere fails above; this catches one emptied).
+grep -q 'coordinatord: sqlite3_interrupt() stops the statement before any opcode' \
+  "$src/bld/sqlite3.c"
 
 rm -rf "$dest"
 mkdir -p "$dest"
