@@ -3,8 +3,6 @@
 // query runner sees.
 #include "runtime/deadline-watchdog.h"
 
-#include <sqlite3.h>
-
 #include <chrono>
 #include <memory>
 #include <string>
@@ -20,25 +18,18 @@ namespace qr {
 namespace {
 
 using qr::testing::Drain;
+using qr::testing::NewUnrunQuery;
 using qr::testing::QueryOutcome;
 using qr::testing::ScopedTempDir;
+using qr::testing::StartEmptyDbEngine;
 using qr::testing::Submit;
 using Clock = std::chrono::steady_clock;
 
-QueryStateHandle NewQuery(QueryExecMgr* mgr) {
-  QueryContext ctx;
-  ctx.statement = std::make_shared<const std::string>("SELECT 1");
-  ctx.user = "test";
-  QueryStateHandle q;
-  EXPECT_TRUE(mgr->CreateQueryState(GenerateQueryId(), std::move(ctx), &q).ok());
-  return q;
-}
-
 TEST(DeadlineWatchdogTest, FiresEachPassedDeadlineOnceAndNeverADisarmedOne) {
   QueryExecMgr mgr;
-  QueryStateHandle passed = NewQuery(&mgr);
-  QueryStateHandle soon = NewQuery(&mgr);
-  QueryStateHandle disarmed = NewQuery(&mgr);
+  QueryStateHandle passed = NewUnrunQuery(&mgr);
+  QueryStateHandle soon = NewUnrunQuery(&mgr);
+  QueryStateHandle disarmed = NewUnrunQuery(&mgr);
   DeadlineWatchdog watchdog;
   // Armed latest first: each earlier deadline must wake the sleeping thread.
   watchdog.Arm(disarmed.get(), Clock::now() + std::chrono::hours(1));
@@ -55,16 +46,10 @@ TEST(DeadlineWatchdogTest, FiresEachPassedDeadlineOnceAndNeverADisarmedOne) {
 class DeadlineWatchdogEngineTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    const std::string path = dir_.path() + "/empty.db";
-    sqlite3* db = nullptr;
-    ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
-    ASSERT_EQ(sqlite3_exec(db, "CREATE TABLE unused(x)", nullptr, nullptr, nullptr), SQLITE_OK);
-    sqlite3_close(db);
     SqliteEngine::Options options;
-    options.database_path = path;
     options.num_threads = 1;
-    const Status st = SqliteEngine::Create(options, &engine_);
-    ASSERT_TRUE(st.ok()) << st.ToString();
+    engine_ = StartEmptyDbEngine(dir_, options);
+    ASSERT_NE(engine_, nullptr);
   }
 
   ScopedTempDir dir_;

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <sqlite3.h>
 #include <stdlib.h>
 
 #include <chrono>
@@ -43,6 +44,36 @@ class ScopedTempDir {
  private:
   std::string path_;
 };
+
+/// A registered query of 'user' that no engine runs (for the tests of the parts an executor
+/// calls: the deadline watchdog, the long-query gate).
+inline QueryStateHandle NewUnrunQuery(QueryExecMgr* mgr, const std::string& user = "test") {
+  QueryContext ctx;
+  ctx.statement = std::make_shared<const std::string>("SELECT 1");
+  ctx.user = user;
+  QueryStateHandle q;
+  EXPECT_TRUE(mgr->CreateQueryState(GenerateQueryId(), std::move(ctx), &q).ok());
+  return q;
+}
+
+/// Starts an engine serving a database of one empty table, created in 'dir', with 'options'
+/// (its database_path set here); null (with a test failure) if that fails.
+inline std::unique_ptr<SqliteEngine> StartEmptyDbEngine(const ScopedTempDir& dir,
+                                                        SqliteEngine::Options options) {
+  options.database_path = dir.path() + "/empty.db";
+  sqlite3* db = nullptr;
+  if (sqlite3_open(options.database_path.c_str(), &db) != SQLITE_OK ||
+      sqlite3_exec(db, "CREATE TABLE unused(x)", nullptr, nullptr, nullptr) != SQLITE_OK) {
+    ADD_FAILURE() << "cannot create " << options.database_path << ": " << sqlite3_errmsg(db);
+    sqlite3_close(db);
+    return nullptr;
+  }
+  sqlite3_close(db);
+  std::unique_ptr<SqliteEngine> engine;
+  const Status st = SqliteEngine::Create(options, &engine);
+  EXPECT_TRUE(st.ok()) << st.ToString();
+  return engine;
+}
 
 /// Counts a ResultBuffer's change notifications so that a reader can wait for the next one.
 /// Thread-safety: thread-safe.

@@ -41,6 +41,7 @@ expect_refused "--num_http_threads must be in" --num_http_threads=0
 expect_refused "--long_query_nice must be in" --long_query_nice=40
 expect_refused "--long_query_policy must be nice or idle" --long_query_policy=batch
 expect_refused "--long_query_yield_us must be 0 (never) or in [10, 1000000] microseconds, got 5" --long_query_yield_us=5
+expect_refused "--max_long_queries_per_user must be >= 0, got -1" --max_long_queries_per_user=-1
 expect_refused "--scheduler_slice_us must be 0 (the kernel's default) or in [100, 100000] microseconds, got 50" --scheduler_slice_us=50
 expect_refused "--scheduler_slice_us must be 0" --scheduler_slice_us=100001
 expect_refused "--max_failed_queries_per_user_per_s must be" --max_failed_queries_per_user_per_s=-1

@@ -156,14 +156,15 @@ TEST_F(MetricsPageTest, EveryLineIsExpositionFormatWithTheDocumentedFamilies) {
        {"qr_queries_submitted_total", "qr_queries_finished_total", "qr_queries_failed_total",
         "qr_queries_canceled_total", "qr_http_responses_total",
         "qr_registry_lock_acquisitions_total", "qr_registry_lock_contended_acquisitions_total",
-        "qr_registry_lock_sleeps_total", "process_cpu_seconds_total"}) {
+        "qr_registry_lock_sleeps_total", "qr_long_query_parks_total",
+        "process_cpu_seconds_total"}) {
     EXPECT_EQ(e.types[counter], "counter") << counter;
   }
   for (const char* gauge :
        {"qr_queries_running", "qr_queries_queued", "qr_registry_entries",
         "qr_registry_largest_shard_entries", "qr_registry_shards_by_entries",
         "process_resident_memory_bytes", "process_open_fds", "process_max_fds",
-        "process_start_time_seconds", "qr_build_info"}) {
+        "process_start_time_seconds", "qr_long_queries_parked", "qr_build_info"}) {
     EXPECT_EQ(e.types[gauge], "gauge") << gauge;
   }
   EXPECT_EQ(e.types["qr_query_latency_seconds"], "histogram");
@@ -182,6 +183,9 @@ TEST_F(MetricsPageTest, EveryLineIsExpositionFormatWithTheDocumentedFamilies) {
   EXPECT_GT(e.Get("process_open_fds"), 3);
   EXPECT_GT(e.Get("process_start_time_seconds"), 1.7e9);
   EXPECT_GE(e.Get("process_threads"), 2);
+  EXPECT_EQ(e.Get("qr_long_queries_parked"), 0);
+  EXPECT_EQ(e.Get("qr_limit{flag=\"max_long_queries_per_user\"}"),
+            server_->options().max_long_queries_per_user);
 }
 
 TEST_F(MetricsPageTest, PerShardSeriesOnlyWhenAskedFor) {

@@ -16,6 +16,7 @@
 
 #include "runtime/deadline-watchdog.h"
 #include "runtime/describe-output.h"
+#include "runtime/long-query-gate.h"
 #include "runtime/memory-budget.h"
 #include "runtime/row-encoder.h"
 #include "runtime/sqlite-connection.h"
@@ -130,9 +131,9 @@ class RowValues {
 class QueryRunner {
  public:
   QueryRunner(SqliteConnection* conn, QueryState* query, const SqliteEngine::Options& options,
-              DeadlineWatchdog* deadlines)
+              DeadlineWatchdog* deadlines, LongQueryGate* gate)
       : conn_(conn), query_(query), ctx_(query->query_ctx()), options_(options),
-        deadlines_(deadlines) {}
+        deadlines_(deadlines), gate_(gate) {}
   ~QueryRunner() { ReleaseReservation(); }
 
   /// Runs the query to its end; afterwards its exec_state is final and its buffer finished.
@@ -186,6 +187,7 @@ class QueryRunner {
   const QueryContext& ctx_;
   const SqliteEngine::Options& options_;
   DeadlineWatchdog* const deadlines_;
+  LongQueryGate* const gate_;
   std::unique_ptr<sqlite3_stmt, StmtFinalizer> stmt_;
   std::vector<ColumnType> kinds_;
   /// RowValues' per-row storage, one entry per column.
@@ -208,6 +210,10 @@ class QueryRunner {
   /// LongQueryDemoter::Options::yield_us: when this query's executor next yields the CPU
   /// (time_point::max(): never).
   std::chrono::steady_clock::time_point next_yield_ = std::chrono::steady_clock::time_point::max();
+  /// When this query becomes long and asks 'gate_' for its user's turn (time_point::max():
+  /// never, or already asked); whether it holds one.
+  std::chrono::steady_clock::time_point ask_turn_at_ = std::chrono::steady_clock::time_point::max();
+  bool holds_turn_ = false;
 };
 
 std::atomic<int64_t> long_query_yields{0};
@@ -227,6 +233,9 @@ void QueryRunner::Run() {
     // tens of ms that is a third of their CPU (docs/benchmarks.md, "Checkpoints inside one
     // VM step"). A query shorter than yield_us never yields.
     next_yield_ = query_->exec_start() + std::chrono::microseconds(long_query.yield_us);
+  }
+  if (gate_ != nullptr && gate_->enabled() && long_query.after_ms > 0) {
+    ask_turn_at_ = query_->exec_start() + std::chrono::milliseconds(long_query.after_ms);
   }
   if (query_->is_cancelled()) return FinishCancelled();
   // The temporary files SQLite writes for this query are charged to it (this thread's scope).
@@ -249,6 +258,10 @@ void QueryRunner::Run() {
     end = Execute();
   }
   if (watched) deadlines_->Disarm(query_);
+  // The user's next long query may run: this one's statement does no more work.
+  ask_turn_at_ = std::chrono::steady_clock::time_point::max();
+  if (holds_turn_) gate_->Leave(query_);
+  holds_turn_ = false;
   // The watchdog's interrupt at the deadline can end the statement before any check of
   // ours saw the clock.
   if (end != End::kSucceeded && has_deadline_ && !timed_out_ &&
@@ -308,13 +321,29 @@ bool QueryRunner::InStep(void* self, bool may_yield) {
 
 bool QueryRunner::MustStop(bool may_yield) {
   if (query_->is_cancelled()) return true;
-  if (!has_deadline_ && next_yield_ == std::chrono::steady_clock::time_point::max()) {
-    return false;
-  }
-  const std::chrono::steady_clock::time_point now = std::chrono::steady_clock::now();
+  constexpr auto kNever = std::chrono::steady_clock::time_point::max();
+  if (!has_deadline_ && next_yield_ == kNever && ask_turn_at_ == kNever) return false;
+  std::chrono::steady_clock::time_point now = std::chrono::steady_clock::now();
   if (has_deadline_ && now >= deadline_) {
     timed_out_ = true;
     return true;
+  }
+  // Only where yielding is allowed: no lock of SQLite is held there.
+  if (may_yield && now >= ask_turn_at_) {
+    // Long now: wait for one of the turns of this query's user (LongQueryGate), once.
+    ask_turn_at_ = kNever;
+    holds_turn_ = gate_->Enter(query_, has_deadline_ ? deadline_ : kNever);
+    if (query_->is_cancelled()) return true;
+    now = std::chrono::steady_clock::now();
+    if (has_deadline_ && now >= deadline_) {
+      timed_out_ = true;
+      return true;
+    }
+    // A parked query has just been off the CPU.
+    if (next_yield_ != kNever) {
+      next_yield_ = now + std::chrono::microseconds(options_.long_query.yield_us);
+    }
+    return false;
   }
   if (may_yield && now >= next_yield_) {
     // A long query, demoted: give a short query's thread that woke on this CPU the chance to
@@ -563,8 +592,8 @@ void QueryRunner::Finish(QueryState::ExecState state, std::optional<QueryError> 
 int64_t LongQueryYields() { return long_query_yields.load(std::memory_order_relaxed); }
 
 void RunQuery(SqliteConnection* conn, QueryState* query, const SqliteEngine::Options& options,
-              DeadlineWatchdog* deadlines) {
-  QueryRunner(conn, query, options, deadlines).Run();
+              DeadlineWatchdog* deadlines, LongQueryGate* gate) {
+  QueryRunner(conn, query, options, deadlines, gate).Run();
 }
 
 }  // namespace qr

@@ -2,6 +2,8 @@
 
 #include <utility>
 
+#include "runtime/long-query-gate.h"
+
 namespace qr {
 
 const char* QueryState::ExecStateName(ExecState s) {
@@ -33,6 +35,8 @@ bool QueryState::Cancel(QueryError reason) {
     // may be many expensive rows). Under 'lock_', so the executor cannot clear the target and
     // start another query in between.
     if (interrupt_target_ != nullptr) sqlite3_interrupt(interrupt_target_);
+    // A long query waiting for its user's turn (LongQueryGate) stops waiting.
+    if (parked_in_ != nullptr) parked_in_->WakeParked(this);
   }
   result_buffer_.Close();
   return true;
@@ -42,6 +46,11 @@ void QueryState::SetInterruptTarget(sqlite3* db) {
   MutexLock l(&lock_);
   interrupt_target_ = db;
   if (db != nullptr && cancel_reason_.has_value()) sqlite3_interrupt(db);
+}
+
+void QueryState::SetParkedIn(LongQueryGate* gate) {
+  MutexLock l(&lock_);
+  parked_in_ = gate;
 }
 
 void QueryState::InterruptStatement() {

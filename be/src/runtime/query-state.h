@@ -20,6 +20,8 @@
 
 namespace qr {
 
+class LongQueryGate;
+
 /// What the executor needs to know about a query.
 struct QueryContext {
   /// The SQL text: one immutable buffer shared with the coordinator, never copied.
@@ -84,6 +86,9 @@ class QueryState {
   /// Interrupts the running statement, if any, without cancelling the query: its time limit
   /// passed (DeadlineWatchdog); the runner reports EXCEEDED_TIME_LIMIT.
   void InterruptStatement();
+  /// The gate this query's executor is parked in (LongQueryGate::Enter()), which Cancel()
+  /// wakes; nullptr when not parked.
+  void SetParkedIn(LongQueryGate* gate);
   /// The reason given to Cancel(), if any.
   std::optional<QueryError> cancel_reason() const;
 
@@ -112,10 +117,11 @@ class QueryState {
   std::atomic<ExecState> exec_state_{ExecState::kCreated};
   std::atomic<bool> cancelled_{false};
   std::atomic<int64_t> exec_start_ns_{0};
-  /// Protects 'cancel_reason_' and 'interrupt_target_'.
+  /// Protects 'cancel_reason_', 'interrupt_target_' and 'parked_in_'.
   mutable Mutex lock_;
   std::optional<QueryError> cancel_reason_ QR_GUARDED_BY(lock_);
   sqlite3* interrupt_target_ QR_GUARDED_BY(lock_) = nullptr;
+  LongQueryGate* parked_in_ QR_GUARDED_BY(lock_) = nullptr;
   ResultBuffer result_buffer_;
 };
 

@@ -12,6 +12,7 @@
 #include <glog/logging.h>
 
 #include "runtime/deadline-watchdog.h"
+#include "runtime/long-query-gate.h"
 #include "runtime/query-runner.h"
 #include "runtime/sqlite-connection.h"
 #include "util/futex.h"
@@ -31,6 +32,7 @@ void FinishUnstarted(QueryState* query, const QueryError& reason) {
 }  // namespace
 
 struct SqliteEngine::Impl {
+  explicit Impl(int max_long_queries_per_user) : gate(max_long_queries_per_user) {}
   void ExecutorLoop(int index, SqliteConnection* conn, const Options& options);
   /// Starts the executor thread of slot 'index'.
   void StartExecutor(int index, const Options* options);
@@ -73,6 +75,8 @@ struct SqliteEngine::Impl {
   std::unique_ptr<LongQueryDemoter> demoter;
   /// Interrupts statements at their time limit; outlives the threads.
   DeadlineWatchdog deadlines;
+  /// Where a user's long queries beyond Options::max_long_queries_per_user wait their turn.
+  LongQueryGate gate;
 };
 
 void SqliteEngine::Impl::ExecutorLoop(int index, SqliteConnection* conn,
@@ -107,7 +111,7 @@ void SqliteEngine::Impl::ExecutorLoop(int index, SqliteConnection* conn,
       continue;
     }
     demoter->Begin(index);
-    RunQuery(conn, query.get(), options, &deadlines);
+    RunQuery(conn, query.get(), options, &deadlines, &gate);
     {
       MutexLock l(&lock);
       running.erase(std::find(running.begin(), running.end(), query.get()));
@@ -132,7 +136,8 @@ void SqliteEngine::Impl::StartExecutor(int index, const Options* options) {
 }
 
 SqliteEngine::SqliteEngine(Options options)
-    : options_(std::move(options)), impl_(std::make_unique<Impl>()) {}
+    : options_(std::move(options)),
+      impl_(std::make_unique<Impl>(options_.max_long_queries_per_user)) {}
 
 Status SqliteEngine::Create(const Options& options, std::unique_ptr<SqliteEngine>* out) {
   if (options.num_threads < 1) {
@@ -161,6 +166,11 @@ Status SqliteEngine::Create(const Options& options, std::unique_ptr<SqliteEngine
     LOG(INFO) << "An executor running a query for longer than " << options.long_query.after_ms
               << " ms (--long_query_after_ms) runs at " << impl->demoter->DemotedDescription()
               << " instead of nice " << impl->demoter->base_nice() << " until the query ends";
+  }
+  if (impl->gate.enabled() && options.long_query.after_ms > 0) {
+    LOG(INFO) << "At most " << impl->gate.per_user() << " queries of one user running for "
+              << "longer than " << options.long_query.after_ms << " ms run at once "
+              << "(--max_long_queries_per_user); the others wait for a turn";
   }
   *out = std::move(engine);
   return Status::OK();
@@ -218,6 +228,10 @@ int64_t SqliteEngine::num_demoted() const { return impl_->demoter->num_demoted()
 int64_t SqliteEngine::num_executors_replaced() const { return impl_->demoter->num_replaced(); }
 
 int64_t SqliteEngine::num_deadline_interrupts() const { return impl_->deadlines.num_fired(); }
+
+int64_t SqliteEngine::num_long_query_parks() const { return impl_->gate.num_parks(); }
+
+int64_t SqliteEngine::num_long_queries_parked() const { return impl_->gate.num_parked(); }
 
 int64_t SqliteEngine::num_running() const {
   MutexLock l(&impl_->lock);

@@ -33,10 +33,10 @@ namespace qr {
 /// SQLite checks that before every VM opcode (third_party/sqlite/), so a statement stops
 /// within one opcode wherever it is. A progress handler also polls the query's cancel flag and
 /// its time limit every 1000 VM steps (and yields for long queries); no built-in function is
-/// superlinear in its input
-/// (sqlite-functions.h) and no value exceeds Options::max_value_bytes, so no single call runs
-/// long; large JSON calls check before they run (sqlite-guarded-functions.h), since the calls
-/// of one row's expressions run back to back (docs/architecture.md, "CPU").
+/// superlinear in its input (sqlite-functions.h) and no value exceeds
+/// Options::max_value_bytes, so no single call runs long; large JSON calls check before they
+/// run (sqlite-guarded-functions.h), since the calls of one row's expressions run back to back
+/// (docs/architecture.md, "CPU").
 /// The query ends with ResultBuffer::Finish() and exec_state kFinished / kFailed / kCancelled.
 /// Thread-safety: all methods are thread-safe.
 class SqliteEngine {
@@ -58,6 +58,10 @@ class SqliteEngine {
     /// The executor of a query that runs longer than 'long_query.after_ms' gets a lower CPU
     /// priority until the query ends (LongQueryDemoter), so short queries come first.
     LongQueryDemoter::Options long_query{};
+    /// At most this many long queries (running for over 'long_query.after_ms') of one user
+    /// run at once; a further one waits for a turn without using the CPU (LongQueryGate).
+    /// 0: no limit.
+    int max_long_queries_per_user = 0;
     /// Feeds the system tables (system.runtime.queries, ...) of every connection; null: the
     /// tables do not exist. Must outlive the engine.
     SystemTablesSource* system_tables = nullptr;
@@ -86,6 +90,9 @@ class SqliteEngine {
   int64_t num_executors_replaced() const;
   /// Statements interrupted at their time limit by the engine's DeadlineWatchdog.
   int64_t num_deadline_interrupts() const;
+  /// Long queries that waited for their user's turn so far (LongQueryGate); waiting now.
+  int64_t num_long_query_parks() const;
+  int64_t num_long_queries_parked() const;
   const Options& options() const { return options_; }
 
  private:

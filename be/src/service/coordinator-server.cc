@@ -267,6 +267,7 @@ Status CoordinatorServer::Start() {
   engine_options.query_spill_limit_bytes = options_.query_max_spill_bytes;
   engine_options.spool_dir = spill_dir_;
   engine_options.long_query = options_.long_query;
+  engine_options.max_long_queries_per_user = options_.max_long_queries_per_user;
   engine_options.max_value_bytes = options_.max_value_bytes;
   // The authority the statement service falls back to (IPv6 literals need brackets).
   const std::string& host = options_.http.bind_address;

@@ -43,6 +43,8 @@ class CoordinatorServer {
     int num_query_threads = 2;
     /// Lower CPU priority for the executors of long queries (LongQueryDemoter).
     LongQueryDemoter::Options long_query{};
+    /// SqliteEngine::Options::max_long_queries_per_user (0: no limit).
+    int max_long_queries_per_user = 0;
     /// Resource budgets (docs/operations.md#resource-limits); every one is > 0.
     /// Encoded results held by all queries, and by one query.
     int64_t max_result_memory_bytes = int64_t{1} << 30;

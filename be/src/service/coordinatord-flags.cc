@@ -48,6 +48,11 @@ DEFINE_int32(long_query_yield_us, 200,
              "the CPU after each further this many, so that a short query's thread waiting "
              "beside it runs at once instead of at the scheduler's next tick. 0: never; else 10 "
              "to 1000000.");
+DEFINE_int32(max_long_queries_per_user, 0,
+             "Long queries (running for over --long_query_after_ms) of one user that run at "
+             "once; a further one keeps its slot and executor but waits, using no CPU, until one "
+             "of them ends, so that a user's long queries weigh on other users' short ones as "
+             "two would (0: the number of CPUs the daemon may run on).");
 DEFINE_int32(scheduler_slice_us, 100,
              "The scheduler slice (microseconds) HTTP I/O threads and the executors of short "
              "queries ask the kernel for, so that they preempt long queries when they wake "
@@ -420,6 +425,7 @@ DEFINE_validator(max_spill_mb, &ValidatePositive64);
 DEFINE_validator(query_max_spill_mb, &ValidatePositive64);
 DEFINE_validator(max_in_flight_queries_per_user, &ValidatePositive);
 DEFINE_validator(max_running_queries_per_user, &ValidateNonNegative);
+DEFINE_validator(max_long_queries_per_user, &ValidateNonNegative);
 DEFINE_validator(abandoned_query_timeout_s, &ValidateNonNegative);
 DEFINE_validator(shutdown_client_idle_s, &ValidateNonNegative);
 DEFINE_validator(exec_time_limit_s, &ValidateNonNegative);

@@ -33,6 +33,7 @@ DECLARE_int32(max_queued_queries);
 DECLARE_int32(max_in_flight_queries);
 DECLARE_int32(max_in_flight_queries_per_user);
 DECLARE_int32(max_running_queries_per_user);
+DECLARE_int32(max_long_queries_per_user);
 DECLARE_int32(idle_query_timeout_s);
 DECLARE_int32(abandoned_query_timeout_s);
 DECLARE_int32(max_page_retries);

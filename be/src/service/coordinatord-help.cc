@@ -44,7 +44,7 @@ const std::vector<FlagGroup>& FlagGroups() {
       {"Execution and database",
        {"database", "catalog_name", "data_dir", "sample_scale_factor", "num_query_threads",
         "long_query_after_ms", "long_query_nice", "long_query_policy", "long_query_yield_us",
-        "scheduler_slice_us"}},
+        "max_long_queries_per_user", "scheduler_slice_us"}},
       {"Shutdown", {"shutdown_grace_period_s", "shutdown_client_idle_s"}},
       {"Cluster (etcd)",
        {"etcd_endpoints", "cluster_name", "advertised_uri", "cluster_lease_ttl_s",

@@ -3,6 +3,7 @@
 
 #include <malloc.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -13,6 +14,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <gflags/gflags.h>
@@ -29,6 +31,14 @@
 namespace qr {
 namespace {
 
+/// The CPUs this process may run on (its affinity mask: a container's cpuset, taskset).
+int AvailableCpus() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof(set), &set) == 0 && CPU_COUNT(&set) > 0) return CPU_COUNT(&set);
+  return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+}
+
 CoordinatorServer::Options OptionsFromFlags() {
   CoordinatorServer::Options o;
   o.database = FLAGS_database;
@@ -43,6 +53,8 @@ CoordinatorServer::Options OptionsFromFlags() {
                                                           : qr::LongQueryDemoter::Policy::kNice;
   o.long_query.slice_us = FLAGS_scheduler_slice_us;
   o.long_query.yield_us = FLAGS_long_query_yield_us;
+  o.max_long_queries_per_user =
+      FLAGS_max_long_queries_per_user > 0 ? FLAGS_max_long_queries_per_user : AvailableCpus();
   o.max_result_memory_bytes = FLAGS_max_result_memory_mb << 20;
   o.query_max_memory_bytes = FLAGS_query_max_memory_mb << 20;
   o.sqlite_heap_limit_bytes = FLAGS_sqlite_heap_limit_mb << 20;

@@ -103,6 +103,7 @@ void AppendLimits(const CoordinatorServer& server, std::string* out) {
       {"long_query_after_ms", so.long_query.after_ms},
       {"long_query_nice", so.long_query.nice_increment},
       {"long_query_yield_us", so.long_query.yield_us},
+      {"max_long_queries_per_user", so.max_long_queries_per_user},
       {"max_connections", so.http.max_connections},
       {"max_connections_per_address", so.http.max_connections_per_address},
       {"query_plan_timeout_ms", so.query_plan_timeout.count()},
@@ -315,6 +316,14 @@ void AppendResourceMetrics(const CoordinatorServer& server, std::string* out) {
          "Queries whose executor thread got a lower CPU priority for running longer than "
          "--long_query_after_ms.",
          engine.num_demoted(), out);
+  Scalar("qr_long_query_parks_total", "counter",
+         "Long queries that waited for a turn because their user already had "
+         "--max_long_queries_per_user long queries running.",
+         engine.num_long_query_parks(), out);
+  Scalar("qr_long_queries_parked", "gauge",
+         "Long queries waiting for a turn (--max_long_queries_per_user), holding their slot "
+         "and executor but no CPU.",
+         engine.num_long_queries_parked(), out);
   Scalar("qr_long_query_yields_total", "counter",
          "Times the executor of a query yielded the CPU to waiting threads, every "
          "--long_query_yield_us of the query's run.",
