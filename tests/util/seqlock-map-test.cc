@@ -1,13 +1,17 @@
-// SeqlockMap (be/src/benchmarks/seqlock-map.h): the map's semantics, the reclamation of retired
-// tables, and a hammer of concurrent Add/Delete/Get with table growth and rehashes in which
-// readers check that they never see a torn entry, never miss a key that is always present and
-// never read a freed table (the last is ThreadSanitizer's part: run it under the tsan preset).
+// SeqlockMap (be/src/benchmarks/seqlock-map.h, with epoch-reclaimed and with type-stable
+// tables) and SeqlockTagMap (seqlock-tag-map.h): the maps' semantics, the reclamation or pooling
+// of retired tables, and a hammer of concurrent Add/Delete/Get with table growth and rehashes in
+// which readers check that they never see a torn entry, never miss a key that is always present
+// and never read a freed table (the last is ThreadSanitizer's part: run it under the tsan
+// preset).
 
 #include "benchmarks/seqlock-map.h"
+#include "benchmarks/seqlock-tag-map.h"
 
 #include <atomic>
 #include <cstdint>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -18,10 +22,39 @@ namespace {
 /// Key 'k' of the tests: 'hi' spreads over the shards, 'lo' names the key.
 UniqueId Key(int k) { return UniqueId{Mix64(static_cast<uint64_t>(k) + 1), static_cast<uint64_t>(k)}; }
 
-TEST(SeqlockMapTest, AddGetDelete) {
+using EpochMap = SeqlockMap<const int*>;
+using StableMap = SeqlockMap<const int*, /*kTypeStable=*/true, /*kMaxLoadEighths=*/2>;
+using TagMap = SeqlockTagMap<const int*>;
+
+template <typename Map>
+constexpr bool kPools = !std::is_same_v<Map, EpochMap>;
+
+/// Every retired table is accounted for: freed (epochs, once no reader is inside) or, for the
+/// type-stable maps, either back in use or waiting in its shard's pool, never freed.
+template <typename Map>
+void ExpectRetiredTablesAccountedFor(const SeqlockMapStats& st) {
+  if constexpr (kPools<Map>) {
+    EXPECT_EQ(st.tables_freed, 0u);
+    EXPECT_EQ(st.tables_reused + st.tables_pooled, st.tables_retired);
+  } else {
+    EXPECT_EQ(st.tables_freed, st.tables_retired);
+  }
+}
+
+template <typename Map>
+void ReclaimIfEpochs(Map& map) {
+  if constexpr (!kPools<Map>) map.Reclaim();
+}
+
+template <typename Map>
+class SeqlockMapsTest : public ::testing::Test {};
+using Maps = ::testing::Types<EpochMap, StableMap, TagMap>;
+TYPED_TEST_SUITE(SeqlockMapsTest, Maps);
+
+TYPED_TEST(SeqlockMapsTest, AddGetDelete) {
   std::vector<int> vals(1000);
   for (int i = 0; i < 1000; ++i) vals[i] = i;
-  SeqlockMap<const int*> map(4, 4);
+  TypeParam map(4, 4);
   for (int i = 0; i < 1000; ++i) ASSERT_TRUE(map.Add(Key(i), &vals[i]));
   EXPECT_FALSE(map.Add(Key(7), &vals[8]));
   for (int i = 0; i < 1000; ++i) {
@@ -43,24 +76,48 @@ TEST(SeqlockMapTest, AddGetDelete) {
   }
   const SeqlockMapStats st = map.Stats();
   EXPECT_EQ(st.entries, 1000u);
-  EXPECT_GT(st.tables_retired, 0u);  // 4 shards of 4 slots grew to hold 1,000 entries.
-  EXPECT_EQ(st.tables_freed, st.tables_retired);  // No reader was inside any of them.
+  EXPECT_GT(st.tables_retired, 0u);  // 4 shards of 4 (or 8) slots grew to hold 1,000 entries.
+  ExpectRetiredTablesAccountedFor<TypeParam>(st);  // No reader was inside any of them.
 }
 
-TEST(SeqlockMapTest, ChurnAtConstantSizeRehashesAwayTombstones) {
-  std::vector<int> vals(64);
-  SeqlockMap<const int*> map(1, 64);
+TYPED_TEST(SeqlockMapsTest, ChurnAtConstantSizeRehashesAwayTombstones) {
+  constexpr int kLive = 48;
+  std::vector<int> vals(kLive);
+  TypeParam map(1, 64);
   for (int round = 0; round < 100; ++round) {
-    for (int i = 0; i < 16; ++i) ASSERT_TRUE(map.Add(Key(round * 16 + i), &vals[i]));
-    for (int i = 0; i < 16; ++i) ASSERT_TRUE(map.Delete(Key(round * 16 + i)));
+    for (int i = 0; i < kLive; ++i) ASSERT_TRUE(map.Add(Key(round * kLive + i), &vals[i]));
+    for (int i = 0; i < kLive; ++i) ASSERT_TRUE(map.Delete(Key(round * kLive + i)));
   }
   const SeqlockMapStats st = map.Stats();
   EXPECT_EQ(st.entries, 0u);
-  // 1,600 distinct keys through 64 slots: reused tombstones are not enough, rehashes (at the
-  // same capacity: at most 16 live) make room.
+  // 4,800 distinct keys through one shard of at most 48 live: reused tombstones are not
+  // enough, rehashes (at the same capacity once grown) make room.
   EXPECT_GT(st.tables_retired, 5u);
+  ExpectRetiredTablesAccountedFor<TypeParam>(st);
+  if constexpr (kPools<TypeParam>) {
+    // Rehashes at one capacity take the pooled table back instead of allocating; the pool
+    // holds at most two tables of each capacity (and this shard has had fewer than eight).
+    EXPECT_GT(st.tables_reused, 0u);
+    EXPECT_LE(st.tables_pooled, 2u * 8);
+  }
   const int* v = nullptr;
   EXPECT_FALSE(map.Get(Key(5), &v));
+}
+
+TEST(SeqlockTagMapTest, SparseChurnLeavesNoTombstones) {
+  // 16 live in 64 slots: every group keeps an empty byte, so a delete empties its slot
+  // instead of leaving a tombstone and 1,600 keys go through without a single rehash.
+  std::vector<int> vals(16);
+  SeqlockTagMap<const int*> map(1, 64);
+  for (int round = 0; round < 100; ++round) {
+    for (int i = 0; i < 16; ++i) ASSERT_TRUE(map.Add(Key(round * 16 + i), &vals[i]));
+    for (int i = 0; i < 16; ++i) ASSERT_TRUE(map.Delete(Key(round * 16 + i)));
+    const int* v = nullptr;
+    ASSERT_FALSE(map.Get(Key(round * 16), &v));
+  }
+  const SeqlockMapStats st = map.Stats();
+  EXPECT_EQ(st.entries, 0u);
+  EXPECT_EQ(st.tables_retired, 0u);
 }
 
 TEST(SeqlockMapTest, RetiredTableOutlivesAReaderInsideIt) {
@@ -83,7 +140,21 @@ TEST(SeqlockMapTest, RetiredTableOutlivesAReaderInsideIt) {
   EXPECT_EQ(map.Stats().tables_freed, retired);
 }
 
-TEST(SeqlockMapTest, ConcurrentWritersAndReadersSeeNoTornOrLostEntries) {
+/// How the hammer's writers change the map.
+enum class Writes {
+  /// Two shards; random adds and deletes of each writer's keys, mostly adds for the first third
+  /// (growth), then half and half: tables grow while readers probe them.
+  kRandom,
+  /// One shard; each writer slides a window of 16 live keys through its 1,024 (delete the
+  /// oldest, add the next): with the 64 stable keys the shard holds 96 entries and churns
+  /// distinct keys through a table too dense to avoid tombstones, so it rehashes at one
+  /// capacity again and again while readers probe, and a type-stable map reuses the tables
+  /// that readers may still be in.
+  kSlidingWindow,
+};
+
+template <typename Map>
+void Hammer(Writes writes) {
   constexpr int kStable = 64;          // Present throughout: a reader must always find them.
   constexpr int kWriters = 2;
   constexpr int kPerWriter = 1024;     // Each writer's own keys.
@@ -91,11 +162,11 @@ TEST(SeqlockMapTest, ConcurrentWritersAndReadersSeeNoTornOrLostEntries) {
   constexpr int kReaders = 3;
   constexpr uint64_t kMinGetsPerReader = 20000;
   constexpr int kKeys = kStable + kWriters * kPerWriter;
+  constexpr int kWindow = 16;
   std::vector<int> vals(kKeys);
   for (int i = 0; i < kKeys; ++i) vals[i] = i;
-  // Two shards of four slots: the writers' keys force many growths and, with the deletes,
-  // rehashes, while the readers probe.
-  SeqlockMap<const int*> map(2, 4);
+  // Shards of four (or eight) slots at first.
+  Map map(writes == Writes::kRandom ? 2 : 1, 4);
   for (int i = 0; i < kStable; ++i) ASSERT_TRUE(map.Add(Key(i), &vals[i]));
 
   std::atomic<int> writers_running{kWriters};
@@ -107,18 +178,29 @@ TEST(SeqlockMapTest, ConcurrentWritersAndReadersSeeNoTornOrLostEntries) {
   for (int w = 0; w < kWriters; ++w) {
     threads.emplace_back([&, w] {
       uint64_t x = 0x9e3779b97f4a7c15ULL * (w + 1);
+      auto add = [&](int i) {
+        const int k = kStable + w * kPerWriter + i;
+        if (map.Add(Key(k), &vals[k]) == present[w][i]) ++write_mismatches[w];
+        present[w][i] = true;
+      };
+      auto remove = [&](int i) {
+        const int k = kStable + w * kPerWriter + i;
+        if (map.Delete(Key(k)) != present[w][i]) ++write_mismatches[w];
+        present[w][i] = false;
+      };
       for (int op = 0; op < kOpsPerWriter; ++op) {
+        if (writes == Writes::kSlidingWindow) {
+          if (op >= kWindow) remove((op - kWindow) % kPerWriter);
+          add(op % kPerWriter);
+          continue;
+        }
         x = Mix64(x + op);
         const int i = static_cast<int>(x % kPerWriter);
-        const int k = kStable + w * kPerWriter + i;
-        // Grow first (mostly adds), then churn at a steady size.
-        const bool add = op < kOpsPerWriter / 3 ? (x >> 32) % 4 != 0 : (x >> 32) % 2 == 0;
-        if (add) {
-          if (map.Add(Key(k), &vals[k]) == present[w][i]) ++write_mismatches[w];
-          present[w][i] = true;
+        const bool adding = op < kOpsPerWriter / 3 ? (x >> 32) % 4 != 0 : (x >> 32) % 2 == 0;
+        if (adding) {
+          add(i);
         } else {
-          if (map.Delete(Key(k)) != present[w][i]) ++write_mismatches[w];
-          present[w][i] = false;
+          remove(i);
         }
       }
       writers_running.fetch_sub(1, std::memory_order_release);
@@ -164,12 +246,26 @@ TEST(SeqlockMapTest, ConcurrentWritersAndReadersSeeNoTornOrLostEntries) {
     all_found += found[r];
   }
   EXPECT_GT(all_found, 0u);
-  map.Reclaim();  // Every reader has left: every retired table can go.
+  ReclaimIfEpochs(map);  // Every reader has left: every retired table can go.
   const SeqlockMapStats st = map.Stats();
   EXPECT_EQ(st.entries, expected_entries);
   EXPECT_GT(st.tables_retired, 10u);
-  EXPECT_EQ(st.tables_freed, st.tables_retired);
+  ExpectRetiredTablesAccountedFor<Map>(st);
+  if (writes == Writes::kSlidingWindow && kPools<Map>) {
+    EXPECT_GT(st.tables_reused, 10u);
+    // At most two tables per capacity: shards of one, 4 (8) to 1,024 slots at most.
+    EXPECT_LE(st.tables_pooled, 2u * 9);
+  }
 }
+
+TYPED_TEST(SeqlockMapsTest, ConcurrentWritersAndReadersSeeNoTornOrLostEntries) {
+  Hammer<TypeParam>(Writes::kRandom);
+}
+
+TYPED_TEST(SeqlockMapsTest, ReadersOfRehashedAndReusedTablesSeeNoTornOrLostEntries) {
+  Hammer<TypeParam>(Writes::kSlidingWindow);
+}
+
 
 }  // namespace
 }  // namespace qr::bench

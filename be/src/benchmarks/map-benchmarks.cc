@@ -14,6 +14,7 @@
 #include "benchmarks/map-benchmark-templates.h"
 #include "benchmarks/registry-variants.h"
 #include "benchmarks/seqlock-map.h"
+#include "benchmarks/seqlock-tag-map.h"
 #include "runtime/registry-flags.h"
 
 namespace qr::bench {
@@ -32,8 +33,12 @@ struct BareOf<GetCostMap<T, kUpTo, Inner>> {
   using type = BareMap<T, Inner>;
 };
 /// SeqlockMap has its own tables; its bare baseline is the flat map the default uses.
+template <class T, bool kTypeStable, int kMaxLoadEighths>
+struct BareOf<SeqlockMap<T, kTypeStable, kMaxLoadEighths>> {
+  using type = BareMap<T, FlatMap<T>>;
+};
 template <class T>
-struct BareOf<SeqlockMap<T>> {
+struct BareOf<SeqlockTagMap<T>> {
   using type = BareMap<T, FlatMap<T>>;
 };
 
@@ -77,10 +82,19 @@ std::vector<Variant> AllVariants() {
       "GetCostEnter256", 256, false));
   v.push_back(MakeVariant<GetCostMap<Value, GetSteps::kExit, FlatMap<Value>>>(
       "GetCostExit256", 256, false));
+  v.push_back(MakeVariant<GetCostMap<Value, GetSteps::kExitPlain, FlatMap<Value>>>(
+      "GetCostExitPlain256", 256, false));
+  v.push_back(MakeVariant<GetCostMap<Value, GetSteps::kExitPacked, FlatMap<Value>>>(
+      "GetCostExitPacked256", 256, false));
   // Readers that write no shared line (seqlock-map.h): per-shard version-validated reads,
   // epoch-style table reclamation. Not the default; issue 20, item 3.
   v.push_back(MakeVariant<SeqlockMap<Value>>("SeqlockMap256", 256));
   v.push_back(MakeVariant<SeqlockMap<Value>>("SeqlockMap16", 16));
+  v.push_back(MakeVariant<SeqlockMap<Value, true>>("SeqlockStable256", 256));
+  v.push_back(MakeVariant<SeqlockMap<Value, true, 2>>("SeqlockStableQuarter256", 256));
+  // Readers that store nothing, over absl-shaped tables (seqlock-tag-map.h).
+  v.push_back(MakeVariant<SeqlockTagMap<Value>>("SeqlockTagMap256", 256));
+  v.push_back(MakeVariant<SeqlockTagMap<Value>>("SeqlockTagMap16", 16));
 #ifdef QR_HAVE_TBB
   v.push_back(MakeVariant<TbbMap<Value>>("TbbConcurrentHashMap", 1));
 #endif

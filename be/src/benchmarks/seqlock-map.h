@@ -26,6 +26,11 @@
 // ThreadSanitizer (which does not model it), the reader's announcement is a seq_cst exchange
 // instead and the protocol is a plain seq_cst Dekker handshake.
 //
+// Two variations, for measuring what each part costs (docs/benchmarks.md): kTypeStable drops
+// the epochs (readers announce nothing; retired tables are pooled per shard and reused, never
+// freed while the map lives, as SeqlockTagMap does), and kMaxLoadEighths lowers the load factor
+// at which a table rehashes (shorter linear probes, larger tables).
+//
 // Values: T must be a pointer (the registry stores QueryState*; the benchmarks const Entry*),
 // never null; the slot stores its bits. See docs/benchmarks.md for what a shared_ptr value
 // would need. Thread-safety: thread-safe.
@@ -40,6 +45,7 @@
 #include <cstdint>
 #include <memory>
 #include <new>
+#include <optional>
 #include <thread>
 #include <type_traits>
 #include <utility>
@@ -173,12 +179,21 @@ class ReadSection {
 struct SeqlockMapStats {
   uint64_t tables_retired = 0;
   uint64_t tables_freed = 0;
+  /// Type-stable tables: retired ones taken back by a rehash, and the ones waiting in pools.
+  uint64_t tables_reused = 0;
+  uint64_t tables_pooled = 0;
   uint64_t entries = 0;
 };
 
-template <typename T>
+/// 'kTypeStable': readers announce nothing; a retired table is kept in its shard's pool and
+/// reused by a later rehash of that shard (never freed while the map lives), so a reader still
+/// probing it reads memory that stays a table of the same shape; the shard's version, bumped
+/// by every retirement, tells the reader to retry. 'kMaxLoadEighths': a rehash when live entries
+/// and tombstones would exceed that many eighths of the slots.
+template <typename T, bool kTypeStable = false, int kMaxLoadEighths = 7>
 class SeqlockMap {
   static_assert(std::is_pointer_v<T>, "SeqlockMap stores pointers");
+  static_assert(kMaxLoadEighths >= 2 && kMaxLoadEighths <= 7);
 
  public:
   /// 'num_shards': a power of two. 'initial_capacity': slots of each shard's first table
@@ -210,7 +225,8 @@ class SeqlockMap {
   [[gnu::always_inline]] bool Get(const UniqueId& id, T* out) const {
     const Shard& s = ShardFor(id);
     const uint64_t h = UniqueIdHash()(id);
-    seqlock_internal::ReadSection section;
+    std::optional<seqlock_internal::ReadSection> section;
+    if constexpr (!kTypeStable) section.emplace();
     for (uint32_t spins = 0;; ++spins) {
       const uint64_t v1 = s.version.load(std::memory_order_acquire);
       if ((v1 & 1) == 0) [[likely]] {
@@ -238,9 +254,10 @@ class SeqlockMap {
     Table* t = s.table.load(std::memory_order_relaxed);
     uint64_t pos = 0;
     if (t->FindSlot(id, h, &pos)) return false;
-    if (s.used + 1 > t->mask - t->mask / 8) {  // Over 7/8 full with tombstones: rehash.
+    if (s.used + 1 > (t->mask + 1) * kMaxLoadEighths / 8) {  // Rehash (tombstones count).
       uint64_t capacity = t->mask + 1;
-      while ((s.live + 1) * 2 > capacity) capacity *= 2;
+      // Half the limit after a rehash (the default variant: half full).
+      while ((s.live + 1) * 16 > capacity * kGrowTo) capacity *= 2;
       t = Replace(s, capacity);
       t->FindSlot(id, h, &pos);
     }
@@ -287,12 +304,15 @@ class SeqlockMap {
       MutexLock l(&s.mu);
       st.tables_retired += s.tables_retired;
       st.tables_freed += s.tables_freed;
+      st.tables_reused += s.tables_reused;
+      if constexpr (kTypeStable) st.tables_pooled += s.retired.size();
       st.entries += s.live;
     }
     return st;
   }
 
  private:
+  static constexpr uint64_t kGrowTo = kMaxLoadEighths == 7 ? 8 : kMaxLoadEighths;
   static constexpr uint64_t kEmpty = 0;
   static constexpr uint64_t kTombstone = 1;  // No valid pointer: not 8-byte aligned.
 
@@ -379,6 +399,8 @@ class SeqlockMap {
     uint64_t used QR_GUARDED_BY(mu) = 0;
     uint64_t tables_retired QR_GUARDED_BY(mu) = 0;
     uint64_t tables_freed QR_GUARDED_BY(mu) = 0;
+    uint64_t tables_reused QR_GUARDED_BY(mu) = 0;
+    /// Epochs: retired tables waiting for their readers. Type-stable: the pool.
     std::vector<Retired> retired QR_GUARDED_BY(mu);
   };
 
@@ -394,7 +416,22 @@ class SeqlockMap {
   /// is bumped so that a reader that loaded the old pointer retries on the new table.
   Table* Replace(Shard& s, uint64_t capacity) QR_REQUIRES(s.mu) {
     Table* old = s.table.load(std::memory_order_relaxed);
-    Table* t = Table::Create(capacity);
+    Table* t = nullptr;
+    if constexpr (kTypeStable) {
+      for (size_t i = 0; i < s.retired.size(); ++i) {
+        if (s.retired[i].table->mask + 1 != capacity) continue;
+        t = s.retired[i].table;
+        s.retired.erase(s.retired.begin() + static_cast<std::ptrdiff_t>(i));
+        // Release stores: a stale reader that sees one also sees the version bump that
+        // retired this table, and retries.
+        for (uint64_t j = 0; j < capacity; ++j) {
+          t->slots()[j].value.store(kEmpty, std::memory_order_release);
+        }
+        s.tables_reused++;
+        break;
+      }
+    }
+    if (t == nullptr) t = Table::Create(capacity);
     const typename Table::Slot* from = old->slots();
     typename Table::Slot* to = t->slots();
     for (uint64_t i = 0; i <= old->mask; ++i) {
@@ -404,14 +441,19 @@ class SeqlockMap {
                         from[i].lo.load(std::memory_order_relaxed)};
       uint64_t pos = 0;
       t->FindSlot(id, UniqueIdHash()(id), &pos);
-      to[pos].hi.store(id.hi, std::memory_order_relaxed);
-      to[pos].lo.store(id.lo, std::memory_order_relaxed);
-      to[pos].value.store(v, std::memory_order_relaxed);
+      to[pos].hi.store(id.hi, std::memory_order_release);
+      to[pos].lo.store(id.lo, std::memory_order_release);
+      to[pos].value.store(v, std::memory_order_release);
     }
     BeginWrite(s);
     s.table.store(t, std::memory_order_seq_cst);  // Releases the new table's contents.
     EndWrite(s);
     s.used = s.live;
+    if constexpr (kTypeStable) {
+      s.retired.push_back(Retired{old, {}});
+      s.tables_retired++;
+      return t;
+    }
     seqlock_internal::g_read_mostly.epoch.fetch_add(2, std::memory_order_seq_cst);
     seqlock_internal::HeavyBarrier();
     Retired r{old, {}};
@@ -428,6 +470,7 @@ class SeqlockMap {
   }
 
   void ReclaimLocked(Shard& s) QR_REQUIRES(s.mu) {
+    if constexpr (kTypeStable) return;  // Pooled for reuse, freed with the map.
     if (s.retired.empty()) [[likely]] return;
     size_t kept = 0;
     for (size_t i = 0; i < s.retired.size(); ++i) {

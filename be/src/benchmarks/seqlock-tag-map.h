@@ -1,0 +1,382 @@
+#pragma once
+
+// SeqlockTagMap: a candidate registry design whose readers write nothing at all, over tables as
+// compact as absl's (issue 20, items 2 and 3; docs/benchmarks.md, "Readers that write nothing,
+// over tagged groups"). A benchmark variant, not the registry: ShardedQueryMap and ShardLock are
+// unchanged.
+//
+// What it keeps from SeqlockMap (seqlock-map.h): shards chosen from 'hi' as ShardedQueryMap
+// chooses them, writers serialised on a shard mutex that make the shard's version odd while they
+// change its table, and readers that load the version (acquire), probe with acquire loads and
+// retry if the version changed or was odd. What it changes:
+//
+// - Tables are type-stable instead of epoch-reclaimed: a table retired by a rehash goes to its
+//   shard's pool and a later rehash of the same shard to that capacity reuses it; no table is
+//   freed while the map lives. A reader still probing a retired (or reused) table reads atomics
+//   of a table of the same shape, so every load stays in bounds, and the shard's version, bumped
+//   by the retirement, makes it retry. So a reader announces nothing: no store at all.
+//   The price is memory: a shard keeps at most two tables of each capacity below its current
+//   one (a reused table is taken out of the pool), i.e. at most 3x its largest table.
+// - Each table is absl's layout, written with atomics: one control byte per slot (0 empty,
+//   1 deleted, 0x80 | 7 hash bits full) in 8-byte groups, and the slots (two key halves and the
+//   value). A lookup loads one group word atomically, matches the tag in all eight bytes at once
+//   (SSE2 on the loaded word), and compares the key of a matching slot; it stops at the first
+//   group with an empty byte. Tables run up to 7/8 full, as absl's do, so they are no larger
+//   than absl's and the probe's branches are as predictable (one group, one candidate, nearly
+//   always). A delete in a group that still has an empty byte empties the slot instead of
+//   leaving a tombstone (no probe ever went past that group), so churn rarely rehashes.
+// - Writers of a shard serialise on a SpinLock (ShardLock's writer lock) on a line of its own,
+//   so a writer's lock and unlock do not move the line readers read.
+//
+// On x86 every load and store here is a plain mov. Values: T must be a pointer, stored as its
+// bits. Thread-safety: thread-safe.
+
+#include <emmintrin.h>
+
+#include <algorithm>
+#include <atomic>
+#include <bit>
+#include <cstdint>
+#include <memory>
+#include <new>
+#include <thread>
+#include <type_traits>
+#include <vector>
+
+#include "benchmarks/seqlock-map.h"
+#include "util/spinlock.h"
+#include "util/sharded-query-map-util.h"
+#include "util/thread-annotations.h"
+#include "util/unique-id.h"
+
+namespace qr::bench {
+
+/// RAII hold of a SpinLock, visible to the thread-safety analysis.
+class QR_SCOPED_CAPABILITY SpinLockHold {
+ public:
+  explicit SpinLockHold(SpinLock* lock) QR_ACQUIRE(lock) : lock_(lock) { lock_->lock(); }
+  ~SpinLockHold() QR_RELEASE() { lock_->unlock(); }
+  SpinLockHold(const SpinLockHold&) = delete;
+  SpinLockHold& operator=(const SpinLockHold&) = delete;
+
+ private:
+  SpinLock* const lock_;
+};
+
+template <typename T>
+class SeqlockTagMap {
+  static_assert(std::is_pointer_v<T>, "SeqlockTagMap stores pointers");
+
+ public:
+  /// 'num_shards': a power of two. 'initial_capacity': slots of each shard's first table
+  /// (rounded up to a power of two >= 8, one group).
+  explicit SeqlockTagMap(int num_shards, uint64_t initial_capacity = 8)
+      : mask_(static_cast<uint64_t>(num_shards) - 1),
+        shard_bits_(std::countr_zero(static_cast<uint64_t>(num_shards))),
+        shards_(std::make_unique<Shard[]>(num_shards)),
+        num_shards_(num_shards) {
+    const uint64_t capacity = std::bit_ceil(std::max<uint64_t>(initial_capacity, kGroup));
+    for (int i = 0; i < num_shards; ++i) {
+      shards_[i].table.store(Table::Create(capacity), std::memory_order_relaxed);
+    }
+  }
+  /// No reader or writer may be running.
+  ~SeqlockTagMap() {
+    for (int i = 0; i < num_shards_; ++i) {
+      Shard& s = shards_[i];
+      SpinLockHold l(&s.mu);
+      Table::Destroy(s.table.load(std::memory_order_relaxed));
+      for (Table* t : s.pool) Table::Destroy(t);
+    }
+  }
+  SeqlockTagMap(const SeqlockTagMap&) = delete;
+  SeqlockTagMap& operator=(const SeqlockTagMap&) = delete;
+
+  /// Copies the value of 'id' to '*out'; false if absent. Stores nothing.
+  [[gnu::always_inline]] bool Get(const UniqueId& id, T* out) const {
+    const Shard& s = ShardFor(id);
+    const uint64_t h = UniqueIdHash()(id);
+    bool found = false;
+    if (!TryGet(s, id, h, out, &found)) [[unlikely]] return GetSlow(s, id, h, out);
+    return found;
+  }
+
+  /// Adds 'id' -> 'v'; false if 'id' is present.
+  bool Add(const UniqueId& id, T v) {
+    Shard& s = ShardFor(id);
+    const uint64_t h = UniqueIdHash()(id);
+    SpinLockHold l(&s.mu);
+    Table* t = s.table.load(std::memory_order_relaxed);
+    uint64_t pos = 0;
+    if (t->FindSlot(id, h, &pos)) return false;
+    if (s.used + 1 > t->capacity() - t->capacity() / 8) {  // Over 7/8 with tombstones.
+      uint64_t capacity = t->capacity();
+      // absl's rule: grow (to at most 7/16 full) only past 25/32 live; below that, rehash at
+      // the same capacity, which drops the tombstones.
+      while ((s.live + 1) * 32 > capacity * 25) capacity *= 2;
+      t = Replace(s, capacity);
+      t->FindSlot(id, h, &pos);
+    }
+    const bool was_empty = t->Ctrl(pos) == kEmptyCtrl;
+    BeginWrite(s);
+    t->Store(pos, id, std::bit_cast<uint64_t>(v), Tag(h));
+    EndWrite(s);
+    s.live++;
+    if (was_empty) s.used++;
+    return true;
+  }
+
+  /// Removes 'id'; false if absent.
+  bool Delete(const UniqueId& id) {
+    Shard& s = ShardFor(id);
+    const uint64_t h = UniqueIdHash()(id);
+    SpinLockHold l(&s.mu);
+    Table* t = s.table.load(std::memory_order_relaxed);
+    uint64_t pos = 0;
+    if (!t->FindSlot(id, h, &pos)) return false;
+    // A group that still has an empty byte was never full (a slot once full only becomes
+    // deleted), so no probe ever went past it: the slot can be empty again, not a tombstone.
+    const bool never_full = t->GroupHasEmpty(pos);
+    BeginWrite(s);
+    t->SetCtrl(pos, never_full ? kEmptyCtrl : kDeletedCtrl);
+    EndWrite(s);
+    s.live--;
+    if (never_full) s.used--;
+    return true;
+  }
+
+  /// tables_freed stays 0: retired tables are pooled (tables_pooled) or reused (tables_reused).
+  SeqlockMapStats Stats() const {
+    SeqlockMapStats st;
+    for (int i = 0; i < num_shards_; ++i) {
+      Shard& s = shards_[i];
+      SpinLockHold l(&s.mu);
+      st.tables_retired += s.tables_retired;
+      st.tables_reused += s.tables_reused;
+      st.tables_pooled += s.pool.size();
+      st.entries += s.live;
+    }
+    return st;
+  }
+
+ private:
+  static constexpr uint64_t kGroup = 8;
+  static constexpr uint64_t kEmptyCtrl = 0;
+  static constexpr uint64_t kDeletedCtrl = 1;
+  static constexpr uint64_t kLsb = 0x0101010101010101ULL;
+  static constexpr uint64_t kMsb = 0x8080808080808080ULL;
+
+  /// The control byte of a full slot: the top 7 bits of the hash (the low bits pick the group).
+  static uint64_t Tag(uint64_t h) { return 0x80 | (h >> 57); }
+  /// 0x80 in every byte of 'w' that is zero, 0 elsewhere (exact: no carries between bytes).
+  [[gnu::always_inline]] static uint64_t ZeroBytes(uint64_t w) {
+    return ~(((w & ~kMsb) + ~kMsb) | w | ~kMsb);
+  }
+
+  /// A table: its group mask, the control words, then the slots, in one allocation.
+  struct Table {
+    struct Slot {
+      std::atomic<uint64_t> hi{0};
+      std::atomic<uint64_t> lo{0};
+      std::atomic<uint64_t> value{0};
+    };
+    uint64_t group_mask;  // Never changes: a stale reader's probe stays in bounds.
+    uint64_t padding;
+
+    static Table* Create(uint64_t capacity) {
+      const uint64_t groups = capacity / kGroup;
+      void* mem = ::operator new(Bytes(capacity), std::align_val_t{64});
+      auto* t = new (mem) Table{groups - 1, 0};
+      for (uint64_t g = 0; g < groups; ++g) new (&t->ctrl()[g]) std::atomic<uint64_t>(0);
+      for (uint64_t i = 0; i < capacity; ++i) new (&t->slots()[i]) Slot;
+      return t;
+    }
+    static void Destroy(Table* t) {
+      static_assert(std::is_trivially_destructible_v<Slot>);
+      ::operator delete(t, std::align_val_t{64});
+    }
+    static uint64_t Bytes(uint64_t capacity) {
+      return sizeof(Table) + capacity / kGroup * sizeof(uint64_t) + capacity * sizeof(Slot);
+    }
+    uint64_t capacity() const { return (group_mask + 1) * kGroup; }
+    std::atomic<uint64_t>* ctrl() { return reinterpret_cast<std::atomic<uint64_t>*>(this + 1); }
+    const std::atomic<uint64_t>* ctrl() const {
+      return reinterpret_cast<const std::atomic<uint64_t>*>(this + 1);
+    }
+    Slot* slots() { return reinterpret_cast<Slot*>(ctrl() + group_mask + 1); }
+    const Slot* slots() const { return reinterpret_cast<const Slot*>(ctrl() + group_mask + 1); }
+
+    /// The reader's probe: acquire loads, at most every group once (a torn view of a table
+    /// being written may have no empty byte; the caller's version check discards the result).
+    [[gnu::always_inline]] bool Find(const UniqueId& id, uint64_t h, uint64_t* value) const {
+      // The tag in all eight bytes (the upper half zero, as the group's is).
+      const __m128i tag = _mm_cvtsi64_si128(static_cast<int64_t>(kLsb * Tag(h)));
+      const std::atomic<uint64_t>* c = ctrl();
+      const Slot* s = slots();
+      uint64_t g = h & group_mask;
+      for (uint64_t n = 0; n <= group_mask; ++n, g = (g + 1) & group_mask) {
+        // The group word, loaded atomically, then matched in all eight bytes at once.
+        const __m128i w = _mm_cvtsi64_si128(
+            static_cast<int64_t>(c[g].load(std::memory_order_acquire)));
+        for (uint32_t m = _mm_movemask_epi8(_mm_cmpeq_epi8(w, tag)) & 0xff; m != 0; m &= m - 1) {
+          const Slot& slot = s[g * kGroup + std::countr_zero(m)];
+          if (slot.hi.load(std::memory_order_acquire) == id.hi &&
+              slot.lo.load(std::memory_order_acquire) == id.lo) [[likely]] {
+            *value = slot.value.load(std::memory_order_acquire);
+            return true;
+          }
+        }
+        // An empty byte among the eight (the upper half of the register is zero too).
+        if ((_mm_movemask_epi8(_mm_cmpeq_epi8(w, _mm_setzero_si128())) & 0xff) != 0) [[likely]] {
+          return false;
+        }
+      }
+      return false;
+    }
+
+    /// The writer's probe (under the shard mutex): true and the slot of 'id' if present,
+    /// otherwise false and the slot to insert into (the first deleted or empty one).
+    bool FindSlot(const UniqueId& id, uint64_t h, uint64_t* pos) {
+      const uint64_t pattern = kLsb * Tag(h);
+      uint64_t first_free = UINT64_MAX;
+      uint64_t g = h & group_mask;
+      for (uint64_t n = 0; n <= group_mask; ++n, g = (g + 1) & group_mask) {
+        const uint64_t w = ctrl()[g].load(std::memory_order_relaxed);
+        for (uint64_t m = ZeroBytes(w ^ pattern); m != 0; m &= m - 1) {
+          const uint64_t i = g * kGroup + (std::countr_zero(m) >> 3);
+          if (slots()[i].hi.load(std::memory_order_relaxed) == id.hi &&
+              slots()[i].lo.load(std::memory_order_relaxed) == id.lo) {
+            *pos = i;
+            return true;
+          }
+        }
+        const uint64_t free = ZeroBytes(w) | ZeroBytes(w ^ (kLsb * kDeletedCtrl));
+        if (first_free == UINT64_MAX && free != 0) {
+          first_free = g * kGroup + (std::countr_zero(free) >> 3);
+        }
+        if (ZeroBytes(w) != 0) break;
+      }
+      *pos = first_free;  // Never UINT64_MAX: Add keeps 1/8 of the slots empty.
+      return false;
+    }
+
+    bool GroupHasEmpty(uint64_t pos) const {
+      return ZeroBytes(ctrl()[pos / kGroup].load(std::memory_order_relaxed)) != 0;
+    }
+    uint64_t Ctrl(uint64_t pos) const {
+      return (ctrl()[pos / kGroup].load(std::memory_order_relaxed) >> (pos % kGroup * 8)) & 0xff;
+    }
+    /// Release stores: a reader that sees one also sees the odd version before it.
+    void SetCtrl(uint64_t pos, uint64_t byte) {
+      std::atomic<uint64_t>& word = ctrl()[pos / kGroup];
+      const unsigned shift = pos % kGroup * 8;
+      const uint64_t w = word.load(std::memory_order_relaxed);
+      word.store((w & ~(uint64_t{0xff} << shift)) | (byte << shift), std::memory_order_release);
+    }
+    void Store(uint64_t pos, const UniqueId& id, uint64_t value, uint64_t tag) {
+      slots()[pos].hi.store(id.hi, std::memory_order_release);
+      slots()[pos].lo.store(id.lo, std::memory_order_release);
+      slots()[pos].value.store(value, std::memory_order_release);
+      SetCtrl(pos, tag);
+    }
+  };
+
+  /// The line readers read (version, table pointer), then the writers' line.
+  struct alignas(64) Shard {
+    std::atomic<uint64_t> version{0};
+    std::atomic<Table*> table{nullptr};
+    alignas(64) mutable SpinLock mu;
+    uint64_t live QR_GUARDED_BY(mu) = 0;
+    /// Live entries and deleted slots of 'table'.
+    uint64_t used QR_GUARDED_BY(mu) = 0;
+    uint64_t tables_retired QR_GUARDED_BY(mu) = 0;
+    uint64_t tables_reused QR_GUARDED_BY(mu) = 0;
+    /// Retired tables, for reuse by a later rehash of this shard; freed with the map.
+    std::vector<Table*> pool QR_GUARDED_BY(mu);
+  };
+
+  /// One optimistic read: false if a writer was inside (the version odd or changed).
+  [[gnu::always_inline]] static bool TryGet(const Shard& s, const UniqueId& id, uint64_t h,
+                                            T* out, bool* found) {
+    const uint64_t v1 = s.version.load(std::memory_order_acquire);
+    if ((v1 & 1) != 0) return false;
+    const Table* t = s.table.load(std::memory_order_acquire);
+    uint64_t value = 0;
+    const bool hit = t->Find(id, h, &value);
+    // Relaxed: ordered after the probe's acquire loads (a reader that saw any store of a later
+    // write sees that write's odd version here).
+    if (s.version.load(std::memory_order_relaxed) != v1) return false;
+    if (hit) *out = std::bit_cast<T>(value);
+    *found = hit;
+    return true;
+  }
+  /// Retries until a read sees no writer, out of line (it keeps the fast path's registers free).
+  [[gnu::noinline]] static bool GetSlow(const Shard& s, const UniqueId& id, uint64_t h, T* out) {
+    for (uint32_t spins = 0;; ++spins) {
+      if (spins >= 64) {
+        std::this_thread::yield();  // A preempted writer holds the version odd.
+      } else {
+        __builtin_ia32_pause();
+      }
+      bool found = false;
+      if (TryGet(s, id, h, out, &found)) return found;
+    }
+  }
+
+  static void BeginWrite(Shard& s) QR_REQUIRES(s.mu) {
+    s.version.store(s.version.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  }
+  static void EndWrite(Shard& s) QR_REQUIRES(s.mu) {
+    s.version.store(s.version.load(std::memory_order_relaxed) + 1, std::memory_order_release);
+  }
+
+  /// Copies the live entries into a table of 'capacity' slots (a pooled one if the shard has
+  /// one of that size), publishes it and pools the old one.
+  Table* Replace(Shard& s, uint64_t capacity) QR_REQUIRES(s.mu) {
+    Table* old = s.table.load(std::memory_order_relaxed);
+    Table* t = nullptr;
+    for (size_t i = 0; i < s.pool.size(); ++i) {
+      if (s.pool[i]->capacity() != capacity) continue;
+      t = s.pool[i];
+      s.pool.erase(s.pool.begin() + static_cast<std::ptrdiff_t>(i));
+      // Release stores: a stale reader still in this table that sees one also sees the
+      // version bump that retired it, and retries.
+      for (uint64_t g = 0; g <= t->group_mask; ++g) {
+        t->ctrl()[g].store(0, std::memory_order_release);
+      }
+      s.tables_reused++;
+      break;
+    }
+    if (t == nullptr) t = Table::Create(capacity);
+    for (uint64_t i = 0; i < old->capacity(); ++i) {
+      if ((old->Ctrl(i) & 0x80) == 0) continue;
+      const UniqueId id{old->slots()[i].hi.load(std::memory_order_relaxed),
+                        old->slots()[i].lo.load(std::memory_order_relaxed)};
+      const uint64_t h = UniqueIdHash()(id);
+      uint64_t pos = 0;
+      t->FindSlot(id, h, &pos);
+      t->Store(pos, id, old->slots()[i].value.load(std::memory_order_relaxed), Tag(h));
+    }
+    BeginWrite(s);
+    s.table.store(t, std::memory_order_release);
+    EndWrite(s);
+    s.used = s.live;
+    s.pool.push_back(old);
+    s.tables_retired++;
+    return t;
+  }
+
+  [[gnu::always_inline]] const Shard& ShardFor(const UniqueId& id) const {
+    return shards_[std::rotl(id.hi * ShardedQueryMap<T>::kFibonacci, shard_bits_) & mask_];
+  }
+  Shard& ShardFor(const UniqueId& id) {
+    return shards_[std::rotl(id.hi * ShardedQueryMap<T>::kFibonacci, shard_bits_) & mask_];
+  }
+
+  const uint64_t mask_;
+  const int shard_bits_;
+  const std::unique_ptr<Shard[]> shards_;
+  const int num_shards_;
+};
+
+}  // namespace qr::bench
