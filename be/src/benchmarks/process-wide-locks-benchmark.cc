@@ -6,7 +6,8 @@
 //     ReleaseQueryState), then releases it. Registries: a global boost::mutex registry (the
 //     original "before"), 4 SpinLock shards with every access exclusive (the original
 //     "after"), and QueryExecMgr itself (shared-lock Get, lock-free Release) with 4 shards and
-//     with the --registry_num_shards default.
+//     with the --registry_num_shards default; and HazardSeqlockTag*Shards, the same reference
+//     counting over a SeqlockTagMap read without a lock (hazard-query-registry.h).
 //  2. BM_RequestLifecycle<Map>/queries:Q/accesses:A - the same for the coordinator side's
 //     ClientRequestStateMap: register, A lookups that copy the shared_ptr, unregister.
 //  3. The map benchmarks of map-benchmarks.h: fixed-thread mixes, lookups during a full
@@ -33,6 +34,7 @@
 #include <glog/logging.h>
 
 #include "benchmarks/bench-harness.h"
+#include "benchmarks/hazard-query-registry.h"
 #include "benchmarks/map-benchmarks.h"
 #include "benchmarks/registry-variants.h"
 #include "runtime/query-exec-mgr.h"
@@ -288,6 +290,14 @@ void RegisterLifecycleBenchmarks() {
     for (int n : shard_counts) {
       RegisterLifecycle("BM_QueryLifecycle<QueryExecMgr" + std::to_string(n) + "Shards>",
                         &BM_QueryLifecycle<ShardedQueryRegistry>, n, queries, accesses);
+    }
+    // QueryExecMgr's references over a map read without a lock (hazard-query-registry.h).
+    for (int n : shard_counts) {
+      RegisterLifecycle("BM_QueryLifecycle<HazardSeqlockTag" + std::to_string(n) + "Shards>",
+                        &BM_QueryLifecycle<HazardQueryRegistry<true>>, n, queries, accesses);
+      RegisterLifecycle(
+          "BM_QueryLifecycle<HazardFenceSeqlockTag" + std::to_string(n) + "Shards>",
+          &BM_QueryLifecycle<HazardQueryRegistry<false>>, n, queries, accesses);
     }
   }
   for (const auto& [queries, accesses] : grid) {

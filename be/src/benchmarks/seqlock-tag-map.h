@@ -101,6 +101,37 @@ class SeqlockTagMap {
     return found;
   }
 
+  /// What Get(id, out, ticket) saw: its shard and version, for Unchanged().
+  struct Ticket {
+    const void* shard = nullptr;
+    uint64_t version = 0;
+  };
+  /// Get that also returns a ticket, for callers that protect what they found before using it
+  /// (hazard pointers): Unchanged(ticket) later says whether any writer has changed the shard
+  /// since, i.e. whether the entry is certainly still registered. One load, no second probe.
+  bool Get(const UniqueId& id, T* out, Ticket* ticket) const {
+    const Shard& s = ShardFor(id);
+    const uint64_t h = UniqueIdHash()(id);
+    for (uint32_t spins = 0;; ++spins) {
+      bool found = false;
+      const uint64_t v = s.version.load(std::memory_order_acquire);
+      if (TryGet(s, id, h, out, &found) && v == s.version.load(std::memory_order_relaxed)) {
+        *ticket = Ticket{&s, v};
+        return found;
+      }
+      if (spins >= 64) {
+        std::this_thread::yield();
+      } else {
+        __builtin_ia32_pause();
+      }
+    }
+  }
+  /// Acquire: ordered before the caller's later accesses to what it found.
+  static bool Unchanged(const Ticket& t) {
+    return static_cast<const Shard*>(t.shard)->version.load(std::memory_order_acquire) ==
+           t.version;
+  }
+
   /// Adds 'id' -> 'v'; false if 'id' is present.
   bool Add(const UniqueId& id, T v) {
     Shard& s = ShardFor(id);
