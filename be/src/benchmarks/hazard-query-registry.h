@@ -68,7 +68,10 @@ class HazardQueryRegistry {
     for (;;) {
       Entry* e = nullptr;
       typename SeqlockTagMap<Entry*>::Ticket ticket;
-      if (!map_.Get(id, &e, &ticket)) return nullptr;
+      if (!map_.Get(id, &e, &ticket)) {
+        r->hazard.store(nullptr, std::memory_order_release);  // Set if this is a retry.
+        return nullptr;
+      }
       r->hazard.store(e, std::memory_order_relaxed);
       Fence();  // The publication before the check (the reader's half of Dekker).
       // No writer changed the shard since the find: 'e' is still registered, so a deleter
