@@ -8,17 +8,17 @@
 // A Get finds the state optimistically, publishes it in the thread's hazard record (its own
 // cache line), checks that no writer has changed the state's shard since (its seqlock version:
 // one load; the state is still registered), then takes a reference unless the count is already
-// 0, and clears the record. The last Release unregisters the state and
-// retires it; once the retired states outnumber twice the records, that Release runs
-// membarrier(PRIVATE_EXPEDITED), reads every record and deletes the retired states no record
-// holds (a held one waits for the next scan or the destructor). So a reader needs only a
-// compiler barrier between its publication and its second find (the asymmetric Dekker
-// handshake), and the barrier and the walk over the records are paid once per ~2R deletions.
-// A state's destructor therefore runs up to ~2R deletions late: a difference from
-// QueryExecMgr that adopting this would have to answer. Where membarrier is unavailable (and under ThreadSanitizer) both sides use
-// seq_cst fences instead. Per access the reader pays the map's loads, two stores to its own
-// line and the reference count's CAS; ShardedQueryRegistry (QueryExecMgr) pays ShardLock's two
-// locked RMWs on top of the same CAS.
+// 0, and clears the record. The last Release unregisters the state and retires it; once the
+// retired states outnumber twice the records, that Release runs membarrier(PRIVATE_EXPEDITED),
+// reads every record and deletes the retired states no record holds (a held one waits for the
+// next scan or the destructor). So a reader needs only a compiler barrier between its
+// publication and its check (the asymmetric Dekker handshake), and the barrier and the walk
+// over the records are paid once per ~2R deletions. A state's destructor therefore runs up to
+// ~2R deletions late: a difference from QueryExecMgr that adopting this would have to answer.
+// Where membarrier is unavailable (and under ThreadSanitizer) both sides use seq_cst fences
+// instead (under ThreadSanitizer, a seq_cst RMW). Per access the reader pays the map's loads,
+// two stores to its own line, one load of the shard's version and the reference count's CAS;
+// ShardedQueryRegistry (QueryExecMgr) pays ShardLock's two locked RMWs on top of the same CAS.
 //
 // Thread-safety: thread-safe. A thread's Gets do not nest.
 
@@ -96,9 +96,8 @@ class HazardQueryRegistry {
       retired_.push_back(e);
       // Scan once per batch of at least twice the records: the fence and the walk over every
       // record's line are paid once per ~2R deletions, and at most R of them stay protected.
-      if (retired_.size() < std::max<size_t>(64, 2 * num_records_.load(std::memory_order_relaxed))) {
-        return;
-      }
+      const size_t records = num_records_.load(std::memory_order_relaxed);
+      if (retired_.size() < std::max<size_t>(64, 2 * records)) return;
       batch.swap(retired_);
     }
     HeavyFence();  // The unregistrations before the scan (the deleter's half of Dekker).
