@@ -9,7 +9,9 @@
 //     with the --registry_num_shards default; and HazardSeqlockTag*Shards, the same reference
 //     counting over a SeqlockTagMap read without a lock (hazard-query-registry.h).
 //  2. BM_RequestLifecycle<Map>/queries:Q/accesses:A - the same for the coordinator side's
-//     ClientRequestStateMap: register, A lookups that copy the shared_ptr, unregister.
+//     ClientRequestStateMap: register, A lookups that copy the shared_ptr, unregister; and
+//     HazardSeqlockTag*Shards, the same lookups over a SeqlockTagMap read without a lock
+//     (hazard-shared-map.h).
 //  3. The map benchmarks of map-benchmarks.h: fixed-thread mixes, lookups during a full
 //     iteration, uncontended Get (alone, and interleaved with its bare inner map: BM_GetVsBare).
 // Every throughput benchmark reports ops_per_s, ns_per_op and ctx_switches_per_op counters;
@@ -35,6 +37,7 @@
 
 #include "benchmarks/bench-harness.h"
 #include "benchmarks/hazard-query-registry.h"
+#include "benchmarks/hazard-shared-map.h"
 #include "benchmarks/map-benchmarks.h"
 #include "benchmarks/registry-variants.h"
 #include "runtime/query-exec-mgr.h"
@@ -307,6 +310,16 @@ void RegisterLifecycleBenchmarks() {
       RegisterLifecycle(
           "BM_RequestLifecycle<ClientRequestStateMap" + std::to_string(n) + "Shards>",
           &BM_RequestLifecycle<ShardedQueryMapVariant<RequestPtr, FlatMap<RequestPtr>>>, n, queries,
+          accesses);
+    }
+    // The same shared_ptr lookups over a map read without a lock (hazard-shared-map.h).
+    for (int n : shard_counts) {
+      RegisterLifecycle(
+          "BM_RequestLifecycle<HazardSeqlockTag" + std::to_string(n) + "Shards>",
+          &BM_RequestLifecycle<HazardSharedMap<ClientRequestState, true>>, n, queries, accesses);
+      RegisterLifecycle(
+          "BM_RequestLifecycle<HazardFenceSeqlockTag" + std::to_string(n) + "Shards>",
+          &BM_RequestLifecycle<HazardSharedMap<ClientRequestState, false>>, n, queries,
           accesses);
     }
   }

@@ -13,6 +13,7 @@ trap 'rm -rf "$work"' EXIT
 
 variants='GlobalMutex|ShardedQueryMap256|BareFlatFind|GlobalBoostMutex|SpinLock4ShardsExclusive'
 variants+='|QueryExecMgr4Shards|QueryExecMgr256Shards|BoostConcurrentFlatMap|SeqlockTagMap256|Machine'
+variants+='|HazardSeqlockTag4Shards'
 "$bench" --passes=2 --mix_threads=1,2 --mix_entries=1000 --mix_round_ms=20 \
   --iteration_round_ms=20 --grid=5x100 --grid_min_time_s=0.01 --get_min_time_s=0.01 \
   --get_vs_bare_rounds=10 --iteration_probe_realtime=false \

@@ -97,7 +97,10 @@ class SeqlockTagMap {
     const Shard& s = ShardFor(id);
     const uint64_t h = UniqueIdHash()(id);
     bool found = false;
-    if (!TryGet(s, id, h, out, &found)) [[unlikely]] return GetSlow(s, id, h, out);
+    uint64_t version = 0;
+    if (!TryGet(s, id, h, out, &found, &version)) [[unlikely]] {
+      return GetSlow(s, id, h, out, nullptr);
+    }
     return found;
   }
 
@@ -112,19 +115,13 @@ class SeqlockTagMap {
   bool Get(const UniqueId& id, T* out, Ticket* ticket) const {
     const Shard& s = ShardFor(id);
     const uint64_t h = UniqueIdHash()(id);
-    for (uint32_t spins = 0;; ++spins) {
-      bool found = false;
-      const uint64_t v = s.version.load(std::memory_order_acquire);
-      if (TryGet(s, id, h, out, &found) && v == s.version.load(std::memory_order_relaxed)) {
-        *ticket = Ticket{&s, v};
-        return found;
-      }
-      if (spins >= 64) {
-        std::this_thread::yield();
-      } else {
-        __builtin_ia32_pause();
-      }
+    bool found = false;
+    uint64_t version = 0;
+    if (!TryGet(s, id, h, out, &found, &version)) [[unlikely]] {
+      return GetSlow(s, id, h, out, ticket);
     }
+    *ticket = Ticket{&s, version};
+    return found;
   }
   /// Acquire: ordered before the caller's later accesses to what it found.
   static bool Unchanged(const Ticket& t) {
@@ -159,12 +156,18 @@ class SeqlockTagMap {
 
   /// Removes 'id'; false if absent.
   bool Delete(const UniqueId& id) {
+    T unused{};
+    return Delete(id, &unused);
+  }
+  /// Removes 'id' and copies the value it had to '*old'; false if absent.
+  bool Delete(const UniqueId& id, T* old) {
     Shard& s = ShardFor(id);
     const uint64_t h = UniqueIdHash()(id);
     SpinLockHold l(&s.mu);
     Table* t = s.table.load(std::memory_order_relaxed);
     uint64_t pos = 0;
     if (!t->FindSlot(id, h, &pos)) return false;
+    *old = std::bit_cast<T>(t->slots()[pos].value.load(std::memory_order_relaxed));
     // A group that still has an empty byte was never full (a slot once full only becomes
     // deleted), so no probe ever went past it: the slot can be empty again, not a tombstone.
     const bool never_full = t->GroupHasEmpty(pos);
@@ -174,6 +177,21 @@ class SeqlockTagMap {
     s.live--;
     if (never_full) s.used--;
     return true;
+  }
+
+  /// Calls 'fn(value)' for every entry, each shard under its writer lock (no Add or Delete of
+  /// that shard meanwhile; 'fn' must not call into the map).
+  template <typename Fn>
+  void ForEachValue(Fn fn) const {
+    for (int i = 0; i < num_shards_; ++i) {
+      Shard& s = shards_[i];
+      SpinLockHold l(&s.mu);
+      const Table* t = s.table.load(std::memory_order_relaxed);
+      for (uint64_t pos = 0; pos < t->capacity(); ++pos) {
+        if ((t->Ctrl(pos) & 0x80) == 0) continue;
+        fn(std::bit_cast<T>(t->slots()[pos].value.load(std::memory_order_relaxed)));
+      }
+    }
   }
 
   /// tables_freed stays 0: retired tables are pooled (tables_pooled) or reused (tables_reused).
@@ -326,9 +344,10 @@ class SeqlockTagMap {
     std::vector<Table*> pool QR_GUARDED_BY(mu);
   };
 
-  /// One optimistic read: false if a writer was inside (the version odd or changed).
+  /// One optimistic read: false if a writer was inside (the version odd or changed); on
+  /// success '*version' is the version the read saw.
   [[gnu::always_inline]] static bool TryGet(const Shard& s, const UniqueId& id, uint64_t h,
-                                            T* out, bool* found) {
+                                            T* out, bool* found, uint64_t* version) {
     const uint64_t v1 = s.version.load(std::memory_order_acquire);
     if ((v1 & 1) != 0) return false;
     const Table* t = s.table.load(std::memory_order_acquire);
@@ -339,10 +358,13 @@ class SeqlockTagMap {
     if (s.version.load(std::memory_order_relaxed) != v1) return false;
     if (hit) *out = std::bit_cast<T>(value);
     *found = hit;
+    *version = v1;
     return true;
   }
-  /// Retries until a read sees no writer, out of line (it keeps the fast path's registers free).
-  [[gnu::noinline]] static bool GetSlow(const Shard& s, const UniqueId& id, uint64_t h, T* out) {
+  /// Retries until a read sees no writer, out of line (it keeps the fast path's registers
+  /// free); fills '*ticket' unless null.
+  [[gnu::noinline]] static bool GetSlow(const Shard& s, const UniqueId& id, uint64_t h, T* out,
+                                        Ticket* ticket) {
     for (uint32_t spins = 0;; ++spins) {
       if (spins >= 64) {
         std::this_thread::yield();  // A preempted writer holds the version odd.
@@ -350,7 +372,11 @@ class SeqlockTagMap {
         __builtin_ia32_pause();
       }
       bool found = false;
-      if (TryGet(s, id, h, out, &found)) return found;
+      uint64_t version = 0;
+      if (TryGet(s, id, h, out, &found, &version)) {
+        if (ticket != nullptr) *ticket = Ticket{&s, version};
+        return found;
+      }
     }
   }
 
