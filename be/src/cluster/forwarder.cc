@@ -1,44 +1,26 @@
 #include "cluster/forwarder.h"
 
 #include <ctime>
-#include <limits>
 #include <map>
-#include <optional>
 #include <utility>
 #include <vector>
 
-#include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/ssl/context.hpp>
-#include <boost/asio/ssl/stream_base.hpp>
-#include <boost/beast/core/flat_buffer.hpp>
-#include <boost/beast/core/tcp_stream.hpp>
-#include <boost/beast/http/buffer_body.hpp>
-#include <boost/beast/http/error.hpp>
-#include <boost/beast/http/read.hpp>
 #include <boost/beast/http/string_body.hpp>
-#include <boost/beast/http/write.hpp>
-#include <boost/beast/ssl/ssl_stream.hpp>
 #include <glog/logging.h>
 
-#include "cluster/cluster-tls.h"
 #include "cluster/forward-auth.h"
-#include "cluster/maybe-tls-stream.h"
+#include "cluster/forward-op.h"
 #include "util/mutex.h"
 
 namespace qr {
 
-namespace beast = boost::beast;
 namespace http = boost::beast::http;
-using tcp = boost::asio::ip::tcp;
-namespace ssl = boost::asio::ssl;
+using forwarding::IEquals;
+using forwarding::IsHopHeader;
 
 namespace {
-
-/// A relayed answer may be a whole result page.
-constexpr uint64_t kMaxRelayedBodyBytes = uint64_t{1} << 30;
-/// The read buffer's first size: one recvmsg for answers up to this size.
-constexpr size_t kFirstReadBytes = 16 * 1024;
 
 int64_t NowMs() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -52,26 +34,6 @@ std::string FormatTime(int64_t ms) {
   char buf[32];
   std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm);
   return buf;
-}
-
-bool IEquals(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i) {
-    char x = a[i], y = b[i];
-    if (x >= 'A' && x <= 'Z') x = static_cast<char>(x - 'A' + 'a');
-    if (y >= 'A' && y <= 'Z') y = static_cast<char>(y - 'A' + 'a');
-    if (x != y) return false;
-  }
-  return true;
-}
-
-/// Headers that belong to one hop (RFC 9110 7.6.1) or that the server sets itself.
-bool IsHopHeader(std::string_view name) {
-  for (std::string_view h : {"Connection", "Keep-Alive", "Transfer-Encoding", "Content-Length",
-                             "TE", "Trailer", "Upgrade", "Proxy-Connection"}) {
-    if (IEquals(name, h)) return true;
-  }
-  return false;
 }
 
 bool IsClusterHeader(std::string_view name) {
@@ -96,15 +58,8 @@ bool SplitMemberUri(std::string_view uri, bool* tls, std::string* host, std::str
   return true;
 }
 
-using TlsStream = MaybeTlsStream::TlsStream;
 
 }  // namespace
-
-/// A connection to a member, plain or TLS (its advertised URI's scheme).
-class Forwarder::Connection : public MaybeTlsStream {
- public:
-  using MaybeTlsStream::MaybeTlsStream;
-};
 
 RouteDecision DecideRoute(uint32_t owner, uint32_t self, bool already_forwarded,
                           const MemberLookup& lookup) {
@@ -143,345 +98,6 @@ const char* Forwarder::ResultName(int result) {
     default: return "error";
   }
 }
-
-/// The idle connections per member and the counters; shared with the operations in flight,
-/// which may end after the Forwarder is gone.
-struct Forwarder::Pool {
-  explicit Pool(size_t max_idle) : max_idle(max_idle) {}
-
-  std::unique_ptr<Connection> Take(const std::string& key) QR_EXCLUDES(mu) {
-    MutexLock l(&mu);
-    auto it = idle.find(key);
-    if (it == idle.end() || it->second.empty()) return nullptr;
-    std::unique_ptr<Connection> s = std::move(it->second.back());
-    it->second.pop_back();
-    return s;
-  }
-
-  void Put(const std::string& key, std::unique_ptr<Connection> s) QR_EXCLUDES(mu) {
-    MutexLock l(&mu);
-    std::vector<std::unique_ptr<Connection>>& v = idle[key];
-    if (closed || v.size() >= max_idle) return;  // 's' closes as it goes
-    v.push_back(std::move(s));
-  }
-
-  /// Counts a request answered without a hop (the owner is gone): no latency.
-  void RecordNoHop(int result) { results[result].fetch_add(1, std::memory_order_relaxed); }
-
-  void Record(int result, std::chrono::steady_clock::duration took) {
-    results[result].fetch_add(1, std::memory_order_relaxed);
-    const double s = std::chrono::duration<double>(took).count();
-    for (size_t i = 0; i < kLatencyBucketsSeconds.size(); ++i) {
-      if (s <= kLatencyBucketsSeconds[i]) buckets[i].fetch_add(1, std::memory_order_relaxed);
-    }
-    buckets.back().fetch_add(1, std::memory_order_relaxed);
-    latency_us.fetch_add(static_cast<int64_t>(s * 1e6), std::memory_order_relaxed);
-  }
-
-  const size_t max_idle;
-  mutable Mutex mu;
-  bool closed QR_GUARDED_BY(mu) = false;
-  std::map<std::string, std::vector<std::unique_ptr<Connection>>> idle QR_GUARDED_BY(mu);
-  std::array<std::atomic<int64_t>, kNumResults> results{};
-  std::array<std::atomic<int64_t>, kLatencyBucketsSeconds.size() + 1> buckets{};
-  std::atomic<int64_t> latency_us{0};
-  std::atomic<int64_t> busy{0};
-  std::atomic<int64_t> opened{0};
-  std::atomic<int64_t> bytes_relayed{0};
-};
-
-namespace {
-
-using Connection = Forwarder::Connection;
-
-/// The status and end-to-end headers of the owner's answer 'msg'.
-HttpResponse RelayedHead(const http::response_header<>& msg) {
-  HttpResponse resp;
-  resp.status = msg.result_int();
-  resp.content_type.clear();
-  for (const auto& f : msg) {
-    const std::string_view name(f.name_string().data(), f.name_string().size());
-    const std::string value(f.value().data(), f.value().size());
-    if (IsHopHeader(name) || IEquals(name, "Server") || IEquals(name, "Date")) {
-      continue;
-    }
-    if (IEquals(name, "Content-Type")) {
-      resp.content_type = value;
-    } else {
-      resp.headers.emplace_back(std::string(name), value);
-    }
-  }
-  return resp;
-}
-
-/// One forwarded request: connect (or reuse), write, read, relay. Each step is bounded by
-/// the deadline; the handlers keep the operation alive. Its connections are pooled per member
-/// and io_context, so everything it does (and a reused stream's handlers) runs on the I/O
-/// thread that received the request, and no socket outlives its io_context's neighbours.
-/// A streamed one ('stream') is also its answer's BodySource: after the owner's header, each
-/// Pull() reads at most kRelayChunkBytes of body, bounded by 'bound' from the read's start.
-class ForwardOp : public BodySource, public std::enable_shared_from_this<ForwardOp> {
- public:
-  /// 'tls': the TLS context of an https:// member (null for http://).
-  ForwardOp(std::shared_ptr<Forwarder::Pool> pool, boost::asio::io_context& io,
-            std::shared_ptr<ssl::context> tls, std::string host, std::string port,
-            http::request<http::string_body> request,
-            std::chrono::steady_clock::time_point deadline, std::chrono::milliseconds bound,
-            Forwarder::SendCallback done, std::string what, bool stream)
-      : pool_(std::move(pool)), io_(io), tls_(std::move(tls)), resolver_(io),
-        host_(std::move(host)), port_(std::move(port)),
-        key_(std::string(tls_ ? "https://" : "http://") + host_ + ":" + port_ + "@" +
-             std::to_string(reinterpret_cast<uintptr_t>(&io))),
-        request_(std::move(request)),
-        deadline_(deadline), bound_(bound), done_(std::move(done)), what_(std::move(what)),
-        stream_mode_(stream) {}
-
-  ~ForwardOp() override { Release(); }
-
-  void Pull(PullCallback done) override {
-    pull_ = std::move(done);
-    ReadBody();
-  }
-
-  void Cancel() override {
-    // The client is gone: the rest of the body is not read, and the connection (in the middle
-    // of an answer) is closed, never pooled. A pending read ends with an error.
-    cancelled_ = true;
-    pull_ = nullptr;
-    beast::error_code ignored;
-    if (stream_ != nullptr) stream_->tcp().socket().close(ignored);
-  }
-
-  void Start() {
-    stream_ = pool_->Take(key_);
-    if (stream_ == nullptr) return Connect();
-    pool_->busy.fetch_add(1, std::memory_order_relaxed);
-    reused_ = true;
-    Write();
-  }
-
- private:
-  void Connect() {
-    reused_ = false;
-    resolver_.async_resolve(
-        host_, port_, [self = shared_from_this()](beast::error_code ec,
-                                                   tcp::resolver::results_type results) {
-          if (ec) return self->Fail(ec);
-          self->stream_ = self->tls_ ? std::make_unique<Connection>(self->io_, *self->tls_)
-                                     : std::make_unique<Connection>(self->io_);
-          self->pool_->busy.fetch_add(1, std::memory_order_relaxed);
-          self->stream_->tcp().expires_at(self->deadline_);
-          self->stream_->tcp().async_connect(
-              results, [self](beast::error_code ec, const tcp::endpoint&) {
-                if (ec) return self->Fail(ec);
-                self->pool_->opened.fetch_add(1, std::memory_order_relaxed);
-                if (self->stream_->tls() != nullptr) return self->Handshake();
-                self->Write();
-              });
-        });
-  }
-
-  /// TLS: the member's certificate must chain to the CA (--cluster_ca_file) and match the
-  /// host of its advertised URI; anything else fails the request.
-  void Handshake() {
-    TlsStream& s = *stream_->tls();
-    if (!SetTlsPeerName(s.native_handle(), host_)) {
-      return Fail(boost::asio::error::invalid_argument, "TLS: bad peer name '" + host_ + "'");
-    }
-    s.async_handshake(ssl::stream_base::client,
-                      [self = shared_from_this()](beast::error_code ec) {
-                        if (ec == beast::error::timeout) return self->Fail(ec);
-                        if (ec) {
-                          return self->Fail(
-                              ec, "TLS handshake failed: " +
-                                      TlsHandshakeFailure(self->stream_->tls()->native_handle(),
-                                                          ec.message()));
-                        }
-                        self->Write();
-                      });
-  }
-
-  void Write() {
-    stream_->tcp().expires_at(deadline_);
-    stream_->Visit([this](auto& s) {
-      http::async_write(s, request_, [self = shared_from_this()](beast::error_code ec, size_t) {
-        if (ec) return self->RetryOrFail(ec);
-        self->Read();
-      });
-    });
-  }
-
-  void Read() {
-    if (stream_mode_) return ReadHeader();
-    parser_.emplace();
-    parser_->body_limit(kMaxRelayedBodyBytes);
-    buffer_.clear();
-    // Room for a whole typical answer: an empty flat_buffer's first read takes 512 bytes, so
-    // a status answer of ~800 bytes cost two recvmsg calls.
-    buffer_.reserve(kFirstReadBytes);
-    stream_->Visit([this](auto& s) {
-      http::async_read(s, buffer_, *parser_,
-                       [self = shared_from_this()](beast::error_code ec, size_t) {
-                         if (ec) return self->RetryOrFail(ec);
-                         self->Relay();
-                       });
-    });
-  }
-
-  void ReadHeader() {
-    stream_parser_.emplace();
-    // Streamed: nothing is held but one chunk. (Not boost::none: Boost 1.74 compares a
-    // Content-Length against it as against a value below every length.)
-    stream_parser_->body_limit(std::numeric_limits<uint64_t>::max());
-    stream_parser_->eager(true);
-    if (request_.method() == http::verb::head) stream_parser_->skip(true);
-    buffer_.clear();
-    buffer_.reserve(kFirstReadBytes);
-    stream_->Visit([this](auto& s) {
-      http::async_read_header(s, buffer_, *stream_parser_,
-                              [self = shared_from_this()](beast::error_code ec, size_t) {
-                                if (ec) return self->RetryOrFail(ec);
-                                self->RelayHeader();
-                              });
-    });
-  }
-
-  /// The owner's header arrived: answers at once, with the body whole when it came with the
-  /// header (one write to the client, as before streaming), else streamed from here.
-  void RelayHeader() {
-    http::response_parser<http::buffer_body>& p = *stream_parser_;
-    HttpResponse resp = RelayedHead(p.get());
-    const bool keep = p.get().keep_alive();
-    const boost::optional<uint64_t> length = p.content_length();
-    if (p.is_done() || (length && *length <= buffer_.size())) {
-      const size_t n = p.is_done() ? 0 : static_cast<size_t>(*length);
-      resp.body.assign(static_cast<const char*>(buffer_.data().data()), n);
-      pool_->bytes_relayed.fetch_add(static_cast<int64_t>(n), std::memory_order_relaxed);
-      // Bytes beyond the answer break the connection's framing: not pooled then.
-      if (keep && buffer_.size() == n) PutBack();
-      return done_(Forwarder::kOk, std::move(resp), std::string());
-    }
-    if (length) resp.body_length = *length;
-    chunk_ = std::make_unique<char[]>(Forwarder::kRelayChunkBytes);
-    resp.body_source = shared_from_this();
-    done_(Forwarder::kOk, std::move(resp), std::string());
-  }
-
-  void ReadBody() {
-    http::buffer_body::value_type& body = stream_parser_->get().body();
-    body.data = chunk_.get();
-    body.size = Forwarder::kRelayChunkBytes;
-    body.more = true;
-    // An idle bound per read: a stalled owner fails the relay, a slow but steady one not.
-    stream_->tcp().expires_after(bound_);
-    stream_->Visit([this](auto& s) {
-      http::async_read_some(s, buffer_, *stream_parser_,
-                            [self = shared_from_this()](beast::error_code ec, size_t) {
-                              self->OnBody(ec);
-                            });
-    });
-  }
-
-  void OnBody(beast::error_code ec) {
-    if (cancelled_) return;
-    if (ec == http::error::need_buffer) ec = {};  // The chunk is full.
-    if (ec) {
-      const bool timeout = ec == beast::error::timeout;
-      LOG(WARNING) << "Forwarding " << request_.method_string() << " " << request_.target()
-                   << ": " << what_
-                   << (timeout ? ", stalled mid-answer for " + std::to_string(bound_.count()) +
-                                     " ms"
-                               : ", failed mid-answer: " + ec.message())
-                   << "; the relayed answer is cut short";
-      Release();
-      return std::exchange(pull_, nullptr)(Chunk{{}, false, true});
-    }
-    const size_t n = Forwarder::kRelayChunkBytes - stream_parser_->get().body().size;
-    const bool last = stream_parser_->is_done();
-    if (n == 0 && !last) return ReadBody();  // Framing only (a chunk header).
-    pool_->bytes_relayed.fetch_add(static_cast<int64_t>(n), std::memory_order_relaxed);
-    if (last) {
-      if (stream_parser_->get().keep_alive() && buffer_.size() == 0) {
-        PutBack();
-      } else {
-        Release();
-      }
-    }
-    std::exchange(pull_, nullptr)(Chunk{std::string_view(chunk_.get(), n), last, false});
-  }
-
-  /// The answer was read whole and the owner keeps the connection: back to the pool.
-  void PutBack() {
-    if (stream_ == nullptr) return;
-    pool_->busy.fetch_sub(1, std::memory_order_relaxed);
-    pool_->Put(key_, std::move(stream_));
-  }
-
-  /// A pooled connection the owner closed while idle fails before any answer: once, the
-  /// request goes again on a fresh connection.
-  void RetryOrFail(beast::error_code ec) {
-    const bool nothing_read = stream_mode_ ? !stream_parser_ || !stream_parser_->got_some()
-                                           : !parser_ || !parser_->got_some();
-    if (reused_ && nothing_read && ec != beast::error::timeout) {
-      Release();
-      return Connect();
-    }
-    Fail(ec);
-  }
-
-  void Relay() {
-    http::response<http::string_body> msg = parser_->release();
-    HttpResponse resp = RelayedHead(msg);
-    resp.body = std::move(msg.body());
-    if (msg.keep_alive()) PutBack();
-    done_(Forwarder::kOk, std::move(resp), std::string());
-  }
-
-  /// 'why' (default: 'ec''s message) says what went wrong.
-  void Fail(beast::error_code ec, const std::string& why = std::string()) {
-    const bool timeout = ec == beast::error::timeout;
-    const std::string msg =
-        what_ + (timeout ? ", did not answer within " + std::to_string(bound_.count()) + " ms"
-                         : ", could not be reached: " + (why.empty() ? ec.message() : why));
-    LOG(WARNING) << "Forwarding " << request_.method_string() << " " << request_.target()
-                 << ": " << msg;
-    Release();
-    done_(timeout ? Forwarder::kTimeout : Forwarder::kError, HttpResponse(), msg);
-  }
-
-  void Release() {
-    if (stream_ == nullptr) return;
-    pool_->busy.fetch_sub(1, std::memory_order_relaxed);
-    beast::error_code ignored;
-    stream_->tcp().socket().close(ignored);
-    stream_.reset();
-  }
-
-  const std::shared_ptr<Forwarder::Pool> pool_;
-  boost::asio::io_context& io_;
-  const std::shared_ptr<ssl::context> tls_;
-  tcp::resolver resolver_;
-  const std::string host_;
-  const std::string port_;
-  const std::string key_;
-  http::request<http::string_body> request_;
-  const std::chrono::steady_clock::time_point deadline_;
-  const std::chrono::milliseconds bound_;
-  const Forwarder::SendCallback done_;
-  const std::string what_;
-  std::unique_ptr<Connection> stream_;
-  bool reused_ = false;
-  beast::flat_buffer buffer_;
-  std::optional<http::response_parser<http::string_body>> parser_;
-  // A streamed answer: its parser, the chunk it reads into, the Pull() waiting for it.
-  const bool stream_mode_;
-  std::optional<http::response_parser<http::buffer_body>> stream_parser_;
-  std::unique_ptr<char[]> chunk_;
-  PullCallback pull_;
-  bool cancelled_ = false;
-};
-
-}  // namespace
 
 Forwarder::Forwarder(Options options)
     : options_(std::move(options)), pool_(std::make_shared<Pool>(options_.max_idle_per_member)) {}
@@ -581,7 +197,8 @@ bool Forwarder::CheckMemberUri(const std::string& uri, bool* tls, std::string* h
   return true;
 }
 
-void Forwarder::Start(bool tls, std::string host, std::string port, http::request<http::string_body> out,
+void Forwarder::Start(bool tls, std::string host, std::string port,
+                      http::request<http::string_body> out,
                       const std::string& principal, std::chrono::milliseconds bound,
                       boost::asio::io_context& io, SendCallback done, std::string what,
                       bool stream) {
@@ -599,11 +216,10 @@ void Forwarder::Start(bool tls, std::string host, std::string port, http::reques
   }
   out.prepare_payload();
   out.keep_alive(true);
-  auto op = std::make_shared<ForwardOp>(pool_, io, tls ? options_.tls_context : nullptr,
-                                        std::move(host), std::move(port),
-                                        std::move(out), std::chrono::steady_clock::now() + bound,
-                                        bound, std::move(done), std::move(what), stream);
-  op->Start();
+  forwarding::StartForwardOp(pool_, io, tls ? options_.tls_context : nullptr, std::move(host),
+                             std::move(port), std::move(out),
+                             std::chrono::steady_clock::now() + bound, bound, std::move(done),
+                             std::move(what), stream);
 }
 
 void Forwarder::Send(const ClusterMember& member, const Outgoing& request,
