@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <random>
 #include <string>
 #include <thread>
@@ -286,18 +287,45 @@ void BM_LookupDuringIteration(benchmark::State& state, int shards, IterationMode
       totals.seconds > 0 ? static_cast<double>(passes) / totals.seconds : 0;
 }
 
+/// The reference a lookup of the daemon takes to what it finds and drops later, one count per
+/// entry of the workload (for the BM_GetRefVsBare probes; see TakeAndDropReference).
+struct References {
+  explicit References(const Workload& w)
+      : base(w.values.data()), counts(std::make_unique<std::atomic<int32_t>[]>(w.values.size())) {
+  }
+  const Entry* const base;
+  const std::unique_ptr<std::atomic<int32_t>[]> counts;
+};
+
+/// QueryExecMgr's reference on the entry 'v' (found by a Get): TryAddRef's CAS, then the
+/// release's fetch_sub. Both are locked instructions, as a shared_ptr copy's increment and
+/// its destruction's decrement are.
+[[gnu::always_inline]] inline void TakeAndDropReference(const References& refs, Value v) {
+  std::atomic<int32_t>& count = refs.counts[v - refs.base];
+  int32_t n = count.load(std::memory_order_relaxed);
+  while (!count.compare_exchange_weak(n, n + 1, std::memory_order_relaxed)) {
+  }
+  count.fetch_sub(1, std::memory_order_acq_rel);
+}
+
 /// One Get of the single-thread loops at index 'p' of thread 0's lookup sequence; returns the
 /// next index. Independent (kDependent false): the next index is p + 1 whatever the Get found and
 /// the value only goes into '*acc' (added, then benchmark::DoNotOptimize), so no Get waits for the
 /// previous one and the core overlaps them as far as the map lets it. (The value must not feed
 /// the index: GCC compiles 'p + 1 + (v == nullptr)' without a branch, sete and add, which makes
 /// every Get wait for the one before, i.e. a latency loop.) Dependent: the next index depends on
-/// the value just read, so Gets cannot overlap: the latency of one Get.
-template <bool kDependent, class Map>
+/// the value just read, so Gets cannot overlap: the latency of one Get. With kReference, the
+/// Get also takes and drops a reference to what it found in '*refs', as the daemon's lookups do
+/// (a template parameter, so that the loops without it are unchanged).
+template <bool kDependent, bool kReference, class Map>
 [[gnu::always_inline]] inline size_t GetStep(const Map& map, const Workload& w, size_t p,
-                                             size_t mask, uintptr_t* acc) {
+                                             size_t mask, uintptr_t* acc,
+                                             const References* refs) {
   Value v = nullptr;
   map.Get(w.keys[w.ops[0][p] & kOpKeyMask], &v);
+  if constexpr (kReference) {
+    if (v != nullptr) TakeAndDropReference(*refs, v);
+  }
   if constexpr (kDependent) {
     benchmark::DoNotOptimize(v);
     return (p + 1 + (v == nullptr ? 1 : 0)) & mask;
@@ -313,7 +341,7 @@ void UncontendedGetLoop(benchmark::State& state, const Map& map, const Workload&
   const size_t mask = w.ops[0].size() - 1;
   size_t p = 0;
   uintptr_t acc = 0;
-  for (auto _ : state) p = GetStep<kDependent>(map, w, p, mask, &acc);
+  for (auto _ : state) p = GetStep<kDependent, false>(map, w, p, mask, &acc, nullptr);
 }
 
 /// BM_UncontendedGet<Map>: one thread, Gets of live keys in a random order, independent
@@ -342,23 +370,30 @@ inline int64_t ThreadCpuNs() {
   return int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
 }
 
-template <bool kDependent, class Map>
-int64_t TimeGetsLoop(const Map& map, const Workload& w, int n, size_t* p) {
+template <bool kDependent, bool kReference, class Map>
+int64_t TimeGetsLoop(const Map& map, const Workload& w, int n, size_t* p,
+                     const References* refs) {
   const size_t mask = w.ops[0].size() - 1;
   size_t q = *p;
   uintptr_t acc = 0;
   const int64_t t0 = ThreadCpuNs();
-  for (int i = 0; i < n; ++i) q = GetStep<kDependent>(map, w, q, mask, &acc);
+  for (int i = 0; i < n; ++i) q = GetStep<kDependent, kReference>(map, w, q, mask, &acc, refs);
   const int64_t t1 = ThreadCpuNs();
   *p = q;
   return t1 - t0;
 }
 
-/// 'n' Gets of thread 0's lookup sequence from '*p' on (as BM_UncontendedGet does); returns the
-/// thread CPU ns they took.
+/// 'n' Gets of thread 0's lookup sequence from '*p' on (as BM_UncontendedGet does, each with a
+/// reference taken and dropped when 'refs' is non-null); returns the thread CPU ns they took.
 template <class Map>
-int64_t TimeGets(const Map& map, const Workload& w, int n, bool dependent, size_t* p) {
-  return dependent ? TimeGetsLoop<true>(map, w, n, p) : TimeGetsLoop<false>(map, w, n, p);
+int64_t TimeGets(const Map& map, const Workload& w, int n, bool dependent, size_t* p,
+                 const References* refs) {
+  if (refs != nullptr) {
+    return dependent ? TimeGetsLoop<true, true>(map, w, n, p, refs)
+                     : TimeGetsLoop<false, true>(map, w, n, p, refs);
+  }
+  return dependent ? TimeGetsLoop<true, false>(map, w, n, p, nullptr)
+                   : TimeGetsLoop<false, false>(map, w, n, p, nullptr);
 }
 
 inline double Median(std::vector<double> v) {
@@ -372,23 +407,28 @@ inline double Median(std::vector<double> v) {
 /// same key sequence, reporting the median of the per-round ratios (ratio_to_bare) and the
 /// median ns per Get of each. On a machine shared with other work a burst of load lasts longer
 /// than a round, so it slows both sides of a ratio instead of one of two separate runs.
+/// With 'reference' (BM_GetRefVsBare), each Get on both sides also takes and drops a reference
+/// to what it found (TakeAndDropReference), as the daemon's lookups do.
 template <class Map, class Bare>
-void BM_GetVsBare(benchmark::State& state, int shards, int entries, bool dependent) {
+void BM_GetVsBare(benchmark::State& state, int shards, int entries, bool dependent,
+                  bool reference) {
   constexpr int kChunk = 4096;
   const Workload& w = GetWorkload(Mix::kLookupOnly, 1, entries);
   std::unique_ptr<Map> map = MakePopulatedMap<Map>(w, shards);
   std::unique_ptr<Bare> bare = MakePopulatedMap<Bare>(w, shards);
+  const References refs(w);
+  const References* r = reference ? &refs : nullptr;
   std::vector<double> ratios, map_ns, bare_ns;
   size_t p_map = 0, p_bare = 0;
   bool bare_first = true;
   for (auto _ : state) {
     int64_t b, m;
     if (bare_first) {
-      b = TimeGets(*bare, w, kChunk, dependent, &p_bare);
-      m = TimeGets(*map, w, kChunk, dependent, &p_map);
+      b = TimeGets(*bare, w, kChunk, dependent, &p_bare, r);
+      m = TimeGets(*map, w, kChunk, dependent, &p_map, r);
     } else {
-      m = TimeGets(*map, w, kChunk, dependent, &p_map);
-      b = TimeGets(*bare, w, kChunk, dependent, &p_bare);
+      m = TimeGets(*map, w, kChunk, dependent, &p_map, r);
+      b = TimeGets(*bare, w, kChunk, dependent, &p_bare, r);
     }
     bare_first = !bare_first;
     if (b <= 0 || m <= 0) continue;
@@ -415,16 +455,23 @@ struct BareOf {
 /// find). Without it GCC keeps one out-of-line find for this file's ~30 map types and calls it
 /// from the sharded variants' loops but not from the bare map's: ~15 instructions of call,
 /// spills and prologue that a real Get does not pay (docs/benchmarks.md gives both counts).
-template <class Map>
+/// With kReference (--callgrind_reference), each Get also takes and drops a reference (the
+/// counts are allocated here: ~0.01 instructions per Get; the loop without it is unchanged).
+template <bool kReference, class Map>
 [[gnu::noinline, gnu::flatten]] uint64_t CallgrindGetLoop(const Map& map, const Workload& w,
                                                           int ops) {
   const std::vector<uint32_t>& seq = w.ops[0];
   const size_t mask = seq.size() - 1;
   uint64_t found = 0;
   size_t p = 0;
+  std::optional<References> refs;
+  if constexpr (kReference) refs.emplace(w);
   for (int i = 0; i < ops; ++i) {
     Value v = nullptr;
     found += map.Get(w.keys[seq[p] & kOpKeyMask], &v);
+    if constexpr (kReference) {
+      if (v != nullptr) TakeAndDropReference(*refs, v);
+    }
     benchmark::DoNotOptimize(v);
     p = (p + 1) & mask;
   }
@@ -432,10 +479,11 @@ template <class Map>
 }
 
 template <class Map>
-int CallgrindGets(int shards, int entries, int ops) {
+int CallgrindGets(int shards, int entries, int ops, bool reference) {
   const Workload& w = GetWorkload(Mix::kLookupOnly, 1, entries);
   std::unique_ptr<Map> map = MakePopulatedMap<Map>(w, shards);
-  uint64_t found = CallgrindGetLoop(*map, w, ops);
+  const uint64_t found =
+      reference ? CallgrindGetLoop<true>(*map, w, ops) : CallgrindGetLoop<false>(*map, w, ops);
   CHECK_EQ(found, static_cast<uint64_t>(ops));
   return 0;
 }
@@ -452,9 +500,9 @@ struct Variant {
   void (*iteration)(benchmark::State&, int, IterationMode, int, int, const MapBenchmarkOptions&) =
       nullptr;
   void (*get)(benchmark::State&, int, int, bool) = nullptr;
-  /// BM_GetVsBare; null for maps without a bare inner map to compare with.
-  void (*get_vs_bare)(benchmark::State&, int, int, bool) = nullptr;
-  int (*callgrind)(int, int, int) = nullptr;
+  /// BM_GetVsBare and BM_GetRefVsBare; null for maps without a bare inner map to compare with.
+  void (*get_vs_bare)(benchmark::State&, int, int, bool, bool) = nullptr;
+  int (*callgrind)(int, int, int, bool) = nullptr;
 };
 
 template <class Map>

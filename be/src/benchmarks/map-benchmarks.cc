@@ -170,21 +170,24 @@ void RegisterMapBenchmarks(const MapBenchmarkOptions& o) {
                                      })
             ->MinTime(o.get_min_time_s);
         if (v.get_vs_bare == nullptr) continue;
-        name = std::string(dependent ? "BM_GetVsBareDependent<" : "BM_GetVsBare<") + v.name +
-               ">" + PointSuffix(entries, 1);
-        benchmark::RegisterBenchmark(name.c_str(),
-                                     [v, entries, dependent](benchmark::State& s) {
-                                       v.get_vs_bare(s, v.shards, entries, dependent);
-                                     })
-            ->Iterations(o.get_vs_bare_rounds);
+        for (bool reference : {false, true}) {
+          name = std::string(reference ? "BM_GetRefVsBare" : "BM_GetVsBare") +
+                 (dependent ? "Dependent<" : "<") + v.name + ">" + PointSuffix(entries, 1);
+          benchmark::RegisterBenchmark(name.c_str(),
+                                       [v, entries, dependent, reference](benchmark::State& s) {
+                                         v.get_vs_bare(s, v.shards, entries, dependent,
+                                                       reference);
+                                       })
+              ->Iterations(o.get_vs_bare_rounds);
+        }
       }
     }
   }
 }
 
-int RunCallgrindGets(const std::string& variant, int entries, int ops) {
+int RunCallgrindGets(const std::string& variant, int entries, int ops, bool reference) {
   for (const Variant& v : AllVariants()) {
-    if (v.name == variant) return v.callgrind(v.shards, entries, ops);
+    if (v.name == variant) return v.callgrind(v.shards, entries, ops, reference);
   }
   fprintf(stderr, "unknown variant '%s'; known:", variant.c_str());
   for (const Variant& v : AllVariants()) fprintf(stderr, " %s", v.name.c_str());

@@ -37,8 +37,9 @@ struct MapBenchmarkOptions {
 void RegisterMapBenchmarks(const MapBenchmarkOptions& options);
 
 /// Builds 'variant' with 'entries' keys and does 'ops' Gets of them in a non-inlined loop named
-/// CallgrindGetLoop, for valgrind --tool=callgrind --toggle-collect. Returns 0, or 2 for an
-/// unknown variant (the known ones are listed on stderr).
-int RunCallgrindGets(const std::string& variant, int entries, int ops);
+/// CallgrindGetLoop, for valgrind --tool=callgrind --toggle-collect, each Get with a reference
+/// taken and dropped if 'reference'. Returns 0, or 2 for an unknown variant (the known ones are
+/// listed on stderr).
+int RunCallgrindGets(const std::string& variant, int entries, int ops, bool reference);
 
 }  // namespace qr::bench

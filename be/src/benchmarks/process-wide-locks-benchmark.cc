@@ -13,7 +13,9 @@
 //     HazardSeqlockTag*Shards, the same lookups over a SeqlockTagMap read without a lock
 //     (hazard-shared-map.h).
 //  3. The map benchmarks of map-benchmarks.h: fixed-thread mixes, lookups during a full
-//     iteration, uncontended Get (alone, and interleaved with its bare inner map: BM_GetVsBare).
+//     iteration, uncontended Get (alone, and interleaved with its bare inner map: BM_GetVsBare;
+//     BM_GetRefVsBare does the same with a reference taken to what each Get found and dropped,
+//     on both sides, as the daemon's lookups do).
 // Every throughput benchmark reports ops_per_s, ns_per_op and ctx_switches_per_op counters;
 // scripts/bench.sh runs it and renders docs/benchmarks.md.
 //
@@ -85,6 +87,9 @@ DEFINE_string(callgrind_variant, "",
               "Run only the uncontended Get loop of this variant (for callgrind) and exit");
 DEFINE_int32(callgrind_entries, 1000, "Live entries for --callgrind_variant");
 DEFINE_int32(callgrind_ops, 200000, "Gets for --callgrind_variant");
+DEFINE_bool(callgrind_reference, false,
+            "--callgrind_variant: each Get also takes and drops a reference to what it found "
+            "(a CAS and a fetch_sub, as QueryExecMgr's lookups)");
 
 namespace qr::bench {
 namespace {
@@ -381,7 +386,7 @@ int main(int argc, char** argv) {
   using namespace qr::bench;
   if (!FLAGS_callgrind_variant.empty()) {
     return RunCallgrindGets(FLAGS_callgrind_variant, FLAGS_callgrind_entries,
-                            FLAGS_callgrind_ops);
+                            FLAGS_callgrind_ops, FLAGS_callgrind_reference);
   }
   SetPlacementFarNs(FLAGS_placement_far_ns);
   AddContext();

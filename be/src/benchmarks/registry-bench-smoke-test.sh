@@ -20,8 +20,10 @@ variants+='|HazardSeqlockTag4Shards'
   --benchmark_filter="<($variants)>" \
   --benchmark_format=json --benchmark_out="$work/run.json" >"$work/out" 2>"$work/err" ||
   { cat "$work/err"; exit 1; }
-"$bench" --callgrind_variant=ShardedQueryMap256 --callgrind_ops=1000 >/dev/null 2>"$work/err" ||
-  { cat "$work/err"; exit 1; }
+for reference in false true; do
+  "$bench" --callgrind_variant=ShardedQueryMap256 --callgrind_ops=1000 \
+    --callgrind_reference=$reference >/dev/null 2>"$work/err" || { cat "$work/err"; exit 1; }
+done
 
 python3 - "$work/run.json" <<'PY'
 import json, os, sys
@@ -41,7 +43,7 @@ for b in runs:
             errors.append(f"{name}: no placement state")
         if b.get("write_failures", 0) != 0:
             errors.append(f"{name}: {b['write_failures']} failed writes")
-    if kind.startswith("BM_GetVsBare") and not b.get("ratio_to_bare", 0) > 0:
+    if kind.startswith(("BM_GetVsBare", "BM_GetRefVsBare")) and not b.get("ratio_to_bare", 0) > 0:
         errors.append(f"{name}: no ratio")
     if (kind == "BM_CacheLineRoundTrip" and len(os.sched_getaffinity(0)) >= 2
             and not b.get("round_trip_ns", 0) > 0):
@@ -53,7 +55,8 @@ errors += [f"{n}: no operations in either pass" for n, v in ops.items() if not v
 errors += [f"{n}: no probes in either pass" for n, v in probes.items() if not v > 0]
 for want in ("BM_LookupOnly", "BM_ReadHeavy", "BM_Churn", "BM_HotQuery", "BM_QueryLifecycle",
              "BM_RequestLifecycle", "BM_LookupDuringIteration", "BM_UncontendedGet",
-             "BM_GetVsBare", "BM_GetVsBareDependent", "BM_CacheLineRoundTrip",
+             "BM_GetVsBare", "BM_GetVsBareDependent", "BM_GetRefVsBare",
+             "BM_GetRefVsBareDependent", "BM_CacheLineRoundTrip",
              "mode:lock_held", "mode:snapshot", "mode:none"):
     if want not in seen:
         errors.append(f"{want}: did not run")
