@@ -34,6 +34,10 @@ namespace qr::bench {
 template <bool kAsymmetric>
 class HazardQueryRegistry {
  public:
+  /// A state is deleted at a scan after its last Release (for the tests shared with
+  /// StableQueryRegistry).
+  static constexpr bool kDefersDeletion = true;
+
   explicit HazardQueryRegistry(int num_shards) : map_(num_shards) {}
 
   QueryState* Create(const UniqueId& id, const QueryContext& ctx) {

@@ -6,8 +6,10 @@
 //     ReleaseQueryState), then releases it. Registries: a global boost::mutex registry (the
 //     original "before"), 4 SpinLock shards with every access exclusive (the original
 //     "after"), and QueryExecMgr itself (shared-lock Get, lock-free Release) with 4 shards and
-//     with the --registry_num_shards default; and HazardSeqlockTag*Shards, the same reference
-//     counting over a SeqlockTagMap read without a lock (hazard-query-registry.h).
+//     with the --registry_num_shards default; and HazardSeqlockTag*Shards and
+//     StableSeqlockTag*Shards, the same reference counting over a SeqlockTagMap read without a
+//     lock, with hazard records or type-stable nodes (hazard-query-registry.h,
+//     stable-query-registry.h).
 //  2. BM_RequestLifecycle<Map>/queries:Q/accesses:A - the same for the coordinator side's
 //     ClientRequestStateMap: register, A lookups that copy the shared_ptr, unregister; and
 //     HazardSeqlockTag*Shards, the same lookups over a SeqlockTagMap read without a lock
@@ -42,6 +44,7 @@
 #include "benchmarks/hazard-shared-map.h"
 #include "benchmarks/map-benchmarks.h"
 #include "benchmarks/registry-variants.h"
+#include "benchmarks/stable-query-registry.h"
 #include "runtime/query-exec-mgr.h"
 #include "runtime/query-state.h"
 #include "runtime/registry-flags.h"
@@ -299,8 +302,11 @@ void RegisterLifecycleBenchmarks() {
       RegisterLifecycle("BM_QueryLifecycle<QueryExecMgr" + std::to_string(n) + "Shards>",
                         &BM_QueryLifecycle<ShardedQueryRegistry>, n, queries, accesses);
     }
-    // QueryExecMgr's references over a map read without a lock (hazard-query-registry.h).
+    // QueryExecMgr's references over a map read without a lock (hazard-query-registry.h,
+    // stable-query-registry.h).
     for (int n : shard_counts) {
+      RegisterLifecycle("BM_QueryLifecycle<StableSeqlockTag" + std::to_string(n) + "Shards>",
+                        &BM_QueryLifecycle<StableQueryRegistry>, n, queries, accesses);
       RegisterLifecycle("BM_QueryLifecycle<HazardSeqlockTag" + std::to_string(n) + "Shards>",
                         &BM_QueryLifecycle<HazardQueryRegistry<true>>, n, queries, accesses);
       RegisterLifecycle(
