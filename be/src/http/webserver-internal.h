@@ -1,7 +1,8 @@
 #pragma once
 
-// Internal to the webserver (webserver.cc, webserver-session.cc): the server's state and the
-// interface of a connection. Not for other users.
+// Internal to the webserver (webserver.cc, webserver-accept.cc, webserver-session.{h,cc},
+// webserver-response.cc): the server's state and the interface of a connection. Not for other
+// users.
 
 #include <array>
 #include <atomic>
@@ -171,7 +172,7 @@ struct Webserver::Impl {
 };
 
 /// What the server and the ResponseCallbacks see of a connection, plain or TLS
-/// (webserver-session.cc has the Session<Stream> that implements it).
+/// (Session<Stream>, webserver-session.h, implements it).
 /// Thread-safety: OnIoThread()/executor() from any thread; Start() once, after construction;
 /// Complete() on its I/O thread; Close() on it or from Stop() after the I/O threads are
 /// joined.

@@ -1,178 +1,39 @@
-// The connections of the webserver: Session<Stream>, one class for plain HTTP and HTTPS
-// (templated on the stream; only the TLS handshake and the close differ), and the
-// ResponseCallback plumbing.
+// The connections of the webserver, reading side: a Session<Stream> (webserver-session.h)
+// reads a request, authenticates it and hands it to its handler, and MakeSession() creates the
+// sessions. Writing the response and closing are in webserver-response.cc.
 
 #include <algorithm>
-#include <array>
 #include <chrono>
-#include <type_traits>
+#include <string_view>
 #include <utility>
 
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/ssl/context.hpp>
 #include <boost/asio/write.hpp>
-#include <boost/beast/core/flat_buffer.hpp>
-#include <boost/beast/core/stream_traits.hpp>
-#include <boost/beast/core/string.hpp>
-#include <boost/beast/core/tcp_stream.hpp>
-#include <boost/beast/http/error.hpp>
-#include <boost/beast/http/parser.hpp>
 #include <boost/beast/http/read.hpp>
-#include <boost/beast/http/string_body.hpp>
-#include <boost/beast/ssl/ssl_stream.hpp>
 #include <glog/logging.h>
 
 #include "http/http-framing.h"
 #include "http/http-origin.h"
 #include "http/http-message.h"
 #include "http/webserver-internal.h"
+#include "http/webserver-session.h"
 
 namespace qr {
 namespace {
 
-using PlainStream = beast::basic_stream<tcp, IoExecutor>;
-using TlsStream = beast::ssl_stream<PlainStream>;
+using webserver_session::IsDisconnect;
+using webserver_session::PlainStream;
+using webserver_session::TlsStream;
 
 constexpr std::string_view k100Continue = "HTTP/1.1 100 Continue\r\n\r\n";
-// After a response that closes the connection, the server stops sending and reads (and
-// discards) what the client still sends for at most this long / this many bytes before it
-// closes: closing with unread input makes the kernel send a RST, which can destroy the
-// response (e.g. a 413) before the client has read it.
-constexpr std::chrono::milliseconds kMaxLinger{2000};
-constexpr size_t kMaxLingerBytes = 1 << 20;
-constexpr size_t kLingerReadBytes = 16 * 1024;
-// The peer went away or the connection was closed on purpose: not worth a warning.
-bool IsDisconnect(const beast::error_code& ec) {
-  return ec == asio::error::eof || ec == asio::error::connection_reset ||
-         ec == asio::error::broken_pipe || ec == asio::error::operation_aborted ||
-         ec == asio::error::not_connected || ec == asio::error::connection_aborted ||
-         ec == asio::error::bad_descriptor || ec == beast::error::timeout ||
-         // A TLS peer that closes without close_notify: any client can do it, and HTTP's own
-         // framing already tells a complete request from a cut one. Not worth a WARNING.
-         ec == asio::ssl::error::stream_truncated;
-}
 
 bool IsHttpParseError(const beast::error_code& ec) {
   return ec.category() == http::make_error_code(http::error::bad_target).category();
 }
 
-// Refuses (400) chunk extensions with whitespace: see IsStrictChunkExtension().
-struct ChunkExtensionCheck {
-  void operator()(uint64_t, beast::string_view ext, beast::error_code& ec) {
-    if (!IsStrictChunkExtension(ToStd(ext))) ec = http::error::bad_chunk_extension;
-  }
-};
-
 }  // namespace
-
-/// One connection over 'Stream' (PlainStream or TlsStream): reads a request, dispatches it,
-/// writes the response, and repeats while the connection is kept alive.
-/// Thread-safety: every member is used only on the connection's I/O thread, except Close() from
-/// Stop() after the I/O threads are joined, and OnIoThread()/executor() from any thread.
-/// Ownership: shared; each pending asynchronous operation holds a reference, and while a
-/// handler owns the request (no I/O is pending then) the session holds one to itself, dropped
-/// when the response is written or the connection is closed. A ResponseCallback holds only a
-/// weak reference, so a callback kept after Stop() never keeps a connection alive.
-template <class Stream>
-class Webserver::Impl::Session final : public SessionBase {
- public:
-  static constexpr bool kTls = !std::is_same_v<Stream, PlainStream>;
-
-  /// 'tls' (only for TLS) is the server's context.
-  template <class... Tls>
-  Session(Impl* server, IoSocket socket, std::string remote_address, Tls&... tls)
-      : SessionBase(socket.get_executor()), server_(server), stream_(std::move(socket), tls...) {
-    req_.remote_address = std::move(remote_address);
-    req_.secure = kTls;
-  }
-  ~Session() override;
-
-  void Start() override;
-  void Complete(uint64_t seq, HttpResponse resp, bool dropped) override;
-  void Close() override;
-
- private:
-  std::shared_ptr<Session> Self() {
-    return std::static_pointer_cast<Session>(shared_from_this());
-  }
-  /// The TCP layer: timeouts, close.
-  PlainStream& Tcp() { return beast::get_lowest_layer(stream_); }
-  void OnHandshake(const beast::error_code& ec);
-  void DoReadHeader();
-  void OnReadHeader(const beast::error_code& ec);
-  void DoReadBody();
-  void OnReadError(const beast::error_code& ec);
-  void Dispatch();
-  /// Runs Options::authenticate; false when it answered the request or deferred it.
-  /// QR_REQUIRES: the request needs authentication (Options::authenticate set, not an open path).
-  bool Authenticate();
-  /// Runs Options::authorize (if set) on an authenticated request; false when it answered.
-  bool Authorize();
-  /// Parks the request for a deferred authentication: the AuthDeferrer's answer.
-  AuthCallback DeferAuthentication();
-  /// Resumes request 'seq' when its deferred authentication is decided.
-  void OnAuthenticated(uint64_t seq, bool ok, std::string user, HttpResponse denied);
-  /// Routes the request to its handler (or answers 404, 405).
-  void RouteRequest();
-  void CallHandler(const HttpHandler& handler);
-  void SendErrorAndClose(unsigned status, std::string text);
-  void WriteResponse(HttpResponse resp);
-  void OnWrite(const beast::error_code& ec);
-  /// Writes the head of a response with a BodySource, then its chunks as they come: the head
-  /// goes with the first chunk, and each next chunk is pulled once the previous was written.
-  void WriteStreamedResponse(unsigned status, HttpResponse resp);
-  void PullChunk();
-  void OnChunk(BodySource::Chunk chunk);
-  void OnChunkWritten(const beast::error_code& ec, bool last);
-  /// The streamed body cannot be completed: resets the connection, so the client never
-  /// takes a truncated body for a whole one.
-  void AbortStream(const char* why);
-  /// Stops sending (after TLS's close_notify) and drains what the client still sends for a
-  /// bounded time before closing, so that the close does not reset the connection.
-  void LingeringClose();
-  void LingerTcp();
-  void DoDrain();
-
-  Impl* const server_;
-  Stream stream_;
-  /// The read buffer, reused for every request (it may hold the start of the next one).
-  FramingReadBuffer buffer_;
-  std::optional<http::request_parser<http::string_body>> parser_;
-  /// The parser's chunk-header callback (it keeps a reference).
-  ChunkExtensionCheck chunk_check_;
-  /// The request being served; handlers get a reference valid during their call.
-  HttpRequest req_;
-  /// The serialized status line and headers of the response being written.
-  std::string head_;
-  /// The response being written: owns the buffers (and shared_body) until the write ends.
-  HttpResponse resp_;
-  /// A streamed response's source, until it delivered its last chunk or failed.
-  std::shared_ptr<BodySource> source_;
-  /// The source that delivered its last chunk, kept until that chunk was written: the chunk's
-  /// bytes are the source's, and it may hold the last reference (never cancelled).
-  std::shared_ptr<BodySource> finished_source_;
-  /// A streamed body's framing, and the bytes its Content-Length still expects.
-  StreamedBody stream_framing_ = StreamedBody::kNo;
-  uint64_t stream_left_ = 0;
-  /// The head is still to go out (with the first chunk).
-  bool stream_head_pending_ = false;
-  /// A chunk's framing (chunked transfer coding).
-  std::string chunk_prefix_;
-  std::string chunk_suffix_;
-  std::chrono::steady_clock::time_point request_start_;
-  /// Numbers the dispatched requests, so a late callback cannot answer a later request.
-  uint64_t seq_ = 0;
-  size_t lingered_bytes_ = 0;
-  /// Set while 'pending_': keeps the session alive with no I/O outstanding.
-  std::shared_ptr<SessionBase> self_while_pending_;
-  /// A handler owns the current request; reads and the idle timer are off meanwhile.
-  bool pending_ = false;
-  bool keep_alive_ = false;
-  bool http10_ = false;
-  bool head_request_ = false;
-  bool closed_ = false;
-};
 
 template <class Stream>
 void Webserver::Impl::Session<Stream>::Start() {
@@ -434,204 +295,6 @@ void Webserver::Impl::Session<Stream>::Complete(uint64_t seq, HttpResponse resp,
   WriteResponse(std::move(resp));
 }
 
-template <class Stream>
-void Webserver::Impl::Session<Stream>::SendErrorAndClose(unsigned status, std::string text) {
-  keep_alive_ = false;
-  WriteResponse(HttpResponse::Text(status, std::move(text)));
-}
-
-template <class Stream>
-void Webserver::Impl::Session<Stream>::WriteResponse(HttpResponse resp) {
-  unsigned status = resp.status;
-  if (status < 200 || status > 599) {
-    LOG(WARNING) << "HTTP handler answered status " << status << " to "
-                 << QuoteForError(req_.target, 200) << "; sending 500";
-    resp = HttpResponse::Text(500, "Internal error: bad response status");
-    status = 500;
-  }
-  if (resp.body_source != nullptr) return WriteStreamedResponse(status, std::move(resp));
-  const bool no_body = StatusHasNoBody(status);
-  const uint64_t length = resp.body.size() + (resp.shared_body ? resp.shared_body->size() : 0) +
-                          resp.body_tail.size();
-  head_.clear();
-  AppendResponseHead(status, resp, no_body ? std::nullopt : std::optional<uint64_t>(length),
-                     keep_alive_, http10_, &head_);
-  resp_ = std::move(resp);  // Only now take the body addresses: moving a string moves them.
-  server_->CountResponse(status);
-  VLOG(1) << req_.remote_address << " " << req_.method_string << " "
-          << QuoteForError(req_.target, 200) << " -> " << status << ", " << length << " bytes, "
-          << std::chrono::duration_cast<std::chrono::microseconds>(
-                 std::chrono::steady_clock::now() - request_start_)
-                 .count()
-          << " us";
-  std::array<asio::const_buffer, 4> buffers{asio::buffer(head_)};
-  if (!no_body && !head_request_) {
-    buffers[1] = asio::buffer(resp_.body);
-    if (resp_.shared_body) buffers[2] = asio::buffer(*resp_.shared_body);
-    buffers[3] = asio::buffer(resp_.body_tail);
-  }
-  // A client that does not read its response is dropped like an idle one.
-  Tcp().expires_after(server_->options.idle_timeout);
-  asio::async_write(stream_, buffers, [self = Self()](beast::error_code ec, size_t) {
-    self->OnWrite(ec);
-  });
-}
-
-template <class Stream>
-void Webserver::Impl::Session<Stream>::OnWrite(const beast::error_code& ec) {
-  resp_ = HttpResponse();  // Releases the shared body as soon as it is sent.
-  if (closed_) return;
-  if (ec) {
-    if (!IsDisconnect(ec)) {
-      LOG(WARNING) << "HTTP write to " << req_.remote_address << " failed: " << ec.message();
-    }
-    return Close();
-  }
-  if (!keep_alive_) return LingeringClose();
-  DoReadHeader();
-}
-
-template <class Stream>
-void Webserver::Impl::Session<Stream>::WriteStreamedResponse(unsigned status, HttpResponse resp) {
-  source_ = std::move(resp.body_source);
-  const bool no_body = StatusHasNoBody(status) || head_request_;
-  if (resp.body_length.has_value()) {
-    stream_framing_ = StreamedBody::kNo;
-    stream_left_ = *resp.body_length;
-  } else if (!http10_) {
-    stream_framing_ = StreamedBody::kChunked;
-  } else {
-    stream_framing_ = StreamedBody::kCloseDelimited;  // An HTTP/1.0 client knows no chunks.
-    keep_alive_ = keep_alive_ && no_body;
-  }
-  head_.clear();
-  AppendResponseHead(status, resp, StatusHasNoBody(status) ? std::nullopt : resp.body_length,
-                     keep_alive_, http10_, &head_,
-                     StatusHasNoBody(status) ? StreamedBody::kNo : stream_framing_);
-  server_->CountResponse(status);
-  VLOG(1) << req_.remote_address << " " << req_.method_string << " "
-          << QuoteForError(req_.target, 200) << " -> " << status << ", streamed";
-  if (no_body) {
-    // The head alone, as for any answer without a body; the source is not read.
-    std::exchange(source_, nullptr)->Cancel();
-    resp_ = HttpResponse();
-    Tcp().expires_after(server_->options.idle_timeout);
-    asio::async_write(stream_, asio::buffer(head_), [self = Self()](beast::error_code ec,
-                                                                    size_t) { self->OnWrite(ec); });
-    return;
-  }
-  stream_head_pending_ = true;
-  PullChunk();
-}
-
-template <class Stream>
-void Webserver::Impl::Session<Stream>::PullChunk() {
-  // The source bounds its own wait; the client's is bounded again by each write.
-  Tcp().expires_never();
-  source_->Pull([self = Self()](BodySource::Chunk chunk) {
-    if (self->OnIoThread()) return self->OnChunk(chunk);
-    // A source that completes elsewhere: the chunk stays valid until the next Pull().
-    asio::post(self->executor(), [self, chunk] { self->OnChunk(chunk); });
-  });
-}
-
-template <class Stream>
-void Webserver::Impl::Session<Stream>::OnChunk(BodySource::Chunk chunk) {
-  if (closed_ || source_ == nullptr) return;
-  if (chunk.failed) return AbortStream("its source failed");
-  if (chunk.data.empty() && !chunk.last) return PullChunk();
-  if (stream_framing_ == StreamedBody::kNo) {
-    if (chunk.data.size() > stream_left_ || (chunk.last && chunk.data.size() != stream_left_)) {
-      if (!chunk.last) std::exchange(source_, nullptr)->Cancel();
-      return AbortStream("its source did not deliver the announced Content-Length");
-    }
-    stream_left_ -= chunk.data.size();
-  }
-  if (chunk.last) finished_source_ = std::exchange(source_, nullptr);  // Complete: no Cancel().
-  chunk_prefix_.clear();
-  chunk_suffix_.clear();
-  if (stream_framing_ == StreamedBody::kChunked) {
-    AppendChunkFraming(chunk.data.size(), chunk.last, &chunk_prefix_, &chunk_suffix_);
-  }
-  std::array<asio::const_buffer, 4> buffers{};
-  if (stream_head_pending_) buffers[0] = asio::buffer(head_);
-  stream_head_pending_ = false;
-  buffers[1] = asio::buffer(chunk_prefix_);
-  buffers[2] = asio::buffer(chunk.data.data(), chunk.data.size());
-  buffers[3] = asio::buffer(chunk_suffix_);
-  // A client that does not read its response is dropped like an idle one.
-  Tcp().expires_after(server_->options.idle_timeout);
-  asio::async_write(stream_, buffers, [self = Self(), last = chunk.last](beast::error_code ec,
-                                                                         size_t) {
-    self->OnChunkWritten(ec, last);
-  });
-}
-
-template <class Stream>
-void Webserver::Impl::Session<Stream>::OnChunkWritten(const beast::error_code& ec, bool last) {
-  finished_source_.reset();
-  if (closed_) return;
-  if (ec || !last) {
-    if (ec && !IsDisconnect(ec)) {
-      LOG(WARNING) << "HTTP write to " << req_.remote_address << " failed: " << ec.message();
-    }
-    return ec ? Close() : PullChunk();  // Close() cancels the source.
-  }
-  if (stream_framing_ == StreamedBody::kCloseDelimited) {
-    return LingeringClose();  // The close ends the body.
-  }
-  OnWrite(ec);
-}
-
-template <class Stream>
-void Webserver::Impl::Session<Stream>::AbortStream(const char* why) {
-  LOG(WARNING) << "HTTP response to " << req_.method_string << " "
-               << QuoteForError(req_.target, 200) << " for " << req_.remote_address
-               << " cut short: " << why << "; resetting the connection";
-  source_.reset();  // It failed, or ended short: nothing to cancel.
-  beast::error_code ignored;
-  Tcp().socket().set_option(asio::socket_base::linger(true, 0), ignored);
-  Close();
-}
-
-template <class Stream>
-void Webserver::Impl::Session<Stream>::LingeringClose() {
-  if constexpr (kTls) {
-    // close_notify first (bounded like the linger), then the TCP linger below.
-    Tcp().expires_after(std::min<std::chrono::milliseconds>(server_->options.idle_timeout,
-                                                            kMaxLinger));
-    stream_.async_shutdown([self = Self()](beast::error_code) { self->LingerTcp(); });
-  } else {
-    LingerTcp();
-  }
-}
-
-template <class Stream>
-void Webserver::Impl::Session<Stream>::LingerTcp() {
-  if (closed_) return;
-  beast::error_code ec;
-  Tcp().socket().shutdown(tcp::socket::shutdown_send, ec);
-  if (ec) return Close();
-  Tcp().expires_after(std::min<std::chrono::milliseconds>(server_->options.idle_timeout,
-                                                            kMaxLinger));
-  buffer_.consume(buffer_.size());
-  lingered_bytes_ = 0;
-  DoDrain();
-}
-
-template <class Stream>
-void Webserver::Impl::Session<Stream>::DoDrain() {
-  // Below TLS: what arrives now is discarded unread.
-  Tcp().async_read_some(buffer_.prepare(kLingerReadBytes),
-                          [self = Self()](beast::error_code ec, size_t n) {
-                            self->lingered_bytes_ += n;
-                            if (ec || self->lingered_bytes_ > kMaxLingerBytes) {
-                              return self->Close();
-                            }
-                            self->DoDrain();
-                          });
-}
-
 std::shared_ptr<Webserver::Impl::SessionBase> Webserver::Impl::MakeSession(
     IoSocket socket, std::string remote_address) {
   if (options.tls_context) {
@@ -641,5 +304,11 @@ std::shared_ptr<Webserver::Impl::SessionBase> Webserver::Impl::MakeSession(
   return std::make_shared<Session<PlainStream>>(this, std::move(socket),
                                                 std::move(remote_address));
 }
+
+// The reading side's members are instantiated by MakeSession() above, the virtual ones with the
+// vtable. DoReadHeader() is not virtual, and OnWrite() (webserver-response.cc) calls it to read
+// the next request: instantiated explicitly, so that an inlined use here cannot leave it out.
+template void Webserver::Impl::Session<PlainStream>::DoReadHeader();
+template void Webserver::Impl::Session<TlsStream>::DoReadHeader();
 
 }  // namespace qr

@@ -1,0 +1,169 @@
+#pragma once
+
+// Internal to the webserver (webserver-session.cc, webserver-response.cc): a connection,
+// Session<Stream>, one class for plain HTTP and HTTPS (templated on the stream; only the TLS
+// handshake and the close differ). Not for other users.
+//
+// Its members are defined in two files: webserver-session.cc reads, authenticates and
+// dispatches a request (and creates the sessions, which instantiates its members);
+// webserver-response.cc writes the response, streamed or not, and closes the connection, and
+// instantiates its members for both streams explicitly.
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <type_traits>
+
+#include <boost/asio/ssl/error.hpp>
+#include <boost/beast/core/error.hpp>
+#include <boost/beast/core/stream_traits.hpp>
+#include <boost/beast/core/string.hpp>
+#include <boost/beast/core/tcp_stream.hpp>
+#include <boost/beast/http/error.hpp>
+#include <boost/beast/http/parser.hpp>
+#include <boost/beast/http/string_body.hpp>
+#include <boost/beast/ssl/ssl_stream.hpp>
+
+#include "http/http-framing.h"
+#include "http/http-message.h"
+#include "http/webserver-internal.h"
+
+namespace qr {
+namespace webserver_session {
+
+using PlainStream = beast::basic_stream<tcp, IoExecutor>;
+using TlsStream = beast::ssl_stream<PlainStream>;
+
+/// The peer went away or the connection was closed on purpose: not worth a warning.
+inline bool IsDisconnect(const beast::error_code& ec) {
+  return ec == asio::error::eof || ec == asio::error::connection_reset ||
+         ec == asio::error::broken_pipe || ec == asio::error::operation_aborted ||
+         ec == asio::error::not_connected || ec == asio::error::connection_aborted ||
+         ec == asio::error::bad_descriptor || ec == beast::error::timeout ||
+         // A TLS peer that closes without close_notify: any client can do it, and HTTP's own
+         // framing already tells a complete request from a cut one. Not worth a WARNING.
+         ec == asio::ssl::error::stream_truncated;
+}
+
+/// Refuses (400) chunk extensions with whitespace: see IsStrictChunkExtension().
+struct ChunkExtensionCheck {
+  void operator()(uint64_t, beast::string_view ext, beast::error_code& ec) {
+    if (!IsStrictChunkExtension(ToStd(ext))) ec = http::error::bad_chunk_extension;
+  }
+};
+
+}  // namespace webserver_session
+
+/// One connection over 'Stream' (PlainStream or TlsStream): reads a request, dispatches it,
+/// writes the response, and repeats while the connection is kept alive.
+/// Thread-safety: every member is used only on the connection's I/O thread, except Close() from
+/// Stop() after the I/O threads are joined, and OnIoThread()/executor() from any thread.
+/// Ownership: shared; each pending asynchronous operation holds a reference, and while a
+/// handler owns the request (no I/O is pending then) the session holds one to itself, dropped
+/// when the response is written or the connection is closed. A ResponseCallback holds only a
+/// weak reference, so a callback kept after Stop() never keeps a connection alive.
+template <class Stream>
+class Webserver::Impl::Session final : public SessionBase {
+ public:
+  static constexpr bool kTls = !std::is_same_v<Stream, webserver_session::PlainStream>;
+
+  /// 'tls' (only for TLS) is the server's context.
+  template <class... Tls>
+  Session(Impl* server, IoSocket socket, std::string remote_address, Tls&... tls)
+      : SessionBase(socket.get_executor()), server_(server), stream_(std::move(socket), tls...) {
+    req_.remote_address = std::move(remote_address);
+    req_.secure = kTls;
+  }
+  ~Session() override;
+
+  void Start() override;
+  void Complete(uint64_t seq, HttpResponse resp, bool dropped) override;
+  void Close() override;
+
+ private:
+  std::shared_ptr<Session> Self() {
+    return std::static_pointer_cast<Session>(shared_from_this());
+  }
+  /// The TCP layer: timeouts, close.
+  webserver_session::PlainStream& Tcp() { return beast::get_lowest_layer(stream_); }
+  void OnHandshake(const beast::error_code& ec);
+  void DoReadHeader();
+  void OnReadHeader(const beast::error_code& ec);
+  void DoReadBody();
+  void OnReadError(const beast::error_code& ec);
+  void Dispatch();
+  /// Runs Options::authenticate; false when it answered the request or deferred it.
+  /// QR_REQUIRES: the request needs authentication (Options::authenticate set, not an open path).
+  bool Authenticate();
+  /// Runs Options::authorize (if set) on an authenticated request; false when it answered.
+  bool Authorize();
+  /// Parks the request for a deferred authentication: the AuthDeferrer's answer.
+  AuthCallback DeferAuthentication();
+  /// Resumes request 'seq' when its deferred authentication is decided.
+  void OnAuthenticated(uint64_t seq, bool ok, std::string user, HttpResponse denied);
+  /// Routes the request to its handler (or answers 404, 405).
+  void RouteRequest();
+  void CallHandler(const HttpHandler& handler);
+  void SendErrorAndClose(unsigned status, std::string text);
+  void WriteResponse(HttpResponse resp);
+  void OnWrite(const beast::error_code& ec);
+  /// Writes the head of a response with a BodySource, then its chunks as they come: the head
+  /// goes with the first chunk, and each next chunk is pulled once the previous was written.
+  void WriteStreamedResponse(unsigned status, HttpResponse resp);
+  void PullChunk();
+  void OnChunk(BodySource::Chunk chunk);
+  void OnChunkWritten(const beast::error_code& ec, bool last);
+  /// The streamed body cannot be completed: resets the connection, so the client never
+  /// takes a truncated body for a whole one.
+  void AbortStream(const char* why);
+  /// Stops sending (after TLS's close_notify) and drains what the client still sends for a
+  /// bounded time before closing, so that the close does not reset the connection.
+  void LingeringClose();
+  void LingerTcp();
+  void DoDrain();
+
+  Impl* const server_;
+  Stream stream_;
+  /// The read buffer, reused for every request (it may hold the start of the next one).
+  FramingReadBuffer buffer_;
+  std::optional<http::request_parser<http::string_body>> parser_;
+  /// The parser's chunk-header callback (it keeps a reference).
+  webserver_session::ChunkExtensionCheck chunk_check_;
+  /// The request being served; handlers get a reference valid during their call.
+  HttpRequest req_;
+  /// The serialized status line and headers of the response being written.
+  std::string head_;
+  /// The response being written: owns the buffers (and shared_body) until the write ends.
+  HttpResponse resp_;
+  /// A streamed response's source, until it delivered its last chunk or failed.
+  std::shared_ptr<BodySource> source_;
+  /// The source that delivered its last chunk, kept until that chunk was written: the chunk's
+  /// bytes are the source's, and it may hold the last reference (never cancelled).
+  std::shared_ptr<BodySource> finished_source_;
+  /// A streamed body's framing, and the bytes its Content-Length still expects.
+  StreamedBody stream_framing_ = StreamedBody::kNo;
+  uint64_t stream_left_ = 0;
+  /// The head is still to go out (with the first chunk).
+  bool stream_head_pending_ = false;
+  /// A chunk's framing (chunked transfer coding).
+  std::string chunk_prefix_;
+  std::string chunk_suffix_;
+  std::chrono::steady_clock::time_point request_start_;
+  /// Numbers the dispatched requests, so a late callback cannot answer a later request.
+  uint64_t seq_ = 0;
+  size_t lingered_bytes_ = 0;
+  /// Set while 'pending_': keeps the session alive with no I/O outstanding.
+  std::shared_ptr<SessionBase> self_while_pending_;
+  /// A handler owns the current request; reads and the idle timer are off meanwhile.
+  bool pending_ = false;
+  bool keep_alive_ = false;
+  bool http10_ = false;
+  bool head_request_ = false;
+  bool closed_ = false;
+};
+
+}  // namespace qr
