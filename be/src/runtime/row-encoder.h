@@ -5,14 +5,16 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "runtime/json-encoding.h"
 #include "runtime/result-buffer.h"
 #include "runtime/trino-types.h"
 
-/// Mapping of SQLite result columns to Trino columns (docs/protocol.md, "Types")
-/// and encoding of their values as JSON.
-/// Thread-safety: pure functions.
+/// Mapping of SQLite result columns to Trino columns (docs/protocol.md, "Types"),
+/// encoding of their values as JSON, and the readers of a row's values that the encoder reads
+/// (a statement's current row, or copies of a first page's rows).
+/// Thread-safety: the functions are pure; a reader or a PendingRows belongs to one thread.
 
 namespace qr {
 
@@ -74,6 +76,81 @@ struct CopiedValues {
     return p ? std::string_view(p, sqlite3_value_bytes(row[i])) : std::string_view();
   }
   int64_t bytes(int i) const { return sqlite3_value_bytes(row[i]); }
+};
+
+/// The rows of a first page, held as value copies while the types of expression columns are
+/// decided from their values (columns must be published before the first page).
+class PendingRows {
+ public:
+  explicit PendingRows(int num_columns) : num_columns_(num_columns) {}
+  ~PendingRows() {
+    for (sqlite3_value* v : values_) sqlite3_value_free(v);
+  }
+  PendingRows(const PendingRows&) = delete;
+  PendingRows& operator=(const PendingRows&) = delete;
+
+  /// Copies the current row of 'stmt'; false when out of memory.
+  bool Add(sqlite3_stmt* stmt) {
+    for (int i = 0; i < num_columns_; ++i) {
+      sqlite3_value* v = sqlite3_value_dup(sqlite3_column_value(stmt, i));
+      if (v == nullptr) return false;
+      values_.push_back(v);
+      bytes_ += 8 + sqlite3_value_bytes(v);
+    }
+    ++rows_;
+    return true;
+  }
+  int64_t num_rows() const { return rows_; }
+  int64_t approx_bytes() const { return bytes_; }
+  CopiedValues Row(int64_t r) const { return CopiedValues{values_.data() + r * num_columns_}; }
+
+ private:
+  const int num_columns_;
+  std::vector<sqlite3_value*> values_;
+  int64_t rows_ = 0;
+  int64_t bytes_ = 0;
+};
+
+/// The current row of a statement with each value's storage class, and a TEXT or BLOB's size,
+/// read from SQLite once: the size check before a row is encoded and the encoding both need
+/// them (asking twice was ~11% of a wide scan's instructions, docs/benchmarks.md). Reading the
+/// size first is safe: a TEXT or BLOB value's UTF-8 size is what sqlite3_column_text() then
+/// returns (a UTF-16 database's text is converted by either call, to the same bytes).
+class RowValues {
+ public:
+  RowValues(sqlite3_stmt* stmt, std::vector<int>* types, std::vector<int64_t>* sizes)
+      : stmt_(stmt), types_(types->data()), sizes_(sizes->data()) {
+    const int n = static_cast<int>(types->size());
+    for (int i = 0; i < n; ++i) {
+      const int t = sqlite3_column_type(stmt, i);
+      types_[i] = t;
+      sizes_[i] = t == SQLITE_TEXT || t == SQLITE_BLOB ? sqlite3_column_bytes(stmt, i) : 0;
+    }
+  }
+  int type(int i) const { return types_[i]; }
+  int64_t int64(int i) const { return sqlite3_column_int64(stmt_, i); }
+  double dbl(int i) const { return sqlite3_column_double(stmt_, i); }
+  std::string_view text(int i) const {
+    const auto* p = reinterpret_cast<const char*>(sqlite3_column_text(stmt_, i));
+    return p ? std::string_view(p, Size(i)) : std::string_view();
+  }
+  std::string_view blob(int i) const {
+    const auto* p = static_cast<const char*>(sqlite3_column_blob(stmt_, i));
+    return p ? std::string_view(p, Size(i)) : std::string_view();
+  }
+  int64_t bytes(int i) const { return Size(i); }
+
+ private:
+  /// A number read as text or bytes is converted by SQLite first: its size is asked after.
+  size_t Size(int i) const {
+    const int t = types_[i];
+    return static_cast<size_t>(t == SQLITE_TEXT || t == SQLITE_BLOB
+                                   ? sizes_[i]
+                                   : sqlite3_column_bytes(stmt_, i));
+  }
+  sqlite3_stmt* const stmt_;
+  int* const types_;
+  int64_t* const sizes_;
 };
 
 /// A lower bound of the JSON bytes AppendValue() appends for value 'i' (exact for base64),
