@@ -187,6 +187,84 @@ TEST_F(WebserverAuthTest, WrongPasswordIsAnswered401FromTheVerificationThread) {
   EXPECT_EQ(auth_->failures(), 1u);
 }
 
+/// The head of a POST /echo announcing 'length' body bytes, with 'credentials' ("user:pw";
+/// none if empty) and 'extra' header lines.
+std::string PostHead(const std::string& credentials, size_t length, const std::string& extra = "") {
+  std::string head = "POST /echo HTTP/1.1\r\nHost: localhost\r\nContent-Length: " +
+                     std::to_string(length) + "\r\n" + extra;
+  if (!credentials.empty()) head += "Authorization: Basic " + Base64Encode(credentials) + "\r\n";
+  return head + "\r\n";
+}
+
+TEST_F(WebserverAuthTest, RefusedRequestIsAnsweredBeforeItsBodyIsRead) {
+  StartAuthServer(64);
+  // Heads announcing 512 KiB that never comes: the answer cannot wait for the body, and the
+  // connection closes after it (the unread body is not a request).
+  for (const std::string credentials : {"", "bob:nope"}) {
+    SCOPED_TRACE("credentials: '" + credentials + "'");
+    Client c(server_->port());
+    c.Send(PostHead(credentials, 512 * 1024));
+    Response r;
+    ASSERT_TRUE(c.Read(&r));
+    EXPECT_EQ(r.status, 401);
+    EXPECT_EQ(r.Header("connection"), "close");
+    EXPECT_TRUE(c.WaitForClose());
+  }
+  EXPECT_EQ(auth_->failures(), 1u);  // The wrong password; missing credentials are no check.
+  EXPECT_TRUE(WaitFor([&] { return server_->connections_open() == 0; }));
+}
+
+TEST_F(WebserverAuthTest, ContinueIsSentOnlyToAnAuthenticatedClient) {
+  StartAuthServer(64);
+  const std::string expect = "Expect: 100-continue\r\n";
+  {
+    // A wrong password: the first answer is the 401, never a 100 that would invite the body.
+    gate_.Close();
+    Client c(server_->port());
+    c.Send(PostHead("bob:nope", 5, expect));
+    ASSERT_TRUE(gate_.WaitForWaiting(1));
+    gate_.Open();
+    Response r;
+    ASSERT_TRUE(c.Read(&r));
+    EXPECT_EQ(r.status, 401);
+    EXPECT_TRUE(c.WaitForClose());
+  }
+  // The right one, verified on a verification thread: 100, then the body is read and served,
+  // and the connection stays open for the next request.
+  gate_.Close();
+  Client c(server_->port());
+  c.Send(PostHead("bob:bob-pw", 5, expect));
+  ASSERT_TRUE(gate_.WaitForWaiting(1));
+  gate_.Open();
+  Response r;
+  ASSERT_TRUE(c.Read(&r));
+  EXPECT_EQ(r.status, 100);
+  c.Send("hello");
+  ASSERT_TRUE(c.Read(&r));
+  EXPECT_EQ(r.status, 200);
+  EXPECT_NE(r.body.find("body=hello"), std::string::npos) << r.body;
+  EXPECT_EQ(RoundTrip(c, WhoAmI("bob")).body, "bob");
+  EXPECT_EQ(auth_->failures(), 1u);
+}
+
+TEST_F(WebserverAuthTest, BodyOfAnAdmittedRequestIsReadAfterTheVerification) {
+  StartAuthServer(64);
+  gate_.Close();
+  Client c(server_->port());
+  // Head and body at once, then a second request: the body is read once the verification
+  // admitted the first, and the second is parsed after it.
+  c.Send(PostHead("carol:carol-pw", 4) + "ping" + WhoAmI("carol"));
+  ASSERT_TRUE(gate_.WaitForWaiting(1));
+  gate_.Open();
+  Response r;
+  ASSERT_TRUE(c.Read(&r));
+  EXPECT_EQ(r.status, 200);
+  EXPECT_NE(r.body.find("body_size=4\nbody=ping"), std::string::npos) << r.body;
+  EXPECT_NE(r.Header("connection"), "close");
+  ASSERT_TRUE(c.Read(&r));
+  EXPECT_EQ(r.body, "carol");
+}
+
 TEST_F(WebserverAuthTest, ClientGoneDuringVerificationIsHarmless) {
   StartAuthServer(64);
   gate_.Close();

@@ -90,6 +90,7 @@ void Webserver::Impl::Session<Stream>::DoReadHeader() {
   req_.method_string.clear();
   req_.target.clear();
   req_.authenticated_user.clear();
+  req_.body.clear();  // The hooks that run before the body is read see none.
   head_request_ = false;
   request_start_ = std::chrono::steady_clock::now();  // Error answers measure from here.
   Tcp().expires_after(server_->options.idle_timeout);
@@ -114,13 +115,34 @@ void Webserver::Impl::Session<Stream>::OnReadHeader(const beast::error_code& ec)
   if (FramingError error; !CheckRequestHead(msg, folded, &req_, &error)) {
     return SendErrorAndClose(error.status, std::move(error.message));
   }
-  const bool expect_continue =
+  expect_continue_ =
       msg.version() >= 11 && beast::iequals(msg[http::field::expect], "100-continue");
   // The header fields are taken now: the trailer fields of a chunked body, which Beast adds
   // to the message, are dropped and never become headers (RFC 9112 7.1.2).
   req_.headers = std::move(static_cast<http::fields&>(parser_->get()));
+  Admit();
+}
+
+template <class Stream>
+void Webserver::Impl::Session<Stream>::Admit() {
+  // Before authentication: a forged request costs no password verification.
+  std::string forged;
+  if (IsCrossOriginWrite(req_, &forged)) {
+    return WriteResponse(HttpResponse::Text(403, std::move(forged) + "\n"));
+  }
+  const Options& o = server_->options;
+  if (o.authenticate &&
+      std::find(o.open_paths.begin(), o.open_paths.end(), req_.path) == o.open_paths.end()) {
+    if (!Authenticate() || !Authorize()) return;
+  }
+  ReadBody();
+}
+
+template <class Stream>
+void Webserver::Impl::Session<Stream>::ReadBody() {
   if (parser_->is_done()) return Dispatch();
-  if (expect_continue) {
+  if (expect_continue_) {
+    // Only now: a client that waits for it sends no body that would be refused.
     asio::async_write(stream_, asio::buffer(k100Continue),
                       [self = Self()](beast::error_code ec, size_t) {
                         if (ec) return self->OnReadError(ec);
@@ -171,16 +193,6 @@ void Webserver::Impl::Session<Stream>::OnReadError(const beast::error_code& ec) 
 template <class Stream>
 void Webserver::Impl::Session<Stream>::Dispatch() {
   req_.body = std::move(parser_->get().body());
-  // Before authentication: a forged request costs no password verification.
-  std::string forged;
-  if (IsCrossOriginWrite(req_, &forged)) {
-    return WriteResponse(HttpResponse::Text(403, std::move(forged) + "\n"));
-  }
-  const Options& o = server_->options;
-  if (o.authenticate &&
-      std::find(o.open_paths.begin(), o.open_paths.end(), req_.path) == o.open_paths.end()) {
-    if (!Authenticate() || !Authorize()) return;
-  }
   RouteRequest();
 }
 
@@ -259,7 +271,7 @@ void Webserver::Impl::Session<Stream>::OnAuthenticated(uint64_t seq, bool ok, st
   std::shared_ptr<SessionBase> self = std::move(self_while_pending_);
   if (!ok) return WriteResponse(std::move(denied));
   req_.authenticated_user = std::move(user);
-  if (Authorize()) RouteRequest();
+  if (Authorize()) ReadBody();
 }
 
 template <class Stream>

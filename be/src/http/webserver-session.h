@@ -95,6 +95,13 @@ class Webserver::Impl::Session final : public SessionBase {
   void OnReadHeader(const beast::error_code& ec);
   void DoReadBody();
   void OnReadError(const beast::error_code& ec);
+  /// Decides on a request from its head, before its body is read (the cross-origin check,
+  /// authentication, authorization), so that a request refused there costs no body read.
+  void Admit();
+  /// Reads the body of an admitted request (after a 100 Continue if the client expects one),
+  /// then dispatches it.
+  void ReadBody();
+  /// Takes the body and routes the request.
   void Dispatch();
   /// Runs Options::authenticate; false when it answered the request or deferred it.
   /// QR_REQUIRES: the request needs authentication (Options::authenticate set, not an open path).
@@ -162,6 +169,8 @@ class Webserver::Impl::Session final : public SessionBase {
   bool pending_ = false;
   bool keep_alive_ = false;
   bool http10_ = false;
+  /// The request's head asked for "Expect: 100-continue".
+  bool expect_continue_ = false;
   bool head_request_ = false;
   bool closed_ = false;
 };

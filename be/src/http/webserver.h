@@ -179,16 +179,19 @@ class Webserver {
     /// Peers that 'max_connections_per_address' does not apply to (trusted proxies, which
     /// carry the connections of many clients).
     IpNetworks per_address_exempt;
-    /// When set, runs for every request (after it was read, before routing) except those to
-    /// 'open_paths', on an I/O thread, and must not block: returns kAllow (having set
-    /// req.authenticated_user), kDeny with the answer (401, 429, 503...) in '*denied', or
-    /// kDeferred after calling 'defer' and handing the callback to slow work (a password
-    /// check on another thread); the request resumes on its connection's I/O thread when the
-    /// callback is called.
+    /// When set, runs for every request except those to 'open_paths', once its head is read
+    /// and before its body is (req.body is empty: a refused request costs no body read, and
+    /// its answer closes the connection), on an I/O thread, and must not block: returns
+    /// kAllow (having set req.authenticated_user), kDeny with the answer (401, 429, 503...)
+    /// in '*denied', or kDeferred after calling 'defer' and handing the callback to slow work
+    /// (a password check on another thread); the request resumes on its connection's I/O
+    /// thread when the callback is called (a client that sent "Expect: 100-continue" gets its
+    /// 100 only then).
     std::function<AuthVerdict(HttpRequest& req, HttpResponse* denied, const AuthDeferrer& defer)>
         authenticate;
-    /// When set, runs after 'authenticate' allowed a request, on an I/O thread: returns true to
-    /// serve it, or false with the answer (e.g. 403) in '*denied'.
+    /// When set, runs after 'authenticate' allowed a request, on an I/O thread, before its
+    /// body is read: returns true to serve it, or false with the answer (e.g. 403) in
+    /// '*denied'.
     std::function<bool(HttpRequest& req, HttpResponse* denied)> authorize;
     /// Exact paths served without 'authenticate' (e.g. "/healthz").
     std::vector<std::string> open_paths;
