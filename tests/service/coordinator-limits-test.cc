@@ -208,18 +208,13 @@ TEST_F(CoordinatorLimitsTest, ClientThatKeepsPollingIsNotAbandoned) {
 // ---------------------------------------------------------------------------------------------
 // Graceful shutdown
 
-/// Every row arrived, then the final answer. The final FINISHED answer may be lost: the
-/// coordinator's shutdown ends once that answer is handed to the webserver, and
-/// Webserver::Stop() closes connections without draining responses still being written (see
-/// docs/protocol.md, "Graceful shutdown"). Only that last, row-less answer may be missing.
+/// Every row arrived, then the final answer: the coordinator's shutdown ends once that answer
+/// is handed to the webserver, which drains it to the client before it stops (see
+/// docs/protocol.md, "Graceful shutdown").
 void ExpectAllRowsThenFinished(const StatementResult& r, size_t rows) {
   EXPECT_EQ(r.rows.size(), rows);
-  if (r.failure.empty()) {
-    EXPECT_EQ(r.final_state, "FINISHED");
-  } else {
-    EXPECT_EQ(r.failure.rfind("transport:", 0), 0u) << r.failure;
-    EXPECT_EQ(r.final_state, "RUNNING");
-  }
+  EXPECT_EQ(r.failure, "");
+  EXPECT_EQ(r.final_state, "FINISHED");
 }
 
 class CoordinatorShutdownTest : public CoordinatorLimitsTest {

@@ -72,6 +72,7 @@ bool Webserver::Impl::TakeSpareFd() {
 }
 
 void Webserver::Impl::DoAccept() {
+  if (!acceptor.is_open()) return;  // Drain() closed it.
   try {
     acceptor.async_accept(NextIoContext().get_executor(),
                           [this](beast::error_code ec, IoSocket socket) {

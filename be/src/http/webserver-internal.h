@@ -119,6 +119,16 @@ struct Webserver::Impl {
   }
   /// Closes every open connection. QR_REQUIRES: the I/O threads are joined.
   void CloseAllSessions();
+  /// Counts a connection closed; wakes Drain() when it was the last one.
+  void ConnectionClosed() {
+    // seq_cst, with Drain()'s store of 'draining' and load of the count: either this thread
+    // sees 'draining' and notifies, or Drain() sees the count this decrement left.
+    if (connections_open.fetch_sub(1, std::memory_order_seq_cst) == 1 &&
+        draining.load(std::memory_order_seq_cst)) {
+      MutexLock l(&drain_mu);
+      drain_cv.NotifyAll();
+    }
+  }
 
   const Options options;
   std::vector<Route> routes;
@@ -129,6 +139,12 @@ struct Webserver::Impl {
   std::atomic<uint64_t> connections_open{0};
   std::array<std::atomic<uint64_t>, kNumConnectionLimits> connections_refused{};
   std::atomic<int> port{0};
+  /// Set by Drain(): responses close their connections, and connections waiting for a request
+  /// close.
+  std::atomic<bool> draining{false};
+  /// Drain() waits on 'drain_cv' for 'connections_open' to reach 0. A leaf.
+  Mutex drain_mu;
+  CondVar drain_cv;
 
   const std::shared_ptr<Control> control = std::make_shared<Control>();
 
@@ -184,6 +200,10 @@ class Webserver::Impl::SessionBase : public std::enable_shared_from_this<Session
   /// is closed or has moved on. 'dropped': the handler never called its ResponseCallback.
   virtual void Complete(uint64_t seq, HttpResponse resp, bool dropped) = 0;
   virtual void Close() = 0;
+  /// On the connection's I/O thread, when Drain() starts: closes the connection if it waits
+  /// for a request of which nothing arrived; otherwise its current request is answered (the
+  /// response closes the connection).
+  virtual void DrainIfIdle() = 0;
 
   /// Holds one of 'server''s connections of address 'key' until ReleaseAddressSlot() or
   /// destruction ('server' must outlive the session, as it does: Stop() joins every I/O

@@ -47,6 +47,8 @@ void Webserver::Impl::Session<Stream>::WriteResponse(HttpResponse resp) {
   // An answer before the body was read (a refusal from the head): the unread body must not be
   // taken for the next request, so the connection closes (lingering, so the answer arrives).
   if (parser_.has_value() && !parser_->is_done()) keep_alive_ = false;
+  // Draining: this is the connection's last response (Drain()).
+  if (server_->draining.load(std::memory_order_relaxed)) keep_alive_ = false;
   unsigned status = resp.status;
   if (status < 200 || status > 599) {
     LOG(WARNING) << "HTTP handler answered status " << status << " to "

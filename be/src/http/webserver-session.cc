@@ -62,7 +62,7 @@ void Webserver::Impl::Session<Stream>::OnHandshake(const beast::error_code& ec) 
 template <class Stream>
 Webserver::Impl::Session<Stream>::~Session() {
   ReleaseAddressSlot();
-  if (!closed_) server_->connections_open.fetch_sub(1, std::memory_order_relaxed);
+  if (!closed_) server_->ConnectionClosed();
   MutexLock l(&server_->sessions_mu);
   server_->sessions.erase(static_cast<SessionBase*>(this));
 }
@@ -76,12 +76,20 @@ void Webserver::Impl::Session<Stream>::Close() {
   Tcp().close();  // Also cancels the timer; pending operations complete with an error.
   if (source_ != nullptr) std::exchange(source_, nullptr)->Cancel();  // The client is gone.
   ReleaseAddressSlot();
-  server_->connections_open.fetch_sub(1, std::memory_order_relaxed);
+  server_->ConnectionClosed();
+}
+
+template <class Stream>
+void Webserver::Impl::Session<Stream>::DrainIfIdle() {
+  if (awaiting_head_ && buffer_.size() == 0) Close();
 }
 
 template <class Stream>
 void Webserver::Impl::Session<Stream>::DoReadHeader() {
   if (closed_) return;
+  // Draining: a connection with no request under way closes (Drain() closes the others' as
+  // they are answered); one whose next request already arrived, in part, is served.
+  if (buffer_.size() == 0 && server_->draining.load(std::memory_order_relaxed)) return Close();
   parser_.emplace();
   parser_->header_limit(static_cast<uint32_t>(server_->options.max_header_bytes));
   parser_->body_limit(server_->options.max_body_bytes);
@@ -94,6 +102,7 @@ void Webserver::Impl::Session<Stream>::DoReadHeader() {
   head_request_ = false;
   request_start_ = std::chrono::steady_clock::now();  // Error answers measure from here.
   Tcp().expires_after(server_->options.idle_timeout);
+  awaiting_head_ = true;
   http::async_read_header(
       stream_, buffer_, *parser_,
       [self = Self()](beast::error_code ec, size_t) { self->OnReadHeader(ec); });
@@ -101,6 +110,7 @@ void Webserver::Impl::Session<Stream>::DoReadHeader() {
 
 template <class Stream>
 void Webserver::Impl::Session<Stream>::OnReadHeader(const beast::error_code& ec) {
+  awaiting_head_ = false;
   const bool folded = buffer_.EndHeader();
   if (ec) return OnReadError(ec);
   request_start_ = std::chrono::steady_clock::now();

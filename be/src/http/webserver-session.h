@@ -83,6 +83,7 @@ class Webserver::Impl::Session final : public SessionBase {
   void Start() override;
   void Complete(uint64_t seq, HttpResponse resp, bool dropped) override;
   void Close() override;
+  void DrainIfIdle() override;
 
  private:
   std::shared_ptr<Session> Self() {
@@ -169,6 +170,8 @@ class Webserver::Impl::Session final : public SessionBase {
   bool pending_ = false;
   bool keep_alive_ = false;
   bool http10_ = false;
+  /// Waiting for the head of a request (an idle connection, unless part of it arrived).
+  bool awaiting_head_ = false;
   /// The request's head asked for "Expect: 100-continue".
   bool expect_continue_ = false;
   bool head_request_ = false;

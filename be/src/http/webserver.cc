@@ -301,6 +301,62 @@ void Webserver::Stop() {
   LOG(INFO) << "HTTP server on port " << s.port.load() << " stopped";
 }
 
+bool Webserver::Drain(std::chrono::milliseconds timeout) {
+  Impl& s = *impl_;
+  DCHECK(!s.OwnsIoContext(tls_io_context))
+      << "Webserver::Drain() called from one of its HTTP I/O threads (it waits for them)";
+  const auto start = std::chrono::steady_clock::now();
+  {
+    MutexLock l(&s.lifecycle_mu);
+    if (s.state != Impl::State::kRunning) return true;
+    // seq_cst: see Impl::ConnectionClosed().
+    s.draining.store(true, std::memory_order_seq_cst);
+  }
+  // The accept chain runs on I/O thread 0: close its socket there. A connection it accepts
+  // before that closes itself when it finds the server draining.
+  asio::post(*s.iocs[0], [&s] {
+    beast::error_code ec;
+    s.acceptor.close(ec);
+    s.accept_retry_timer.cancel();
+  });
+  std::vector<std::shared_ptr<Impl::SessionBase>> live;
+  {
+    MutexLock l(&s.sessions_mu);
+    for (auto& entry : s.sessions) {
+      if (auto session = entry.second.lock()) live.push_back(std::move(session));
+    }
+  }
+  const size_t draining = live.size();
+  for (auto& session : live) {
+    asio::post(session->executor(), [session] { session->DrainIfIdle(); });
+  }
+  live.clear();  // The posted handlers hold their sessions.
+  bool drained = true;
+  {
+    MutexLock l(&s.drain_mu);
+    const auto deadline = start + timeout;
+    while (s.connections_open.load(std::memory_order_seq_cst) > 0) {
+      if (!s.drain_cv.WaitUntil(&s.drain_mu, deadline) &&
+          s.connections_open.load(std::memory_order_seq_cst) > 0) {
+        drained = false;
+        break;
+      }
+    }
+  }
+  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                      std::chrono::steady_clock::now() - start)
+                      .count();
+  if (drained) {
+    LOG(INFO) << "HTTP server on port " << s.port.load() << " drained " << draining
+              << " connections in " << ms << " ms";
+  } else {
+    LOG(WARNING) << "HTTP server on port " << s.port.load() << ": " << s.connections_open.load()
+                 << " of " << draining << " connections still open after " << ms
+                 << " ms of draining (the stop closes them)";
+  }
+  return drained;
+}
+
 int Webserver::port() const { return impl_->port.load(std::memory_order_acquire); }
 
 asio::io_context& Webserver::io_context() {

@@ -217,8 +217,16 @@ class Webserver {
   /// Binds, listens and starts the I/O threads. An address in use or a bad bind address is an
   /// error naming it.
   Status Start();
-  /// Stops accepting, closes connections, joins the I/O threads. Idempotent.
+  /// Stops accepting, closes connections, joins the I/O threads. Idempotent. A response
+  /// being written is cut off: Drain() first to let it go out.
   void Stop();
+  /// The start of a graceful stop: stops accepting (the listening socket is closed), closes
+  /// the connections that wait for a request of which nothing arrived, and lets every other
+  /// connection finish its request, whose response then says "Connection: close"; returns
+  /// when no connection is open (true) or after 'timeout' (false). Handlers keep running
+  /// meanwhile. Then call Stop(), which closes what is left. Not from an I/O thread; true at
+  /// once when the server is not running.
+  bool Drain(std::chrono::milliseconds timeout);
 
   /// The bound port (after Start()).
   int port() const;

@@ -376,7 +376,12 @@ int CoordinatorServer::Shutdown(int64_t grace_ms) {
   // Leave the cluster once no query of ours runs (revokes the lease: the others see it now).
   if (membership_) membership_->Stop();
   // Stop serving before the coordinator goes away: no handler may run against freed state.
-  if (webserver_) webserver_->Stop();
+  // First let the requests under way be answered (the last answers of queries, FINISHED or
+  // canceled), closing each connection after its answer.
+  if (webserver_) {
+    if (options_.shutdown_drain.count() > 0) webserver_->Drain(options_.shutdown_drain);
+    webserver_->Stop();
+  }
   // Its idle connections are sockets of the webserver's io_contexts, destroyed below.
   if (forwarder_) forwarder_->Close();
   // Then the verification threads: their late callbacks find the webserver stopped.

@@ -95,6 +95,9 @@ class CoordinatorServer {
     /// How long the per-query page's EXPLAIN (/query_plan) may wait and run before it fails
     /// with EXCEEDED_TIME_LIMIT (--query_plan_timeout_ms); > 0.
     std::chrono::milliseconds query_plan_timeout{10000};
+    /// At shutdown, how long the HTTP server may take to finish the requests under way
+    /// (Webserver::Drain(); --shutdown_drain_s) before it stops; 0: it stops at once.
+    std::chrono::milliseconds shutdown_drain{5000};
     /// The cluster's shared secret (LoadClusterSecret()); empty: none (with authentication,
     /// forwarded principals are refused and forwarded requests authenticated again).
     std::string cluster_secret_file;
@@ -114,7 +117,8 @@ class CoordinatorServer {
   /// Re-reads the password file (SIGHUP). On error the old users stay. QR_REQUIRES: started
   /// with authentication.
   Status ReloadPasswordFile();
-  /// Graceful: stop admitting, give running queries 'grace_ms', cancel the rest, stop serving.
+  /// Graceful: stop admitting, give running queries 'grace_ms', cancel the rest, stop serving
+  /// (after draining the requests under way for up to Options::shutdown_drain).
   /// Returns the number of queries canceled. Idempotent.
   int Shutdown(int64_t grace_ms);
 

@@ -91,6 +91,10 @@ DEFINE_int32(max_failed_queries_per_user_per_s, 50,
              "1 s, until its budget refills (0: no limit).");
 DEFINE_int32(exec_time_limit_s, 300,
              "Fail queries executing longer than this with EXCEEDED_TIME_LIMIT (0: no limit).");
+DEFINE_int32(shutdown_drain_s, 5,
+             "On SIGTERM, after the queries ended, how long the HTTP server may take to finish "
+             "the requests under way (their answers close the connections; idle connections "
+             "close at once) before it stops (0: at once, cutting them off).");
 DEFINE_int32(shutdown_client_idle_s, 5,
              "On SIGTERM, queries whose clients have not fetched for this long are canceled at "
              "once instead of being waited for.");
@@ -428,6 +432,7 @@ DEFINE_validator(max_running_queries_per_user, &ValidateNonNegative);
 DEFINE_validator(max_long_queries_per_user, &ValidateNonNegative);
 DEFINE_validator(abandoned_query_timeout_s, &ValidateNonNegative);
 DEFINE_validator(shutdown_client_idle_s, &ValidateNonNegative);
+DEFINE_validator(shutdown_drain_s, &ValidateNonNegative);
 DEFINE_validator(exec_time_limit_s, &ValidateNonNegative);
 DEFINE_validator(max_page_retries, &ValidateNonNegative);
 DEFINE_validator(max_failed_queries_per_user_per_s, &ValidateNonNegative);

@@ -40,6 +40,7 @@ DECLARE_int32(max_page_retries);
 DECLARE_int32(max_failed_queries_per_user_per_s);
 DECLARE_int32(exec_time_limit_s);
 DECLARE_int32(shutdown_client_idle_s);
+DECLARE_int32(shutdown_drain_s);
 DECLARE_int32(max_session_properties);
 DECLARE_int64(max_result_memory_mb);
 DECLARE_int64(query_max_memory_mb);

@@ -45,7 +45,7 @@ const std::vector<FlagGroup>& FlagGroups() {
        {"database", "catalog_name", "data_dir", "sample_scale_factor", "num_query_threads",
         "long_query_after_ms", "long_query_nice", "long_query_policy", "long_query_yield_us",
         "max_long_queries_per_user", "scheduler_slice_us"}},
-      {"Shutdown", {"shutdown_grace_period_s", "shutdown_client_idle_s"}},
+      {"Shutdown", {"shutdown_grace_period_s", "shutdown_client_idle_s", "shutdown_drain_s"}},
       {"Cluster (etcd)",
        {"etcd_endpoints", "cluster_name", "advertised_uri", "cluster_lease_ttl_s",
         "cluster_max_members", "etcd_request_timeout_ms", "cluster_forward_timeout_ms",

@@ -79,6 +79,7 @@ CoordinatorServer::Options OptionsFromFlags() {
   o.coordinator.max_running_queries_per_user = FLAGS_max_running_queries_per_user;
   o.coordinator.abandoned_query_timeout_ms = int64_t{FLAGS_abandoned_query_timeout_s} * 1000;
   o.coordinator.shutdown_client_idle_ms = int64_t{FLAGS_shutdown_client_idle_s} * 1000;
+  o.shutdown_drain = std::chrono::seconds(FLAGS_shutdown_drain_s);
   o.coordinator.exec_time_limit_ms = int64_t{FLAGS_exec_time_limit_s} * 1000;
   o.coordinator.max_page_retries = FLAGS_max_page_retries;
   o.coordinator.max_failed_queries_per_user_per_s = FLAGS_max_failed_queries_per_user_per_s;
