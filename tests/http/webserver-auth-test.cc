@@ -97,6 +97,17 @@ class WebserverAuthTest : public WebserverTest {
                               "\r\n");
   }
 
+  /// Sends 'request' on 'c' with the verification threads held, waits until its password check
+  /// waits at the gate (so it surely runs on a verification thread, after the I/O thread moved
+  /// on), then lets it through. False if the check never reached the gate.
+  [[nodiscard]] bool SendWithDeferredCheck(Client& c, const std::string& request) {
+    gate_.Close();
+    c.Send(request);
+    const bool held = gate_.WaitForWaiting(1);
+    gate_.Open();
+    return held;
+  }
+
   Gate gate_;
   std::unique_ptr<BasicAuthenticator> auth_;
 };
@@ -138,11 +149,8 @@ TEST_F(WebserverAuthTest, CachedClientIsServedWhileVerificationsArePending) {
 
 TEST_F(WebserverAuthTest, NextRequestOnTheConnectionWaitsForTheVerification) {
   StartAuthServer(64);
-  gate_.Close();
   Client c(server_->port());
-  c.Send(WhoAmI("bob") + WhoAmI("bob"));  // Pipelined: answered in order.
-  ASSERT_TRUE(gate_.WaitForWaiting(1));
-  gate_.Open();
+  ASSERT_TRUE(SendWithDeferredCheck(c, WhoAmI("bob") + WhoAmI("bob")));  // Answered in order.
   Response first, second;
   ASSERT_TRUE(c.Read(&first));
   ASSERT_TRUE(c.Read(&second));
@@ -219,11 +227,8 @@ TEST_F(WebserverAuthTest, ContinueIsSentOnlyToAnAuthenticatedClient) {
   const std::string expect = "Expect: 100-continue\r\n";
   {
     // A wrong password: the first answer is the 401, never a 100 that would invite the body.
-    gate_.Close();
     Client c(server_->port());
-    c.Send(PostHead("bob:nope", 5, expect));
-    ASSERT_TRUE(gate_.WaitForWaiting(1));
-    gate_.Open();
+    ASSERT_TRUE(SendWithDeferredCheck(c, PostHead("bob:nope", 5, expect)));
     Response r;
     ASSERT_TRUE(c.Read(&r));
     EXPECT_EQ(r.status, 401);
@@ -231,11 +236,8 @@ TEST_F(WebserverAuthTest, ContinueIsSentOnlyToAnAuthenticatedClient) {
   }
   // The right one, verified on a verification thread: 100, then the body is read and served,
   // and the connection stays open for the next request.
-  gate_.Close();
   Client c(server_->port());
-  c.Send(PostHead("bob:bob-pw", 5, expect));
-  ASSERT_TRUE(gate_.WaitForWaiting(1));
-  gate_.Open();
+  ASSERT_TRUE(SendWithDeferredCheck(c, PostHead("bob:bob-pw", 5, expect)));
   Response r;
   ASSERT_TRUE(c.Read(&r));
   EXPECT_EQ(r.status, 100);
@@ -249,13 +251,10 @@ TEST_F(WebserverAuthTest, ContinueIsSentOnlyToAnAuthenticatedClient) {
 
 TEST_F(WebserverAuthTest, BodyOfAnAdmittedRequestIsReadAfterTheVerification) {
   StartAuthServer(64);
-  gate_.Close();
   Client c(server_->port());
   // Head and body at once, then a second request: the body is read once the verification
   // admitted the first, and the second is parsed after it.
-  c.Send(PostHead("carol:carol-pw", 4) + "ping" + WhoAmI("carol"));
-  ASSERT_TRUE(gate_.WaitForWaiting(1));
-  gate_.Open();
+  ASSERT_TRUE(SendWithDeferredCheck(c, PostHead("carol:carol-pw", 4) + "ping" + WhoAmI("carol")));
   Response r;
   ASSERT_TRUE(c.Read(&r));
   EXPECT_EQ(r.status, 200);
