@@ -11,6 +11,7 @@
 
 #include <gtest/gtest.h>
 
+#include "history-dir-test-util.h"
 #include "service/query-history-index.h"
 #include "service/query-history.h"
 
@@ -35,26 +36,7 @@ QueryHistoryRecord Record(uint64_t n, std::mt19937_64* rng) {
   return r;
 }
 
-class QueryHistoryIndexTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    std::string tmpl = (fs::temp_directory_path() / "qr-history-index-test.XXXXXX").string();
-    ASSERT_NE(mkdtemp(tmpl.data()), nullptr);
-    dir_ = tmpl;
-  }
-  void TearDown() override {
-    std::error_code ec;
-    fs::remove_all(dir_, ec);
-  }
-  std::unique_ptr<QueryHistory> Open(QueryHistory::Options o) {
-    o.dir = dir_;
-    std::unique_ptr<QueryHistory> h;
-    Status s = QueryHistory::Open(std::move(o), &h);
-    EXPECT_TRUE(s.ok()) << s.message();
-    return h;
-  }
-  std::string dir_;
-};
+using QueryHistoryIndexTest = HistoryDirTest;
 
 TEST_F(QueryHistoryIndexTest, SelectMatchesABruteForceModelAndPagesWithoutGapsOrRepeats) {
   std::mt19937_64 rng(42);

@@ -10,6 +10,7 @@
 
 #include <gtest/gtest.h>
 
+#include "history-dir-test-util.h"
 #include "service/query-history-record.h"
 #include "testutil/log-capture.h"
 #include "testutil/wait.h"
@@ -126,29 +127,9 @@ void ExpectSameRecord(const QueryHistoryRecord& a, const QueryHistoryRecord& b) 
   }
 }
 
-class QueryHistoryTest : public ::testing::Test {
+class QueryHistoryTest : public HistoryDirTest {
  protected:
-  void SetUp() override {
-    std::string tmpl = (fs::temp_directory_path() / "qr-history-test.XXXXXX").string();
-    ASSERT_NE(mkdtemp(tmpl.data()), nullptr);
-    dir_ = tmpl;
-  }
-  void TearDown() override {
-    std::error_code ec;
-    fs::remove_all(dir_, ec);
-  }
-
-  QueryHistory::Options Options() const {
-    QueryHistory::Options o;
-    o.dir = dir_;
-    return o;
-  }
-  std::unique_ptr<QueryHistory> Open(QueryHistory::Options o) {
-    std::unique_ptr<QueryHistory> h;
-    Status s = QueryHistory::Open(std::move(o), &h);
-    EXPECT_TRUE(s.ok()) << s.message();
-    return h;
-  }
+  QueryHistory::Options Options() const { return QueryHistory::Options(); }
   std::vector<QueryHistoryRecord> ReadAll(HistoryReadStats* stats) {
     std::vector<QueryHistoryRecord> out;
     Status s = ReadQueryHistory(dir_, 1 << 30, &out, stats);
@@ -165,8 +146,6 @@ class QueryHistoryTest : public ::testing::Test {
     std::ofstream f(path, std::ios::binary | std::ios::trunc);
     f.write(data.data(), static_cast<std::streamsize>(data.size()));
   }
-
-  std::string dir_;
 };
 
 TEST(QueryHistoryRecordTest, EncodeDecodeRoundTrip) {

@@ -35,12 +35,16 @@ void AppendHistoryMetrics(const QueryHistory* history, const HistoryReadStats& r
          s.dropped, out);
   Scalar("qr_history_write_errors_total", "counter",
          "Failed writes, syncs or segment creations of the query history.", s.write_errors, out);
+  Scalar("qr_history_cut_records_total", "counter",
+         "Records written with their statement or other texts cut to fit a history record "
+         "(a statement over 32 MiB: --max_statement_bytes above it).",
+         s.cut_records, out);
   Scalar("qr_history_queue_length", "gauge", "Records waiting for the history writer.",
          s.queue_length, out);
   Scalar("qr_history_segments_created_total", "counter", "Query history segment files started.",
          s.segments_created, out);
   Scalar("qr_history_segments_deleted_total", "counter",
-         "Query history segment files deleted by retention.", s.segments_deleted, out);
+         "Query history segment files deleted by retention (and empty ones).", s.segments_deleted, out);
   const char* name = "qr_history_sync_seconds";
   Family(name, "histogram", "Latency of the history writer's fdatasync(2) calls.", out);
   for (size_t i = 0; i < QueryHistory::kSyncBucketsSeconds.size(); ++i) {

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
+#include <cstdint>
 #include <cstdio>
 
 #include "http/webserver.h"
@@ -26,9 +27,13 @@ bool ParseInt64(std::string_view s, int64_t* out) {
   return ec == std::errc() && ptr == end;
 }
 
-/// Milliseconds since the epoch, or "YYYY-MM-DDTHH:MM[:SS[.mmm]]Z" (UTC).
+/// The latest time a list accepts (2262-04-11T23:47:16.854Z): the lists compare times in
+/// nanoseconds since the epoch, in 64 bits.
+constexpr int64_t kMaxTimeMs = INT64_MAX / 1000000;
+
+/// Milliseconds since the epoch, or "YYYY-MM-DDTHH:MM[:SS[.mmm]]Z" (UTC), up to kMaxTimeMs.
 bool ParseTime(std::string_view s, int64_t* ms) {
-  if (ParseInt64(s, ms)) return *ms >= 0;
+  if (ParseInt64(s, ms)) return *ms >= 0 && *ms <= kMaxTimeMs;
   if (s.size() < 17 || s.size() > 24 || s.back() != 'Z') return false;
   std::string text(s);
   struct tm tm {};
@@ -63,7 +68,7 @@ bool ParseTime(std::string_view s, int64_t* ms) {
   time_t t = timegm(&tm);
   if (t < 0) return false;
   *ms = static_cast<int64_t>(t) * 1000 + millis;
-  return true;
+  return *ms <= kMaxTimeMs;
 }
 
 int64_t StartMs(const ClientRequestState& req) {
@@ -168,7 +173,8 @@ bool ParseQueryListParams(const HttpRequest& req, size_t max_limit, QueryListPar
     int64_t ms = 0;
     if (!ParseTime(value, &ms)) {
       *error = std::string("Bad ") + name + " " + QuoteForError(value, 40) +
-               ": use milliseconds since the Unix epoch or YYYY-MM-DDTHH:MM[:SS[.mmm]]Z";
+               ": use milliseconds since the Unix epoch or YYYY-MM-DDTHH:MM[:SS[.mmm]]Z, "
+                                "up to 2262-04-11";
       return false;
     }
     (std::string_view(name) == "since" ? out->since_ms : out->until_ms) = ms;

@@ -83,6 +83,10 @@ struct Reader {
 };
 
 void EncodeError(const QueryError& e, std::string* out);
+
+/// A submission time the index can hold: its nanoseconds since the epoch (plus the extra
+/// nanoseconds) fit in 64 bits.
+bool ValidSubmitTime(int64_t ms) { return ms >= 0 && ms < INT64_MAX / 1000000; }
 void EncodeVersion2Fields(const QueryHistoryRecord& r, std::string* out);
 
 void EncodePayload(const QueryHistoryRecord& r, std::string* out) {
@@ -173,7 +177,7 @@ bool DecodePayload(std::string_view payload, QueryHistoryRecord* r) {
     r->canceled_time_ms = in.I64();
   }
   // The checksum matched, so a malformed payload is a bug or a foreign file: refuse it.
-  return !in.failed && in.in.empty();
+  return !in.failed && in.in.empty() && ValidSubmitTime(r->submit_time_ms);
 }
 
 }  // namespace
@@ -232,11 +236,61 @@ void AppendHistoryFrame(std::string_view payload, std::string* out) {
   FinishFrame(header, out);
 }
 
-void EncodeHistoryRecord(const QueryHistoryRecord& record, std::string* out) {
+namespace {
+
+/// More than the payload's fixed-size fields and the lengths of its five strings.
+constexpr size_t kFixedPayloadBytes = 256;
+
+/// An upper bound of the record's payload size.
+size_t PayloadBound(const QueryHistoryRecord& r) {
+  size_t n = kFixedPayloadBytes + r.user.size() + r.source.size() + r.client_info.size() +
+             r.canceled_by.size() + (r.statement ? r.statement->size() : 0);
+  for (const std::string& tag : r.client_tags) n += 4 + tag.size();
+  if (r.error) n += r.error->name.size() + r.error->message.size();
+  return n;
+}
+
+/// The longest prefix of 'text' of at most 'max' bytes that does not end inside a UTF-8
+/// character.
+std::string CutUtf8(const std::string& text, size_t max) {
+  if (text.size() <= max) return text;
+  size_t n = max;
+  while (n > 0 && (static_cast<unsigned char>(text[n]) & 0xC0) == 0x80) --n;
+  return text.substr(0, n);
+}
+
+/// 'r' with its texts cut to the limits of kMaxHistoryPayloadBytes' comment.
+QueryHistoryRecord CutToFit(const QueryHistoryRecord& r) {
+  QueryHistoryRecord cut = r;
+  if (r.statement && r.statement->size() > kMaxHistoryStatementBytes) {
+    cut.statement =
+        std::make_shared<const std::string>(CutUtf8(*r.statement, kMaxHistoryStatementBytes));
+  }
+  for (std::string* text : {&cut.user, &cut.source, &cut.client_info, &cut.canceled_by}) {
+    *text = CutUtf8(*text, kMaxHistoryTextBytes);
+  }
+  if (cut.client_tags.size() > kMaxHistoryTags) cut.client_tags.resize(kMaxHistoryTags);
+  for (std::string& tag : cut.client_tags) tag = CutUtf8(tag, kMaxHistoryTextBytes);
+  if (cut.error) {
+    cut.error->name = CutUtf8(cut.error->name, kMaxHistoryTextBytes);
+    cut.error->message = CutUtf8(cut.error->message, kMaxHistoryTextBytes);
+  }
+  return cut;
+}
+
+static_assert(kFixedPayloadBytes + kMaxHistoryStatementBytes +
+                  (6 + kMaxHistoryTags) * (4 + kMaxHistoryTextBytes) <=
+              kMaxHistoryPayloadBytes);
+
+}  // namespace
+
+bool EncodeHistoryRecord(const QueryHistoryRecord& record, std::string* out) {
   const size_t header = out->size();
   out->append(kHistoryFrameHeaderBytes, '\0');
-  EncodePayload(record, out);
+  const bool fits = PayloadBound(record) <= kMaxHistoryPayloadBytes;
+  EncodePayload(fits ? record : CutToFit(record), out);
   FinishFrame(header, out);
+  return fits;
 }
 
 HistoryFrameResult CheckHistoryFrame(std::string_view data, size_t* consumed) {
@@ -294,7 +348,7 @@ bool SummarizeHistoryFrame(std::string_view data, size_t size, HistoryRecordSumm
     }
     out->submit_time_extra_ns = static_cast<int32_t>(in.U32());
   }
-  return !in.failed;
+  return !in.failed && ValidSubmitTime(out->submit_time_ms);
 }
 
 HistoryFrameResult DecodeHistoryFrame(std::string_view data, QueryHistoryRecord* record,

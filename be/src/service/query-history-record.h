@@ -55,12 +55,20 @@ uint32_t Crc32c(std::string_view data, uint32_t crc = 0);
 /// payload, CRC-32C of the length) followed by the payload. The length has its own checksum
 /// so that a torn or corrupt length is never trusted to skip ahead.
 constexpr size_t kHistoryFrameHeaderBytes = 12;
-/// A record's payload is at most this large (the statement is capped well below it by
-/// --max_statement_bytes); a longer length is corruption.
+/// A record's payload is at most this large; a longer length is corruption. A record that
+/// would not fit (--max_statement_bytes and --max_header_bytes go up to 1 GiB) is written with
+/// its statement cut to kMaxHistoryStatementBytes, its other texts (user, source, client
+/// info, each client tag, who canceled, the error's name and message) to
+/// kMaxHistoryTextBytes and its tags to the first kMaxHistoryTags, each cut at a UTF-8
+/// character boundary.
 constexpr uint32_t kMaxHistoryPayloadBytes = 64u << 20;
+constexpr size_t kMaxHistoryStatementBytes = 32u << 20;
+constexpr size_t kMaxHistoryTextBytes = 64u << 10;
+constexpr size_t kMaxHistoryTags = 64;
 
-/// Appends 'record', framed, to 'out' (payload version 2).
-void EncodeHistoryRecord(const QueryHistoryRecord& record, std::string* out);
+/// Appends 'record', framed, to 'out' (payload version 2); false if it had to be cut to fit
+/// (see kMaxHistoryPayloadBytes).
+bool EncodeHistoryRecord(const QueryHistoryRecord& record, std::string* out);
 /// Frames 'payload' (as EncodeHistoryRecord() does its own) and appends it to 'out'; tests
 /// use it to write records of earlier versions.
 void AppendHistoryFrame(std::string_view payload, std::string* out);

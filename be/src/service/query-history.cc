@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <charconv>
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
@@ -23,6 +24,11 @@ using Clock = std::chrono::steady_clock;
 
 constexpr char kPrefix[] = "history-";
 constexpr char kSuffix[] = ".log";
+constexpr size_t kSegmentDigits = 20;
+constexpr size_t kSegmentNameBytes = sizeof(kPrefix) - 1 + kSegmentDigits + sizeof(kSuffix) - 1;
+/// The index keeps a segment's number and a record's offset in 32 bits.
+constexpr uint64_t kMaxSegmentSequence = UINT32_MAX;
+constexpr uint64_t kMaxSegmentOffset = UINT32_MAX;
 
 std::string SegmentName(uint64_t sequence) {
   char name[64];
@@ -36,7 +42,10 @@ struct Segment {
   fs::path path;
 };
 
-/// The segments in 'dir', oldest first; files of other names are left alone.
+/// The segments in 'dir', oldest first; files of other names are left alone. A segment's
+/// name whose number the index cannot hold (above kMaxSegmentSequence), or that is not a
+/// regular file (a directory, a FIFO), is not a segment this history wrote: it is skipped
+/// with a warning, never read, deleted or counted.
 Status ListSegments(const std::string& dir, std::vector<Segment>* out) {
   std::error_code ec;
   fs::directory_iterator it(dir, ec);
@@ -45,11 +54,26 @@ Status ListSegments(const std::string& dir, std::vector<Segment>* out) {
   }
   for (const fs::directory_entry& entry : it) {
     const std::string name = entry.path().filename().string();
-    const size_t digits = name.size() - (sizeof(kPrefix) - 1) - (sizeof(kSuffix) - 1);
-    if (!name.starts_with(kPrefix) || !name.ends_with(kSuffix) || digits != 20) continue;
-    const std::string number = name.substr(sizeof(kPrefix) - 1, digits);
-    if (number.find_first_not_of("0123456789") != std::string::npos) continue;
-    out->push_back({std::stoull(number), entry.path()});
+    if (name.size() != kSegmentNameBytes || !name.starts_with(kPrefix) ||
+        !name.ends_with(kSuffix)) {
+      continue;
+    }
+    const std::string_view number =
+        std::string_view(name).substr(sizeof(kPrefix) - 1, kSegmentDigits);
+    uint64_t sequence = 0;
+    const auto [end, err] =
+        std::from_chars(number.data(), number.data() + number.size(), sequence);
+    if (err == std::errc::invalid_argument || end != number.data() + number.size()) continue;
+    std::error_code type_ec;
+    if (err != std::errc() || sequence > kMaxSegmentSequence ||
+        !entry.is_regular_file(type_ec)) {
+      LOG(WARNING) << "Query history: " << entry.path().string()
+                   << " is named like a segment but is not one this history writes (a number "
+                      "above "
+                   << kMaxSegmentSequence << ", or not a regular file); left alone";
+      continue;
+    }
+    out->push_back({sequence, entry.path()});
   }
   std::sort(out->begin(), out->end(),
             [](const Segment& a, const Segment& b) { return a.sequence < b.sequence; });
@@ -323,7 +347,9 @@ void QueryHistory::WriterLoop() {
       buffer.clear();
       frame_ends.clear();
       for (const QueryHistoryRecord& record : batch) {
-        EncodeHistoryRecord(record, &buffer);
+        if (!EncodeHistoryRecord(record, &buffer)) {
+          cut_records_.fetch_add(1, std::memory_order_relaxed);
+        }
         frame_ends.push_back(buffer.size());
       }
       uint64_t segment = 0, offset = 0;
@@ -369,7 +395,11 @@ void QueryHistory::SyncLoop() {
       target = written_;
     }
     // Everything written so far, in one call: the writes made meanwhile wait for the next.
-    if (file) Sync(*file);
+    if (file && !Sync(*file)) {
+      // The kernel may have dropped the pages that failed, and a later fdatasync() of this
+      // file would succeed without them: the writer moves on to a new segment.
+      sync_failed_.store(true, std::memory_order_relaxed);
+    }
     {
       MutexLock l(&lock_);
       synced_ = target;
@@ -379,6 +409,11 @@ void QueryHistory::SyncLoop() {
 }
 
 bool QueryHistory::WriteBatch(const std::string& buffer, uint64_t* segment, uint64_t* offset) {
+  // The index holds offsets in 32 bits: a batch that would end past them starts a segment.
+  if (file_ && segment_size_ > 0 &&
+      static_cast<uint64_t>(segment_size_) + buffer.size() > kMaxSegmentOffset) {
+    Rotate();
+  }
   if (!file_ && !OpenSegment().ok()) return false;
   *segment = next_sequence_ - 1;
   *offset = static_cast<uint64_t>(segment_size_);
@@ -387,13 +422,19 @@ bool QueryHistory::WriteBatch(const std::string& buffer, uint64_t* segment, uint
     ssize_t n = ops_->Write(file_->fd, buffer.data() + written, buffer.size() - written);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) {
-      const int err = errno;
+      const int err = n < 0 ? errno : EIO;
       write_errors_.fetch_add(1, std::memory_order_relaxed);
+      // Cut what was written back off, so that the segment ends at its last whole record and
+      // the next batch follows it: a disk that stays full then costs no new (empty) segment
+      // per batch, which retention by count would take for history. If that fails, the part
+      // written stays a torn tail, which ends the segment's records: the next batch starts a
+      // new segment (this one synced first, as a rotation does).
+      const bool kept = written == 0 || ftruncate(file_->fd, segment_size_) == 0;
       LOG(ERROR) << "Query history: writing " << buffer.size() << " bytes to segment "
                  << SegmentName(next_sequence_ - 1) << " failed: " << strerror(err)
-                 << "; the batch is dropped and the next one starts a new segment";
-      // What was written is a torn tail, which the reader skips.
-      file_.reset();
+                 << "; the batch is dropped"
+                 << (kept ? "" : ", and the next one starts a new segment");
+      if (!kept) Rotate();
       return false;
     }
     written += static_cast<size_t>(n);
@@ -402,11 +443,14 @@ bool QueryHistory::WriteBatch(const std::string& buffer, uint64_t* segment, uint
   return true;
 }
 
-void QueryHistory::Sync(const SegmentFile& file) {
+bool QueryHistory::Sync(const SegmentFile& file) {
   const auto start = Clock::now();
-  if (ops_->Fdatasync(file.fd) != 0) {
+  const bool ok = ops_->Fdatasync(file.fd) == 0;
+  if (!ok) {
     write_errors_.fetch_add(1, std::memory_order_relaxed);
-    LOG(ERROR) << "Query history: fdatasync failed: " << strerror(errno);
+    LOG(ERROR) << "Query history: fdatasync failed: " << strerror(errno)
+               << "; what was written since the last sync may be lost, and the writer moves to "
+                  "a new segment";
   }
   const int64_t ns =
       std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start).count();
@@ -415,6 +459,7 @@ void QueryHistory::Sync(const SegmentFile& file) {
   size_t bucket = 0;
   while (bucket < kSyncBucketsSeconds.size() && ns > kSyncBucketsSeconds[bucket] * 1e9) ++bucket;
   sync_buckets_[bucket].fetch_add(1, std::memory_order_relaxed);
+  return ok;
 }
 
 Status QueryHistory::OpenSegment() {
@@ -441,7 +486,14 @@ Status QueryHistory::OpenSegment() {
 }
 
 void QueryHistory::MaybeRotate() {
-  if (!file_ || segment_size_ < options_.segment_bytes) return;
+  if (!file_) return;
+  if (segment_size_ >= options_.segment_bytes ||
+      sync_failed_.exchange(false, std::memory_order_relaxed)) {
+    Rotate();
+  }
+}
+
+void QueryHistory::Rotate() {
   // The sync thread is only told about the newest segment: this one is synced here.
   if (options_.sync != HistorySyncMode::kNone) Sync(*file_);
   file_.reset();
@@ -457,6 +509,13 @@ void QueryHistory::ApplyRetention() {
   const uint64_t open_sequence = file_ ? next_sequence_ - 1 : UINT64_MAX;
   std::erase_if(segments, [&](const Segment& s) { return s.sequence == open_sequence; });
   std::error_code ec;
+  // Empty closed segments (a start that wrote nothing, a segment whose writes failed) hold
+  // no record: deleted, so that they never count against the others.
+  std::erase_if(segments, [&](const Segment& s) {
+    const bool empty = fs::file_size(s.path, ec) == 0 && !ec && fs::remove(s.path, ec);
+    if (empty) segments_deleted_.fetch_add(1, std::memory_order_relaxed);
+    return empty;
+  });
   int64_t total = 0;
   std::vector<int64_t> sizes;
   for (const Segment& s : segments) {
@@ -468,8 +527,12 @@ void QueryHistory::ApplyRetention() {
   int64_t count = static_cast<int64_t>(segments.size());
   for (size_t i = 0; i < segments.size(); ++i) {
     const auto mtime = fs::last_write_time(segments[i].path, ec);
-    const bool too_old = options_.max_age_s > 0 && !ec &&
-                         now - mtime > std::chrono::seconds(options_.max_age_s);
+    // In whole seconds: a limit of seconds converted to the clock's nanoseconds would
+    // overflow past ~292 years.
+    const bool too_old =
+        options_.max_age_s > 0 && !ec &&
+        std::chrono::duration_cast<std::chrono::seconds>(now - mtime).count() >
+            options_.max_age_s;
     const bool too_many = options_.max_segments > 0 && count > options_.max_segments;
     const bool too_big = options_.max_total_bytes > 0 && total > options_.max_total_bytes;
     if (!too_old && !too_many && !too_big) break;  // oldest first: the rest are newer
@@ -493,6 +556,7 @@ QueryHistory::Stats QueryHistory::GetStats() const {
   s.syncs = syncs_.load(std::memory_order_relaxed);
   s.dropped = dropped_.load(std::memory_order_relaxed);
   s.write_errors = write_errors_.load(std::memory_order_relaxed);
+  s.cut_records = cut_records_.load(std::memory_order_relaxed);
   s.segments_created = segments_created_.load(std::memory_order_relaxed);
   s.segments_deleted = segments_deleted_.load(std::memory_order_relaxed);
   int64_t cumulative = 0;

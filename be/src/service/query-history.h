@@ -74,9 +74,10 @@ Status ReadQueryHistory(const std::string& dir, size_t max_records,
 /// its previous call, so a slow sync delays no write: a process crash loses only what was
 /// still queued. When the queue is full, a record is dropped and counted, with a warning in
 /// the log: a query never waits for the disk.
-/// A segment is closed (synced) once it passes 'segment_bytes'; closed segments are deleted
-/// by age, by count and by total bytes. Each start opens a new segment, so nothing is ever
-/// appended after a torn tail.
+/// A segment is closed (synced) once it passes 'segment_bytes' or a sync of it failed;
+/// closed segments are deleted by age, by count and by total bytes, and empty ones at once.
+/// Each start opens a new segment, and a failed write is cut back off (or, if that fails,
+/// closes the segment), so nothing is ever appended after a torn tail.
 ///
 /// Thread-safety: all methods are thread-safe.
 /// Lifecycle: Open() -> Append()... -> destroy (writes and syncs what is queued, then stops).
@@ -124,6 +125,8 @@ class QueryHistory {
       0.0001, 0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5};
   struct Stats {
     int64_t records = 0, bytes = 0, batches = 0, syncs = 0, dropped = 0, write_errors = 0;
+    /// Records written with texts cut to fit a record (kMaxHistoryPayloadBytes).
+    int64_t cut_records = 0;
     int64_t segments_created = 0, segments_deleted = 0, queue_length = 0;
     /// Cumulative counts per sync latency bucket (the last is +Inf = 'syncs'), and the sum.
     std::array<int64_t, kSyncBucketsSeconds.size() + 1> sync_buckets{};
@@ -161,10 +164,13 @@ class QueryHistory {
   bool WriteBatch(const std::string& buffer, uint64_t* segment, uint64_t* offset);
   /// Indexes the segments there are (Open()).
   Status BuildIndex();
-  void Sync(const SegmentFile& file);
+  /// fdatasync() of 'file', timed and counted; false (logged, counted) if it failed.
+  bool Sync(const SegmentFile& file);
   Status OpenSegment();
-  /// Closes the current segment if it is full, then deletes what retention allows.
+  /// Rotates if the current segment is full or a sync of it failed.
   void MaybeRotate();
+  /// Closes (syncs) the current segment, deletes what retention allows and opens the next.
+  void Rotate();
   void ApplyRetention();
 
   const Options options_;
@@ -208,9 +214,11 @@ class QueryHistory {
   HistoryReadStats index_stats_;
 
   std::atomic<int64_t> records_{0}, bytes_{0}, batches_{0}, syncs_{0}, dropped_{0},
-      write_errors_{0}, segments_created_{0}, segments_deleted_{0};
+      write_errors_{0}, segments_created_{0}, segments_deleted_{0}, cut_records_{0};
   std::array<std::atomic<int64_t>, kSyncBucketsSeconds.size() + 1> sync_buckets_{};
   std::atomic<int64_t> sync_ns_sum_{0};
+  /// Set by the sync thread when an fdatasync() failed; the writer then rotates.
+  std::atomic<bool> sync_failed_{false};
   /// When the last warning about drops was logged (steady clock, ms).
   std::atomic<int64_t> last_drop_warning_ms_{0};
   std::thread writer_;
