@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cctype>
 #include <chrono>
 #include <functional>
 #include <future>
@@ -110,6 +111,11 @@ class FakeOwner {
   int port() const { return port_; }
   int connections() const { return connections_.load(); }
   int requests() const { return requests_.load(); }
+  /// The heads of the requests read so far, in lower case.
+  std::vector<std::string> heads() const {
+    MutexLock l(&mu_);
+    return heads_;
+  }
 
  private:
   void AcceptLoop() {
@@ -131,6 +137,12 @@ class FakeOwner {
           })) {
         break;
       }
+      std::string head = buf.substr(0, buf.find("\r\n\r\n") + 4);
+      for (char& c : head) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      {
+        MutexLock l(&mu_);
+        heads_.push_back(std::move(head));
+      }
       buf.erase(0, buf.find("\r\n\r\n") + 4);
       requests_.fetch_add(1);
       if (!script_(fd)) break;
@@ -144,8 +156,9 @@ class FakeOwner {
   std::atomic<int> connections_{0};
   std::atomic<int> requests_{0};
   std::thread acceptor_;
-  Mutex mu_;
+  mutable Mutex mu_;
   std::vector<int> fds_ QR_GUARDED_BY(mu_);
+  std::vector<std::string> heads_ QR_GUARDED_BY(mu_);
   std::vector<std::thread> threads_;  // Only the acceptor adds; joined after it.
 };
 
@@ -304,6 +317,36 @@ TEST_F(ForwardRelayTest, SmallAnswerIsRelayedWhole) {
   EXPECT_EQ(s.connections_idle, 1);
   EXPECT_EQ(s.bytes_relayed, 5);
   close(fd);
+}
+
+TEST_F(ForwardRelayTest, ExpectIsNotForwardedAndInterimAnswersAreSkipped) {
+  // An owner that sends 100 Continue before each answer (one behind another proxy might),
+  // and numbers its answers: taking the 100 for the answer would leave the final one in the
+  // pooled connection, where the next request would read it as its own.
+  auto answers = std::make_shared<std::atomic<int>>(0);
+  Start([answers](int fd) {
+    const std::string body = "answer" + std::to_string(++*answers);
+    return SendAll(fd, "HTTP/1.1 100 Continue\r\n\r\n" + Head(body.size()) + body);
+  });
+  for (int i = 1; i <= 3; ++i) {
+    SCOPED_TRACE("request " + std::to_string(i));
+    const int fd = ConnectLoopback(server_->port());
+    ASSERT_GE(fd, 0);
+    SendAll(fd, "GET /v1/query/x HTTP/1.1\r\nHost: lb:8080\r\nExpect: 100-continue\r\n\r\n");
+    std::string got;
+    ASSERT_TRUE(ReadUntil(fd, &got, [](const std::string& b) {
+      return HasHead(b) && b.size() >= b.find("\r\n\r\n") + 4 + 7;
+    }));
+    EXPECT_EQ(got.rfind("HTTP/1.1 200 OK\r\n", 0), 0u) << got;
+    EXPECT_EQ(got.substr(got.find("\r\n\r\n") + 4), "answer" + std::to_string(i));
+    close(fd);
+  }
+  EXPECT_EQ(owner_->connections(), 1);  // One pooled connection, in step throughout.
+  const std::vector<std::string> heads = owner_->heads();
+  ASSERT_EQ(heads.size(), 3u);
+  for (const std::string& head : heads) {
+    EXPECT_EQ(head.find("\r\nexpect:"), std::string::npos) << head;
+  }
 }
 
 TEST_F(ForwardRelayTest, TruncatedAnswerIsCutShortAndNotPooled) {

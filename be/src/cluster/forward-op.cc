@@ -38,7 +38,7 @@ bool IEquals(std::string_view a, std::string_view b) {
 /// Headers that belong to one hop (RFC 9110 7.6.1) or that the server sets itself.
 bool IsHopHeader(std::string_view name) {
   for (std::string_view h : {"Connection", "Keep-Alive", "Transfer-Encoding", "Content-Length",
-                             "TE", "Trailer", "Upgrade", "Proxy-Connection"}) {
+                             "TE", "Trailer", "Upgrade", "Proxy-Connection", "Expect"}) {
     if (IEquals(name, h)) return true;
   }
   return false;
@@ -176,17 +176,32 @@ class ForwardOp : public BodySource, public std::enable_shared_from_this<Forward
   }
 
   void Read() {
-    if (stream_mode_) return ReadHeader();
-    parser_.emplace();
-    parser_->body_limit(kMaxRelayedBodyBytes);
     buffer_.clear();
     // Room for a whole typical answer: an empty flat_buffer's first read takes 512 bytes, so
     // a status answer of ~800 bytes cost two recvmsg calls.
     buffer_.reserve(kFirstReadBytes);
+    if (stream_mode_) return ReadHeader();
+    ReadWhole();
+  }
+
+  /// An interim answer (1xx but 101, RFC 9110 15.2) comes before the final one, which a
+  /// proxy reads on to: taken for the answer, it would leave the final one in the pooled
+  /// connection, read as the answer to the next request forwarded on it. The owner sends
+  /// none to our requests (no Expect), but an owner behind another proxy might.
+  static bool IsInterim(unsigned status) { return status >= 100 && status < 200 && status != 101; }
+
+  /// Reads the answer whole (the bytes after an interim one are in 'buffer_' already).
+  void ReadWhole() {
+    parser_.emplace();
+    parser_->body_limit(kMaxRelayedBodyBytes);
     stream_->Visit([this](auto& s) {
       http::async_read(s, buffer_, *parser_,
                        [self = shared_from_this()](beast::error_code ec, size_t) {
                          if (ec) return self->RetryOrFail(ec);
+                         if (IsInterim(self->parser_->get().result_int())) {
+                           self->interim_ = true;
+                           return self->ReadWhole();
+                         }
                          self->Relay();
                        });
     });
@@ -199,12 +214,14 @@ class ForwardOp : public BodySource, public std::enable_shared_from_this<Forward
     stream_parser_->body_limit(std::numeric_limits<uint64_t>::max());
     stream_parser_->eager(true);
     if (request_.method() == http::verb::head) stream_parser_->skip(true);
-    buffer_.clear();
-    buffer_.reserve(kFirstReadBytes);
     stream_->Visit([this](auto& s) {
       http::async_read_header(s, buffer_, *stream_parser_,
                               [self = shared_from_this()](beast::error_code ec, size_t) {
                                 if (ec) return self->RetryOrFail(ec);
+                                if (IsInterim(self->stream_parser_->get().result_int())) {
+                                  self->interim_ = true;
+                                  return self->ReadHeader();
+                                }
                                 self->RelayHeader();
                               });
     });
@@ -284,8 +301,9 @@ class ForwardOp : public BodySource, public std::enable_shared_from_this<Forward
   /// A pooled connection the owner closed while idle fails before any answer: once, the
   /// request goes again on a fresh connection.
   void RetryOrFail(beast::error_code ec) {
-    const bool nothing_read = stream_mode_ ? !stream_parser_ || !stream_parser_->got_some()
-                                           : !parser_ || !parser_->got_some();
+    const bool nothing_read =
+        !interim_ && (stream_mode_ ? !stream_parser_ || !stream_parser_->got_some()
+                                   : !parser_ || !parser_->got_some());
     if (reused_ && nothing_read && ec != beast::error::timeout) {
       Release();
       return Connect();
@@ -297,7 +315,8 @@ class ForwardOp : public BodySource, public std::enable_shared_from_this<Forward
     http::response<http::string_body> msg = parser_->release();
     HttpResponse resp = RelayedHead(msg);
     resp.body = std::move(msg.body());
-    if (msg.keep_alive()) PutBack();
+    // Bytes beyond the answer break the connection's framing: not pooled then.
+    if (msg.keep_alive() && buffer_.size() == 0) PutBack();
     done_(Forwarder::kOk, std::move(resp), std::string());
   }
 
@@ -335,6 +354,8 @@ class ForwardOp : public BodySource, public std::enable_shared_from_this<Forward
   const std::string what_;
   std::unique_ptr<Connection> stream_;
   bool reused_ = false;
+  /// An interim answer was read: the owner has the request, which is not sent again.
+  bool interim_ = false;
   beast::flat_buffer buffer_;
   std::optional<http::response_parser<http::string_body>> parser_;
   // A streamed answer: its parser, the chunk it reads into, the Pull() waiting for it.

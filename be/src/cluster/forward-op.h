@@ -82,7 +82,9 @@ namespace forwarding {
 /// ASCII case-insensitive equality (header names).
 bool IEquals(std::string_view a, std::string_view b);
 
-/// Headers that belong to one hop (RFC 9110 7.6.1) or that the server sets itself.
+/// Headers that belong to one hop (RFC 9110 7.6.1) or that the server sets itself. Expect
+/// is one here: the member answered the client's 100-continue itself and read the body, so
+/// the owner must not answer one (its 100 would be read as the answer).
 bool IsHopHeader(std::string_view name);
 
 /// Starts one forwarded request on 'io' (see ForwardOp in forward-op.cc): connects to
