@@ -84,6 +84,32 @@ TEST_F(CoordinatorLimitsTest, TimeLimitAlsoEndsAQueryBlockedOnAClientThatStopped
   EXPECT_EQ(c.result().error_name(), "EXCEEDED_TIME_LIMIT");
 }
 
+TEST_F(CoordinatorLimitsTest, ASessionsLowerTimeLimitAlsoEndsAQueryBlockedOnItsClient) {
+  // No server limit; the session asks for 300 ms. The backstop must apply the session's
+  // limit too: the engine's check cannot act while the executor waits for the client.
+  CoordinatorServer::Options o = DefaultOptions();
+  o.coordinator.exec_time_limit_ms = 0;
+  o.query_max_spill_bytes = 256 << 10;
+  Start(o);
+  StatementOptions so;
+  so.post_headers = {{"X-Trino-Session", "query_max_execution_time=300ms"}};
+  StatementClient c(port_, so);
+  c.Submit("SELECT * FROM lineitem");
+  c.AdvanceToData();
+  ASSERT_FALSE(c.done());
+  UniqueId id;
+  ASSERT_TRUE(ParseId(c.result().id, &id).ok());
+  std::shared_ptr<ClientRequestState> req = server_->coordinator()->Find(id);
+  ASSERT_NE(req, nullptr);
+  EXPECT_TRUE(WaitFor([&] { return req->execution_done(); }, 60s));
+  c.Advance();
+  EXPECT_TRUE(c.done());
+  EXPECT_EQ(c.result().error_name(), "EXCEEDED_TIME_LIMIT");
+  const std::string message = c.result().error.value("message", "");
+  // Whichever check came first names the limit of 300 ms.
+  EXPECT_TRUE(message.find("300") != std::string::npos) << message;
+}
+
 TEST_F(CoordinatorLimitsTest, AQueryWaitingOnAFullSpillQuotaSaysWhichInItsInfo) {
   CoordinatorServer::Options o = DefaultOptions();
   o.query_max_spill_bytes = 256 << 10;

@@ -3,6 +3,7 @@
 #include <chrono>
 #include <memory>
 #include <string>
+#include <utility>
 
 #include <gtest/gtest.h>
 
@@ -129,6 +130,68 @@ TEST_F(QueryCoordinatorTest, RetriedTokenReturnsTheSameSharedPage) {
   ASSERT_EQ(FetchWait(req, token, &p), Outcome::kPage);
   EXPECT_EQ(coord_->Fetch(req, token - 1, false, nullptr, &p, nullptr), Outcome::kGone);
   EXPECT_EQ(coord_->Fetch(req, token + 5, false, nullptr, &p, nullptr), Outcome::kNotFound);
+}
+
+TEST_F(QueryCoordinatorTest, QueryCanceledBeforeItsAdmissionCountsNothing) {
+  // Registered (so a DELETE or kill_query finds it) and canceled before it is admitted: it
+  // must not take an in-flight count that its completion, already past, would never return.
+  QueryCoordinator::Options o;
+  o.max_in_flight_queries = 1;
+  o.max_in_flight_queries_per_user = 1;
+  bool cancel_next = true;
+  o.after_register_for_testing = [&](const std::shared_ptr<ClientRequestState>& req) {
+    if (std::exchange(cancel_next, false)) ASSERT_TRUE(coord_->Cancel(req->query_id()).ok());
+  };
+  Start(o);
+  auto canceled = Submit(kForever);
+  EXPECT_EQ(canceled->state(), State::kCanceled);
+  QueryCoordinator::Metrics m = coord_->GetMetrics();
+  EXPECT_EQ(m.in_flight, 0);
+  EXPECT_EQ(m.users_in_flight, 0);
+  EXPECT_EQ(m.queued, 0);
+  // The one in-flight slot is free: the next query runs (before the fix: QUERY_QUEUE_FULL).
+  auto next = Submit("SELECT 1");
+  QueryPage last;
+  Drain(next, &last);
+  EXPECT_EQ(next->state(), State::kFinished);
+  EXPECT_FALSE(last.error.has_value());
+  // The canceled one still answers its client with the cancel.
+  EXPECT_EQ(FetchWait(canceled, 0, &last), Outcome::kPage);
+  ASSERT_TRUE(last.error.has_value());
+  EXPECT_EQ(last.error->name, "USER_CANCELED");
+}
+
+TEST_F(QueryCoordinatorTest, CancelingAQueuedQueryWhosePollIsParkedForgetsItsUser) {
+  QueryCoordinator::Options o;
+  o.max_running_queries = 1;
+  Start(o);
+  auto running = Submit(kForever, "a");
+  auto queued = Submit("SELECT 1", "b");
+  ASSERT_EQ(coord_->GetMetrics().queued, 1);
+  // A long poll parked on the queued query; the cancel wakes it, and it fetches the final
+  // page at once (as the statement service does), before the query leaves the queue.
+  QueryPage woken_page;
+  Outcome woken = Outcome::kWait;
+  uint64_t waiter = 0;
+  QueryPage page;
+  ASSERT_EQ(coord_->Fetch(
+                queued, 0, true,
+                [&] { woken = coord_->Fetch(queued, 0, false, nullptr, &woken_page, nullptr); },
+                &page, &waiter),
+            Outcome::kWait);
+  ASSERT_TRUE(coord_->Cancel(queued->query_id()).ok());
+  EXPECT_EQ(woken, Outcome::kPage);
+  EXPECT_FALSE(woken_page.next_token.has_value());
+  // Only user a is left (before the fix, b's empty entry stayed until b's next query).
+  QueryCoordinator::Metrics m = coord_->GetMetrics();
+  EXPECT_EQ(m.queued, 0);
+  EXPECT_EQ(m.users_in_flight, 1);
+  EXPECT_FALSE(coord_->OtherUsersInFlight("a"));
+  ASSERT_TRUE(coord_->Cancel(running->query_id()).ok());
+  QueryPage last;
+  EXPECT_EQ(FetchWait(running, 0, &last), Outcome::kPage);
+  // Its running slot is released by the executor's last callback, maybe after the fetch.
+  EXPECT_TRUE(WaitFor([&] { return coord_->GetMetrics().users_in_flight == 0; }));
 }
 
 TEST_F(QueryCoordinatorTest, AdmissionQueuesThenRejectsWithQueueFull) {
@@ -304,6 +367,39 @@ TEST_F(QueryCoordinatorTest, QueryLogIsBounded) {
   ASSERT_EQ(log.size(), 3u);
   EXPECT_EQ(log.front(), reqs.back()) << "newest first";
   EXPECT_EQ(coord_->Find(reqs.front()->query_id()), nullptr) << "evicted";
+}
+
+TEST_F(QueryCoordinatorTest, AnErrorNotFetchedYetOutlivesTheLogsSize) {
+  // A query that fails before it runs completes at once, before its client's first GET:
+  // the queries completing meanwhile must not push its error out of reach.
+  QueryCoordinator::Options o;
+  o.query_log_size = 1;
+  o.max_in_flight_queries = 2;
+  Start(o);
+  auto failed = Submit("SET SESSION no_such_property = 'x'");
+  ASSERT_EQ(failed->state(), State::kFailed);
+  std::vector<std::shared_ptr<ClientRequestState>> others;
+  for (int i = 0; i < 3; ++i) {
+    others.push_back(Submit("SELECT " + std::to_string(i)));
+    QueryPage last;
+    Drain(others.back(), &last);
+  }
+  EXPECT_EQ(coord_->Find(failed->query_id()), failed);
+  EXPECT_EQ(coord_->Find(others[1]->query_id()), nullptr) << "fetched: evicted as before";
+  QueryPage page;
+  ASSERT_EQ(FetchWait(failed, 0, &page), Outcome::kPage);
+  ASSERT_TRUE(page.error.has_value());
+  EXPECT_EQ(page.error->name, "INVALID_SESSION_PROPERTY");
+  // Fetched now: the next completion evicts it.
+  QueryPage last;
+  Drain(Submit("SELECT 9"), &last);
+  EXPECT_EQ(coord_->Find(failed->query_id()), nullptr);
+  // Unfetched errors are kept up to --max_in_flight_queries of them, not without bound.
+  std::vector<std::shared_ptr<ClientRequestState>> unfetched;
+  for (int i = 0; i < 4; ++i) unfetched.push_back(Submit("SET SESSION nope = 'x'"));
+  EXPECT_LE(coord_->Completed().size(), 3u);  // the log's 1, plus 2 unfetched
+  EXPECT_EQ(coord_->Find(unfetched.front()->query_id()), nullptr);
+  EXPECT_EQ(coord_->Find(unfetched.back()->query_id()), unfetched.back());
 }
 
 }  // namespace

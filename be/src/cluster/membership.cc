@@ -252,6 +252,10 @@ void Membership::LeaseLoop() {
     backoff = std::min(backoff * 2, options_.max_backoff);
     return go_on;
   };
+  // A renewal failed: the next try comes after the backoff alone, not after another
+  // interval too, since the lease runs out one TTL after the last renewal that succeeded (a
+  // blip of etcd a third of the TTL long would otherwise cost the member its key).
+  bool renew_now = false;
   while (true) {
     if (lease_ == 0) {
       Status s = Register(lease_etcd_.get());
@@ -262,13 +266,17 @@ void Membership::LeaseLoop() {
       SetState(ClusterState::kRegistered);
       backoff = kMinBackoff;
     }
-    if (!WaitFor(KeepAliveInterval())) return;
+    if (!renew_now && !WaitFor(KeepAliveInterval())) return;
+    renew_now = false;
     std::string body;
     int64_t ttl = 0;
     Status s = lease_etcd_->Call("/v3/lease/keepalive", etcd::LeaseIdRequest(lease_), &body);
     if (s.ok()) s = etcd::ParseKeepAlive(body, &ttl);
     if (!s.ok()) {
+      // Several tries fit in the TTL whatever --cluster_max_backoff_ms says.
+      backoff = std::min(backoff, KeepAliveInterval() / 4);
       if (!retry(s)) return;
+      renew_now = true;
       continue;
     }
     if (ttl <= 0) {

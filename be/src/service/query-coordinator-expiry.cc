@@ -78,7 +78,6 @@ int QueryCoordinator::CancelIdleAtShutdown() {
 void QueryCoordinator::ExpireQueries() {
   const int64_t now = NowNs();
   const int64_t idle_ns = options_.idle_query_timeout_ms * 1000000;
-  const int64_t exec_limit_ms = options_.exec_time_limit_ms;
   // The engine's own check is exact; this backstop gives it a moment to act first.
   constexpr int64_t kExecLimitSlackMs = 500;
   const int64_t abandoned_ns = options_.abandoned_query_timeout_ms * 1000000;
@@ -100,13 +99,18 @@ void QueryCoordinator::ExpireQueries() {
                                " ms of submitting it (--abandoned_query_timeout_s)"))) {
         abandoned_.fetch_add(1, std::memory_order_relaxed);
       }
-    } else if (exec_limit_ms > 0 && !req->execution_done() &&
-               req->exec_elapsed_ms() > exec_limit_ms + kExecLimitSlackMs) {
+    } else if (const int64_t limit_ms = ExecTimeLimitMs(*req);
+               limit_ms > 0 && !req->execution_done() &&
+               req->exec_elapsed_ms() > limit_ms + kExecLimitSlackMs) {
       // The engine enforces the limit while SQLite runs; this catches a query blocked on a
       // client that does not fetch (no SQLite step runs while the buffer is full).
+      const bool session = limit_ms != options_.exec_time_limit_ms;
       FailRequest(req, QueryError::ExceededTimeLimit(
                            "Query exceeded the maximum execution time of " +
-                           std::to_string(options_.exec_time_limit_ms) + " ms (--exec_time_limit_s)"));
+                           std::to_string(limit_ms) + " ms (" +
+                           (session ? "the session's query_max_execution_time"
+                                    : "--exec_time_limit_s") +
+                           ")"));
     }
   }
 }

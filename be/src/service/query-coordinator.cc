@@ -64,6 +64,7 @@ std::shared_ptr<ClientRequestState> QueryCoordinator::Submit(
             << DescribeUser(req->user(), req->principal()) << " from "
             << QuoteForError(req->client_address()) << ": "
             << QuoteForError(*req->statement(), 120);
+  if (options_.after_register_for_testing) options_.after_register_for_testing(req);
 
   std::optional<QueryError> rejection;
   bool start = false;
@@ -102,6 +103,10 @@ std::vector<std::shared_ptr<ClientRequestState>> QueryCoordinator::TakeRunnableL
 
 std::optional<QueryError> QueryCoordinator::AdmitLocked(
     const std::shared_ptr<ClientRequestState>& req, bool* start) {
+  // Registered, hence findable, before it got here: a cancel may have ended it meanwhile.
+  // Its Complete() found nothing counted (or will: Terminate() set the state before it
+  // takes this lock), so it is neither counted nor queued; its client fetches the end.
+  if (ClientRequestState::IsTerminal(req->state())) return std::nullopt;
   if (shutting_down()) {
     return QueryError::ShuttingDown("The server is shutting down; no new queries");
   }
@@ -202,6 +207,10 @@ void QueryCoordinator::RemoveFromQueueLocked(const std::shared_ptr<ClientRequest
   --queued_;
   if (queue.empty()) {
     queued_users_.erase(std::find(queued_users_.begin(), queued_users_.end(), req->user()));
+    // Its final page may have been delivered (and its in-flight count released) while it
+    // was still queued: a parked poll woken by the cancel. Then this was the user's last
+    // trace, and Complete() left the entry for it.
+    if (it->second.in_flight == 0 && it->second.running == 0) users_.erase(it);
   }
 }
 
@@ -213,12 +222,7 @@ void QueryCoordinator::StartExecution(const std::shared_ptr<ClientRequestState>&
   ctx.describe_output = req->plan().describe_output;
   ctx.user = req->user();
   ctx.sees_all_queries = req->session().sees_all_queries;
-  ctx.exec_time_limit_ms = options_.exec_time_limit_ms;
-  // A session's query_max_execution_time may lower the server's limit, never raise it.
-  if (const int64_t asked = req->plan().exec_time_limit_ms;
-      asked > 0 && (ctx.exec_time_limit_ms == 0 || asked < ctx.exec_time_limit_ms)) {
-    ctx.exec_time_limit_ms = asked;
-  }
+  ctx.exec_time_limit_ms = ExecTimeLimitMs(*req);
   QueryStateHandle exec;
   Status s = exec_mgr_->CreateQueryState(req->query_id(), std::move(ctx), &exec);
   if (!s.ok()) {
@@ -351,9 +355,7 @@ void QueryCoordinator::Complete(const std::shared_ptr<ClientRequestState>& req) 
     log_.push_back(req);
     log_index_[req->query_id()] = req;
     if (static_cast<int>(log_.size()) > std::max(0, options_.query_log_size)) {
-      evicted = std::move(log_.front());
-      log_.pop_front();
-      log_index_.erase(evicted->query_id());
+      evicted = EvictFromLogLocked();
     }
   }
   req->ReleaseExecution();
@@ -409,6 +411,22 @@ std::vector<std::shared_ptr<ClientRequestState>> QueryCoordinator::InFlight() co
   return out;
 }
 
+std::shared_ptr<ClientRequestState> QueryCoordinator::EvictFromLogLocked() {
+  auto victim = std::find_if(log_.begin(), log_.end(), [](const auto& r) {
+    return r->final_page_delivered();
+  });
+  if (victim == log_.end()) {
+    const size_t cap = static_cast<size_t>(std::max(0, options_.query_log_size)) +
+                       static_cast<size_t>(std::max(0, options_.max_in_flight_queries));
+    if (log_.size() <= cap) return nullptr;
+    victim = log_.begin();
+  }
+  std::shared_ptr<ClientRequestState> out = std::move(*victim);
+  log_.erase(victim);
+  log_index_.erase(out->query_id());
+  return out;
+}
+
 std::vector<std::shared_ptr<ClientRequestState>> QueryCoordinator::Completed() const {
   MutexLock l(&log_lock_);
   return std::vector<std::shared_ptr<ClientRequestState>>(log_.rbegin(), log_.rend());
@@ -426,6 +444,12 @@ void QueryCoordinator::RestoreCompleted(
       log_.pop_front();
     }
   }
+}
+
+int64_t QueryCoordinator::ExecTimeLimitMs(const ClientRequestState& req) const {
+  const int64_t server = options_.exec_time_limit_ms;
+  const int64_t asked = req.plan().exec_time_limit_ms;
+  return asked > 0 && (server == 0 || asked < server) ? asked : server;
 }
 
 bool QueryCoordinator::OtherUsersInFlight(const std::string& user) const {

@@ -4,6 +4,7 @@
 #include <atomic>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -82,6 +83,9 @@ class QueryCoordinator {
     /// the coordinator.
     QueryHistory* history = nullptr;
     QueryContext exec_defaults;
+    /// Tests only: called by Submit() once the request is registered (so Find() and
+    /// Cancel() see it) and before it is admitted.
+    std::function<void(const std::shared_ptr<ClientRequestState>&)> after_register_for_testing;
   };
 
   /// Borrows 'exec_mgr' and 'engine', which must outlive the coordinator.
@@ -160,6 +164,9 @@ class QueryCoordinator {
   /// Cumulative counts per bucket (Prometheus style; the last entry is +Inf = total), and sum.
   std::vector<int64_t> LatencyHistogram(int64_t* sum_ms) const;
 
+  /// The execution time limit of 'req' in ms (0: none): the server's, or its session's
+  /// query_max_execution_time when lower (a session may lower the limit, never raise it).
+  int64_t ExecTimeLimitMs(const ClientRequestState& req) const;
   /// Whether a user other than 'user' has a query in flight (the daemon serves someone else).
   bool OtherUsersInFlight(const std::string& user) const;
   /// The budget of failed queries per user (Options::max_failed_queries_per_user_per_s),
@@ -228,6 +235,13 @@ class QueryCoordinator {
   uint64_t admissions_ QR_GUARDED_BY(admission_lock_) = 0;
   int64_t queued_ QR_GUARDED_BY(admission_lock_) = 0;
   int64_t in_flight_ QR_GUARDED_BY(admission_lock_) = 0;
+
+  /// Takes the entry to drop from the full log out of it: the oldest whose client has its
+  /// final answer. A query that failed or was canceled before its client fetched it (refused
+  /// at admission, failed planning, canceled) completes at once, and the client's next GET
+  /// must still find its error, however many queries complete meanwhile: such entries stay,
+  /// up to 'max_in_flight_queries' of them (then the oldest goes); null if none may go.
+  std::shared_ptr<ClientRequestState> EvictFromLogLocked() QR_REQUIRES(log_lock_);
 
   /// Protects the completed-query log.
   mutable Mutex log_lock_;
