@@ -6,6 +6,7 @@ and three coordinatord with --etcd_endpoints and a short lease TTL, then checks:
   - each coordinator gets a distinct member id, and its query ids carry it (the owner bits),
     one of them through a list whose first etcd endpoint is dead;
   - each sees all three in system.runtime.nodes and /healthz;
+  - their connections to etcd have TCP keep-alive (the kernel's keep-alive timer is armed);
   - a member killed with SIGKILL leaves the others' view once its lease expires;
   - with etcd stopped the coordinators still serve queries and report etcd unreachable
     (/metrics qr_cluster_state, /healthz);
@@ -25,7 +26,7 @@ import tempfile
 sys.dont_write_bytecode = True  # the shared helpers are loaded from the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from cluster_testlib import (Coordinator, Etcd, cleanup, etcd_binary_or_skip,  # noqa: E402
-                             fail, free_port, owner_of, wait_for)
+                             fail, free_port, owner_of, tcp_timers_to, wait_for)
 
 
 def main():
@@ -71,6 +72,13 @@ def main():
             if health != f"OK\ncluster: registered, member {ids[c.tag]}, 3 members\n":
                 fail(f"{c.tag}'s /healthz: {health!r}")
         print("ok: three members, distinct ids, each sees the others")
+
+        # The connections to etcd probe a silent peer (TCP keep-alive): a watch on a dead
+        # etcd machine fails instead of waiting forever.
+        for c in coordinators:
+            wait_for(f"{c.tag}'s connections to etcd to have the keep-alive timer",
+                     lambda: 2 in tcp_timers_to(c.proc.pid, etcd.client_port))
+        print("ok: the connections to etcd use TCP keep-alive")
 
         # SIGKILL: no lease revocation; the others see it go when its lease expires.
         killed = coordinators.pop()

@@ -126,6 +126,30 @@ class Etcd:
         self.proc.wait(timeout=DEADLINE_S)
 
 
+def tcp_timers_to(pid, port):
+    """The timer kinds (/proc/net/tcp's 'tr' column) of process 'pid''s established TCP
+    connections to local port 'port': 2 is the keep-alive timer, armed only on a socket with
+    SO_KEEPALIVE; 0 no timer, 1 a retransmission pending."""
+    inodes = set()
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            link = os.readlink(f"/proc/{pid}/fd/{fd}")
+        except OSError:
+            continue  # closed meanwhile
+        if link.startswith("socket:["):
+            inodes.add(link[len("socket:["):-1])
+    timers = []
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        with open(table) as f:
+            next(f)  # the column names
+            for line in f:
+                cols = line.split()
+                remote_port = int(cols[2].rsplit(":", 1)[1], 16)
+                if cols[3] == "01" and remote_port == port and cols[9] in inodes:
+                    timers.append(int(cols[5].split(":")[0], 16))
+    return timers
+
+
 class Coordinator:
     """One coordinatord member of cluster 'cluster' (its etcd endpoints: 'endpoints', else
     the test's etcd). Requests name 'user' in X-Trino-User unless they authenticate. With

@@ -77,6 +77,7 @@ int QueryCoordinator::CancelIdleAtShutdown() {
 
 void QueryCoordinator::ExpireQueries() {
   const int64_t now = NowNs();
+  PruneUnfetched(now);
   const int64_t idle_ns = options_.idle_query_timeout_ms * 1000000;
   // The engine's own check is exact; this backstop gives it a moment to act first.
   constexpr int64_t kExecLimitSlackMs = 500;
@@ -112,6 +113,37 @@ void QueryCoordinator::ExpireQueries() {
                                     : "--exec_time_limit_s") +
                            ")"));
     }
+  }
+}
+
+std::shared_ptr<ClientRequestState> QueryCoordinator::KeepUnfetchedLocked(
+    std::shared_ptr<ClientRequestState> req) {
+  unfetched_index_[req->query_id()] = req;
+  unfetched_.push_back(Unfetched{std::move(req), NowNs()});
+  if (unfetched_.size() <= static_cast<size_t>(std::max(0, options_.max_in_flight_queries))) {
+    return nullptr;
+  }
+  std::shared_ptr<ClientRequestState> dropped = std::move(unfetched_.front().req);
+  unfetched_.pop_front();
+  unfetched_index_.erase(dropped->query_id());
+  return dropped;
+}
+
+int64_t QueryCoordinator::UnfetchedWindowNs() const {
+  const int64_t ms = options_.abandoned_query_timeout_ms > 0 ? options_.abandoned_query_timeout_ms
+                                                             : options_.idle_query_timeout_ms;
+  return ms > 0 ? ms * 1000000 : INT64_MAX;
+}
+
+void QueryCoordinator::PruneUnfetched(int64_t now_ns) {
+  std::vector<std::shared_ptr<ClientRequestState>> dropped;  // destroyed outside the lock
+  const int64_t window_ns = UnfetchedWindowNs();
+  MutexLock l(&log_lock_);
+  while (!unfetched_.empty() && (unfetched_.front().req->final_page_delivered() ||
+                                 now_ns - unfetched_.front().left_log_ns > window_ns)) {
+    unfetched_index_.erase(unfetched_.front().req->query_id());
+    dropped.push_back(std::move(unfetched_.front().req));
+    unfetched_.pop_front();
   }
 }
 

@@ -272,8 +272,9 @@ std::shared_ptr<ClientRequestState> QueryCoordinator::Find(const UniqueId& id) c
   std::optional<std::shared_ptr<ClientRequestState>> r = registry_.Get(id);
   if (r) return std::move(*r);
   MutexLock l(&log_lock_);
-  auto it = log_index_.find(id);
-  return it == log_index_.end() ? nullptr : it->second;
+  if (auto it = log_index_.find(id); it != log_index_.end()) return it->second;
+  auto it = unfetched_index_.find(id);
+  return it == unfetched_index_.end() ? nullptr : it->second;
 }
 
 ClientRequestState::FetchOutcome QueryCoordinator::Fetch(
@@ -355,7 +356,10 @@ void QueryCoordinator::Complete(const std::shared_ptr<ClientRequestState>& req) 
     log_.push_back(req);
     log_index_[req->query_id()] = req;
     if (static_cast<int>(log_.size()) > std::max(0, options_.query_log_size)) {
-      evicted = EvictFromLogLocked();
+      evicted = std::move(log_.front());
+      log_.pop_front();
+      log_index_.erase(evicted->query_id());
+      if (!evicted->final_page_delivered()) evicted = KeepUnfetchedLocked(std::move(evicted));
     }
   }
   req->ReleaseExecution();
@@ -408,22 +412,6 @@ void QueryCoordinator::RecordCompletion(const ClientRequestState& req) {
 std::vector<std::shared_ptr<ClientRequestState>> QueryCoordinator::InFlight() const {
   std::vector<std::shared_ptr<ClientRequestState>> out;
   for (auto& [id, req] : registry_.Snapshot()) out.push_back(std::move(req));
-  return out;
-}
-
-std::shared_ptr<ClientRequestState> QueryCoordinator::EvictFromLogLocked() {
-  auto victim = std::find_if(log_.begin(), log_.end(), [](const auto& r) {
-    return r->final_page_delivered();
-  });
-  if (victim == log_.end()) {
-    const size_t cap = static_cast<size_t>(std::max(0, options_.query_log_size)) +
-                       static_cast<size_t>(std::max(0, options_.max_in_flight_queries));
-    if (log_.size() <= cap) return nullptr;
-    victim = log_.begin();
-  }
-  std::shared_ptr<ClientRequestState> out = std::move(*victim);
-  log_.erase(victim);
-  log_index_.erase(out->query_id());
   return out;
 }
 

@@ -236,18 +236,34 @@ class QueryCoordinator {
   int64_t queued_ QR_GUARDED_BY(admission_lock_) = 0;
   int64_t in_flight_ QR_GUARDED_BY(admission_lock_) = 0;
 
-  /// Takes the entry to drop from the full log out of it: the oldest whose client has its
-  /// final answer. A query that failed or was canceled before its client fetched it (refused
-  /// at admission, failed planning, canceled) completes at once, and the client's next GET
-  /// must still find its error, however many queries complete meanwhile: such entries stay,
-  /// up to 'max_in_flight_queries' of them (then the oldest goes); null if none may go.
-  std::shared_ptr<ClientRequestState> EvictFromLogLocked() QR_REQUIRES(log_lock_);
+  /// Keeps 'req', pushed out of the full log before its client fetched the final answer (a
+  /// query refused, failed before it ran or canceled completes at once, and its client's
+  /// next GET must still find the error however many queries complete meanwhile), in
+  /// 'unfetched_': until fetched, for UnfetchedWindowNs(), at most 'max_in_flight_queries'
+  /// of them. Returns the one that had to go for it (null if none), for the caller to
+  /// destroy outside the lock.
+  std::shared_ptr<ClientRequestState> KeepUnfetchedLocked(std::shared_ptr<ClientRequestState> req)
+      QR_REQUIRES(log_lock_);
+  /// How long an unfetched query is kept: the wait a query's first fetch gets
+  /// ('abandoned_query_timeout_ms', else 'idle_query_timeout_ms'; no limit if both are 0).
+  int64_t UnfetchedWindowNs() const;
+  /// Drops the kept unfetched queries that were fetched since or waited out their window
+  /// (the expiration thread).
+  void PruneUnfetched(int64_t now_ns);
 
   /// Protects the completed-query log.
   mutable Mutex log_lock_;
   std::deque<std::shared_ptr<ClientRequestState>> log_ QR_GUARDED_BY(log_lock_);
   std::unordered_map<UniqueId, std::shared_ptr<ClientRequestState>, UniqueIdHash> log_index_
       QR_GUARDED_BY(log_lock_);
+  /// KeepUnfetchedLocked()'s queries, oldest first ('left_log_ns': when, steady clock).
+  struct Unfetched {
+    std::shared_ptr<ClientRequestState> req;
+    int64_t left_log_ns;
+  };
+  std::deque<Unfetched> unfetched_ QR_GUARDED_BY(log_lock_);
+  std::unordered_map<UniqueId, std::shared_ptr<ClientRequestState>, UniqueIdHash>
+      unfetched_index_ QR_GUARDED_BY(log_lock_);
 
   std::atomic<int64_t> submitted_{0}, finished_{0}, failed_{0}, canceled_{0};
   std::atomic<int64_t> rejected_in_flight_{0}, rejected_in_flight_per_user_{0},
