@@ -120,7 +120,9 @@ std::shared_ptr<ClientRequestState> QueryCoordinator::KeepUnfetchedLocked(
     std::shared_ptr<ClientRequestState> req) {
   unfetched_index_[req->query_id()] = req;
   unfetched_.push_back(Unfetched{std::move(req), NowNs()});
-  if (unfetched_.size() <= static_cast<size_t>(std::max(0, options_.max_in_flight_queries))) {
+  // As many as the log holds: the statements they keep (up to --max_statement_bytes each)
+  // are bounded as the log's are, at most twice what the log alone kept.
+  if (unfetched_.size() <= static_cast<size_t>(std::max(0, options_.query_log_size))) {
     return nullptr;
   }
   std::shared_ptr<ClientRequestState> dropped = std::move(unfetched_.front().req);

@@ -239,8 +239,8 @@ class QueryCoordinator {
   /// Keeps 'req', pushed out of the full log before its client fetched the final answer (a
   /// query refused, failed before it ran or canceled completes at once, and its client's
   /// next GET must still find the error however many queries complete meanwhile), in
-  /// 'unfetched_': until fetched, for UnfetchedWindowNs(), at most 'max_in_flight_queries'
-  /// of them. Returns the one that had to go for it (null if none), for the caller to
+  /// 'unfetched_': until fetched, for UnfetchedWindowNs(), at most 'query_log_size' of
+  /// them. Returns the one that had to go for it (null if none), for the caller to
   /// destroy outside the lock.
   std::shared_ptr<ClientRequestState> KeepUnfetchedLocked(std::shared_ptr<ClientRequestState> req)
       QR_REQUIRES(log_lock_);
