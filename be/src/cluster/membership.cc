@@ -273,7 +273,7 @@ void Membership::LeaseLoop() {
     Status s = lease_etcd_->Call("/v3/lease/keepalive", etcd::LeaseIdRequest(lease_), &body);
     if (s.ok()) s = etcd::ParseKeepAlive(body, &ttl);
     if (!s.ok()) {
-      // Several tries fit in the TTL whatever --cluster_max_backoff_ms says.
+      // Several tries fit in the TTL, whatever Options::max_backoff allows.
       backoff = std::min(backoff, KeepAliveInterval() / 4);
       if (!retry(s)) return;
       renew_now = true;
