@@ -31,6 +31,22 @@ class CoordinatorLimitsTest : public ServiceTest {
     return r.status == 200 ? r.Json().value("state", "") : "";
   }
 
+  /// Submits `SELECT * FROM lineitem` with `c`, fetches up to the first data page, waits
+  /// until the executor, blocked on this client that does not fetch, has ended, and fetches
+  /// the next answer: the query's failure, if a limit ended it.
+  void RunToDataThenWaitForExecutionEnd(StatementClient* c) {
+    c->Submit("SELECT * FROM lineitem");
+    c->AdvanceToData();
+    ASSERT_FALSE(c->done());
+    UniqueId id;
+    ASSERT_TRUE(ParseId(c->result().id, &id).ok());
+    std::shared_ptr<ClientRequestState> req = server_->coordinator()->Find(id);
+    ASSERT_NE(req, nullptr);
+    EXPECT_TRUE(WaitFor([&] { return req->execution_done(); }, 60s));
+    c->Advance();  // the buffered pages were dropped: the next answer is the failure
+    EXPECT_TRUE(c->done());
+  }
+
   std::unique_ptr<CoordinatorServer> server_;
   int port_ = 0;
 };
@@ -67,19 +83,11 @@ TEST_F(CoordinatorLimitsTest, TimeLimitAlsoEndsAQueryBlockedOnAClientThatStopped
   o.query_max_spill_bytes = 256 << 10;
   Start(o);
   StatementClient c(port_);
-  c.Submit("SELECT * FROM lineitem");
-  c.AdvanceToData();
-  ASSERT_FALSE(c.done());
   // The executor fills the memory buffer and the spool quota and blocks on the client; the
   // coordinator's expiration thread fails it. (A slow executor, e.g. under TSan, may instead
   // still be stepping SQLite at the limit: then the engine's own check fails it. Same answer.)
-  UniqueId id;
-  ASSERT_TRUE(ParseId(c.result().id, &id).ok());
-  std::shared_ptr<ClientRequestState> req = server_->coordinator()->Find(id);
-  ASSERT_NE(req, nullptr);
-  EXPECT_TRUE(WaitFor([&] { return req->execution_done(); }, 60s));
-  c.Advance();  // the buffered pages were dropped: the next answer is the failure
-  EXPECT_TRUE(c.done());
+  RunToDataThenWaitForExecutionEnd(&c);
+  if (HasFatalFailure()) return;
   EXPECT_TRUE(c.result().failure.empty()) << c.result().failure;
   EXPECT_EQ(c.result().error_name(), "EXCEEDED_TIME_LIMIT");
 }
@@ -94,16 +102,8 @@ TEST_F(CoordinatorLimitsTest, ASessionsLowerTimeLimitAlsoEndsAQueryBlockedOnItsC
   StatementOptions so;
   so.post_headers = {{"X-Trino-Session", "query_max_execution_time=300ms"}};
   StatementClient c(port_, so);
-  c.Submit("SELECT * FROM lineitem");
-  c.AdvanceToData();
-  ASSERT_FALSE(c.done());
-  UniqueId id;
-  ASSERT_TRUE(ParseId(c.result().id, &id).ok());
-  std::shared_ptr<ClientRequestState> req = server_->coordinator()->Find(id);
-  ASSERT_NE(req, nullptr);
-  EXPECT_TRUE(WaitFor([&] { return req->execution_done(); }, 60s));
-  c.Advance();
-  EXPECT_TRUE(c.done());
+  RunToDataThenWaitForExecutionEnd(&c);
+  if (HasFatalFailure()) return;
   EXPECT_EQ(c.result().error_name(), "EXCEEDED_TIME_LIMIT");
   const std::string message = c.result().error.value("message", "");
   // Whichever check came first names the limit of 300 ms.

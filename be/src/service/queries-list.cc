@@ -11,6 +11,7 @@
 #include <cstdio>
 
 #include "http/webserver.h"
+#include "service/query-history-record.h"
 #include "util/status.h"
 
 namespace qr {
@@ -27,13 +28,10 @@ bool ParseInt64(std::string_view s, int64_t* out) {
   return ec == std::errc() && ptr == end;
 }
 
-/// The latest time a list accepts (2262-04-11T23:47:16.854Z): the lists compare times in
-/// nanoseconds since the epoch, in 64 bits.
-constexpr int64_t kMaxTimeMs = INT64_MAX / 1000000;
-
-/// Milliseconds since the epoch, or "YYYY-MM-DDTHH:MM[:SS[.mmm]]Z" (UTC), up to kMaxTimeMs.
+/// Milliseconds since the epoch, or "YYYY-MM-DDTHH:MM[:SS[.mmm]]Z" (UTC), up to
+/// kMaxNanosecondTimeMs.
 bool ParseTime(std::string_view s, int64_t* ms) {
-  if (ParseInt64(s, ms)) return *ms >= 0 && *ms <= kMaxTimeMs;
+  if (ParseInt64(s, ms)) return *ms >= 0 && *ms <= kMaxNanosecondTimeMs;
   if (s.size() < 17 || s.size() > 24 || s.back() != 'Z') return false;
   std::string text(s);
   struct tm tm {};
@@ -68,7 +66,7 @@ bool ParseTime(std::string_view s, int64_t* ms) {
   time_t t = timegm(&tm);
   if (t < 0) return false;
   *ms = static_cast<int64_t>(t) * 1000 + millis;
-  return *ms <= kMaxTimeMs;
+  return *ms <= kMaxNanosecondTimeMs;
 }
 
 int64_t StartMs(const ClientRequestState& req) {

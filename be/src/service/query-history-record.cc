@@ -85,8 +85,8 @@ struct Reader {
 void EncodeError(const QueryError& e, std::string* out);
 
 /// A submission time the index can hold: its nanoseconds since the epoch (plus the extra
-/// nanoseconds) fit in 64 bits.
-bool ValidSubmitTime(int64_t ms) { return ms >= 0 && ms < INT64_MAX / 1000000; }
+/// nanoseconds, hence the strict bound) fit in 64 bits.
+bool ValidSubmitTime(int64_t ms) { return ms >= 0 && ms < kMaxNanosecondTimeMs; }
 void EncodeVersion2Fields(const QueryHistoryRecord& r, std::string* out);
 
 void EncodePayload(const QueryHistoryRecord& r, std::string* out) {

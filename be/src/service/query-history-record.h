@@ -13,6 +13,11 @@
 
 namespace qr {
 
+/// The latest time, in milliseconds since the Unix epoch (2262-04-11T23:47:16.854Z), whose
+/// nanoseconds since the epoch fit in 64 bits: the history's index and the query lists compare
+/// submission times in nanoseconds.
+inline constexpr int64_t kMaxNanosecondTimeMs = INT64_MAX / 1000000;
+
 /// One completed query as the durable history keeps it (docs/operations.md#query-history):
 /// who ran what, how it ended, when, and what it cost. Plain data; the statement is shared
 /// with the request that produced it, so handing a record to the writer copies no SQL text.
