@@ -125,6 +125,30 @@ TEST_F(HttpFramingTest, TrailerFieldsNeverBecomeHeaders) {
   EXPECT_EQ(RoundTrip(c, Get("/echo")).status, 200);
 }
 
+TEST_F(HttpFramingTest, EndlessChunkLinesAndTrailersAre400NotBuffered) {
+  // Beast bounds neither a chunk-size line nor the trailer section: each is buffered until
+  // its end arrives. The read buffer holds at most --max_header_bytes (16 KiB here) plus
+  // 64 KiB, so 256 KiB of either is refused once the buffer is full, not kept.
+  StartServer();
+  const std::string endless(256 << 10, 'a');
+  const std::string head = "POST /echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n";
+  for (const std::string& raw : {head + "1;a=" + endless, head + "0\r\nX-Long: " + endless,
+                                 head + "5\r\nhello\r\n0\r\nX-A: 1\r\nX-B: " + endless}) {
+    Client c(server_->port());
+    c.Send(raw);
+    Response r;
+    ASSERT_TRUE(c.Read(&r)) << raw.substr(0, 90);
+    EXPECT_EQ(r.status, 400) << r.body;
+    EXPECT_NE(r.body.find("--max_header_bytes"), std::string::npos) << r.body;
+    EXPECT_EQ(r.Header("connection"), "close");
+  }
+  // A body of many chunks, and a long trailer section within the bound, are served.
+  std::string chunks;
+  for (int i = 0; i < 2000; ++i) chunks += "40\r\n" + std::string(64, 'x') + "\r\n";
+  ExpectServed(head + chunks + "0\r\nX-T: " + std::string(8 << 10, 't') + "\r\n\r\n",
+               "body=xxxx");
+}
+
 TEST_F(HttpFramingTest, Http11NeedsExactlyOneHost) {
   StartServer();
   ExpectRefused("GET /echo HTTP/1.1\r\n\r\n", 400);

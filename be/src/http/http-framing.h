@@ -68,6 +68,12 @@ class FramingReadBuffer {
   using const_buffers_type = boost::beast::flat_buffer::const_buffers_type;
   using mutable_buffers_type = boost::beast::flat_buffer::mutable_buffers_type;
 
+  /// At most 'max_size' unparsed bytes are held: a read that would need more fails with
+  /// boost::beast::error::buffer_overflow. Beast bounds the head (header_limit) and the body
+  /// data (body_limit) but neither a chunk-size line nor the trailer section, which it
+  /// buffers until their end arrives.
+  explicit FramingReadBuffer(size_t max_size) : buffer_(max_size) {}
+
   /// Consumed bytes are scanned from now until EndHeader().
   void BeginHeader() {
     scanning_ = true;

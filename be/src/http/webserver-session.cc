@@ -81,7 +81,9 @@ void Webserver::Impl::Session<Stream>::Close() {
 
 template <class Stream>
 void Webserver::Impl::Session<Stream>::DrainIfIdle() {
-  if (awaiting_head_ && buffer_.size() == 0) Close();
+  // Not even the start of a request line arrived (Beast may have consumed a request line
+  // while its header fields are still on the way: got_some()).
+  if (awaiting_head_ && buffer_.size() == 0 && !parser_->got_some()) Close();
 }
 
 template <class Stream>
@@ -98,6 +100,7 @@ void Webserver::Impl::Session<Stream>::DoReadHeader() {
   req_.method_string.clear();
   req_.target.clear();
   req_.authenticated_user.clear();
+  req_.remote_address.assign(peer_address_);  // reuses the capacity: no allocation
   req_.body.clear();  // The hooks that run before the body is read see none.
   head_request_ = false;
   request_start_ = std::chrono::steady_clock::now();  // Error answers measure from here.
@@ -189,6 +192,13 @@ void Webserver::Impl::Session<Stream>::OnReadError(const beast::error_code& ec) 
                                       std::to_string(o.max_body_bytes) + " bytes are accepted");
   } else if (ec == http::error::bad_version && HasWellFormedVersion(buffer_.View())) {
     return SendErrorAndClose(505, "HTTP version not supported: use HTTP/1.0 or HTTP/1.1");
+  } else if (ec == http::error::buffer_overflow) {
+    // A whole head fits (header_limit answers first), so this is a chunk-size line or a
+    // trailer section that went on past what one read adds to --max_header_bytes.
+    return SendErrorAndClose(400, "Malformed chunked body: a chunk-size line or the trailer "
+                                  "section is longer than " +
+                                      std::to_string(buffer_.max_size()) +
+                                      " bytes (--max_header_bytes plus 64 KiB)");
   } else if (ec == http::error::bad_chunk_extension) {
     return SendErrorAndClose(400, "Malformed chunk extension: expected ';name' or "
                                   "';name=value' (a token or a quoted string), no whitespace");

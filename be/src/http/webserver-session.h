@@ -74,8 +74,12 @@ class Webserver::Impl::Session final : public SessionBase {
   /// 'tls' (only for TLS) is the server's context.
   template <class... Tls>
   Session(Impl* server, IoSocket socket, std::string remote_address, Tls&... tls)
-      : SessionBase(socket.get_executor()), server_(server), stream_(std::move(socket), tls...) {
-    req_.remote_address = std::move(remote_address);
+      : SessionBase(socket.get_executor()),
+        server_(server),
+        stream_(std::move(socket), tls...),
+        buffer_(server->options.max_header_bytes + kReadSlackBytes),
+        peer_address_(std::move(remote_address)) {
+    req_.remote_address = peer_address_;
     req_.secure = kTls;
   }
   ~Session() override;
@@ -136,8 +140,16 @@ class Webserver::Impl::Session final : public SessionBase {
 
   Impl* const server_;
   Stream stream_;
-  /// The read buffer, reused for every request (it may hold the start of the next one).
+  /// What the read buffer holds beyond a whole head: one read (Beast reads up to 64 KiB at a
+  /// time). A chunk-size line or a trailer section that does not end within it fails the
+  /// request (400) instead of growing the buffer for as long as the client sends.
+  static constexpr size_t kReadSlackBytes = 64 * 1024;
+  /// The read buffer, reused for every request (it may hold the start of the next one); at
+  /// most --max_header_bytes plus kReadSlackBytes.
   FramingReadBuffer buffer_;
+  /// The connection's peer ("ip:port"). A hook may rewrite req_.remote_address (a trusted
+  /// proxy's or member's client): each request starts again from this.
+  const std::string peer_address_;
   std::optional<http::request_parser<http::string_body>> parser_;
   /// The parser's chunk-header callback (it keeps a reference).
   webserver_session::ChunkExtensionCheck chunk_check_;
