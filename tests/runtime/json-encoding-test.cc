@@ -86,6 +86,48 @@ TEST(JsonEncodingTest, EachMaximalInvalidUtf8SubsequenceBecomesOneReplacement) {
   EXPECT_TRUE(nlohmann::json::accept(encoded)) << encoded;
 }
 
+TEST(JsonEncodingTest, StringSizeIsWhatTheEncodingAppends) {
+  std::string all;
+  for (int c = 0; c < 256; ++c) all.push_back(static_cast<char>(c));
+  for (std::string_view s :
+       {std::string_view(""), std::string_view("plain"), std::string_view("a\"b\\c"),
+        std::string_view("\0\0\0", 3), std::string_view("é€😀 \xF4\x8F\xBF\xBF"),
+        std::string_view("\xC0\xAF\xE0\x80\x80\xED\xA0\x80"),
+        std::string_view("\xF0\x9F\x98" "a\xE2\x82"), std::string_view(all)}) {
+    EXPECT_EQ(JsonStringSize(s), Str(s).size()) << Str(s);
+  }
+  const std::string nuls(4096, '\0');
+  EXPECT_EQ(JsonStringSize(nuls), 6 * nuls.size() + 2);
+}
+
+TEST(RowEncoderTest, TheBoundOfALongTextCountsItsEscapes) {
+  // A value whose JSON is 6 times its length must not count as its length: its encoding
+  // would take that much memory before any check saw it.
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(":memory:", &db), SQLITE_OK);
+  sqlite3_stmt* stmt = nullptr;
+  ASSERT_EQ(sqlite3_prepare_v2(db,
+                               "SELECT CAST(zeroblob(100000) AS TEXT), 'short\x01', "
+                               "CAST(x'ff' AS TEXT) || printf('%.2000c', 'a')",
+                               -1, &stmt, nullptr),
+            SQLITE_OK);
+  ASSERT_EQ(sqlite3_step(stmt), SQLITE_ROW);
+  StmtValues values{stmt};
+  for (int i = 0; i < 3; ++i) {
+    std::string out;
+    AppendValue(values, i, ColumnKind::kVarchar, &out);
+    const int64_t bound = EncodedSizeBound(values, i, ColumnKind::kVarchar);
+    if (values.bytes(i) >= kExactJsonSizeFromBytes) {
+      EXPECT_EQ(bound, static_cast<int64_t>(out.size())) << i;
+    } else {
+      EXPECT_EQ(bound, values.bytes(i) + 2) << i;  // short: checked after the row
+    }
+  }
+  EXPECT_EQ(EncodedSizeBound(values, 0, ColumnKind::kVarchar), 600002);
+  sqlite3_finalize(stmt);
+  sqlite3_close(db);
+}
+
 TEST(JsonEncodingTest, Base64MatchesRfc4648) {
   EXPECT_EQ(B64(""), "");
   EXPECT_EQ(B64("f"), "Zg==");

@@ -1,7 +1,10 @@
 // ResultBuffer with spooling: pages beyond the memory buffer go to a spool file, in order,
 // within the query's spill quota; the producer never waits until the quota is reached.
 
+#include <unistd.h>
+
 #include <atomic>
+#include <filesystem>
 #include <string>
 #include <thread>
 #include <vector>
@@ -244,6 +247,54 @@ TEST_F(ResultSpoolTest, CloseDropsTheSpoolAndUnblocksTheProducer) {
   EXPECT_TRUE(refused.load());
   EXPECT_EQ(account->used_bytes(), 0);
   EXPECT_EQ(budget_.used_bytes(), 0);
+}
+
+/// The descriptors of this process's open files under 'dir' (a spool file has no name there,
+/// but /proc/self/fd shows its directory).
+std::vector<int> OpenFilesUnder(const std::string& dir) {
+  std::vector<int> fds;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc/self/fd")) {
+    std::error_code ec;
+    const std::filesystem::path target = std::filesystem::read_symlink(entry.path(), ec);
+    if (!ec && target.string().starts_with(dir + "/")) {
+      fds.push_back(std::stoi(entry.path().filename().string()));
+    }
+  }
+  return fds;
+}
+
+// A page that cannot be read back (here the file lost its data; on a real disk, EIO) ends the
+// query with an error, and the producer waiting for its quota is let go: before, the buffer
+// stayed open and the executor waited for room that no consumer would make, until shutdown.
+TEST_F(ResultSpoolTest, AFailedReadEndsTheQueryAndLetsTheProducerGo) {
+  constexpr size_t kPageBytes = 64 << 10;
+  // One page in memory, 64 on disk (written in 1 MiB batches), then the quota stops it.
+  auto account = std::make_shared<SpillAccount>(&budget_, int64_t{64} * kPageBytes);
+  ResultBuffer buf(1000, kPageBytes);
+  buf.EnableSpooling(dir_.path(), account, nullptr);
+  std::atomic<bool> refused{false};
+  std::thread producer([&] {
+    for (int i = 0; i < 100000 && !refused.load(); ++i) {
+      if (!buf.Put(NumberedPage(i, kPageBytes))) refused.store(true);
+    }
+  });
+  ASSERT_TRUE(WaitFor([&] { return buf.spool_quota_waits() > 0; }));
+  const std::vector<int> fds = OpenFilesUnder(dir_.path());
+  ASSERT_EQ(fds.size(), 1u);
+  ASSERT_EQ(ftruncate(fds[0], 0), 0);
+  ResultPage p;
+  std::optional<QueryError> err;
+  ResultBuffer::Next n;
+  int pages = 0;
+  while ((n = buf.TryGet(&p, &err)) == ResultBuffer::Next::kPage) ++pages;
+  EXPECT_EQ(n, ResultBuffer::Next::kEnd);
+  ASSERT_TRUE(err.has_value());
+  EXPECT_NE(err->message.find("could not be read back"), std::string::npos) << err->message;
+  EXPECT_LT(pages, 20) << "the pages on disk are gone";
+  EXPECT_TRUE(WaitFor([&] { return refused.load(); })) << "the producer still waits";
+  EXPECT_EQ(account->used_bytes(), 0) << "the quota is given back";
+  buf.Close();  // lets the producer go on the old code too, so that the test ends
+  producer.join();
 }
 
 TEST_F(ResultSpoolTest, UnusableDirectoryFallsBackToBackpressure) {

@@ -290,6 +290,36 @@ struct CountingCheck {
   }
 };
 
+TEST_F(GuardedBuiltinsTest, APrintfPastTheLengthLimitStopsRenderingAtOnce) {
+  // 300 planned repeats alternating with 300 pieces of 400,000 bytes each: the result is past
+  // the 1 MiB limit after 3 of them. Rendering them all first held 120 MB outside SQLite's
+  // heap (at 2 MB a piece and 5,000 pieces, 10 GB) before the length check.
+  builtins_->set_printf_repeat_threshold(100);
+  const std::string sql =
+      "SELECT printf(replace(printf('%.300c', 'x'), 'x', '%.200c%400000d'))";
+  EXPECT_EQ(Eval(guarded_, sql), "NULL");
+  EXPECT_EQ(builtins_->planned_calls(), 2) << "the inner printf and the outer one";
+  EXPECT_LE(builtins_->rendered_pieces(), 3);
+  // Within the limit, as the built-in.
+  const std::string small = "SELECT printf('%.200c%5d%.200c', 'a', 7, 'b')";
+  EXPECT_EQ(Eval(guarded_, small), Eval(plain_, small));
+}
+
+TEST_F(GuardedBuiltinsTest, TheCacheOfBuiltinStatementsIsBounded) {
+  // Each placement of json() values among a call's arguments is a statement of its own: 256
+  // placements over 8 arguments used to stay prepared, in SQLite's shared heap, for the
+  // connection's life (127 arguments: 2^127 of them).
+  for (int k = 0; k < 256; ++k) {
+    std::string args;
+    for (int i = 0; i < 8; ++i) {
+      args += std::string(i ? "," : "") + ((k >> i) & 1 ? "json('1')" : "1");
+    }
+    const std::string sql = "SELECT json_array(" + args + ")";
+    ASSERT_EQ(Eval(guarded_, sql), Eval(plain_, sql)) << sql;
+    ASSERT_LE(builtins_->cached_statements(), GuardedBuiltins::kMaxCachedStatements);
+  }
+}
+
 TEST_F(GuardedBuiltinsTest, JsonCallsOfOneRowCheckBetweenThemselves) {
   // Four distinct 128 KiB arrays (SQLite reuses the parse of an equal text): each call is
   // preceded by a check, and the row stops at the third.

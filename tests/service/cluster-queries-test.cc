@@ -192,7 +192,7 @@ TEST(ClusterQueriesTest, RuntimeRowsRoundTrip) {
   r.query_id = "0000000000000001:0001000000000000";
   r.state = "FAILED";
   r.user = "bob";
-  r.query = "SELECT 'ü'";
+  r.query = std::make_shared<const std::string>("SELECT 'ü'");
   r.created_ms = 1790000000000;
   r.end_ms = -1;
   r.error_code = "USER_CANCELED";
@@ -203,7 +203,8 @@ TEST(ClusterQueriesTest, RuntimeRowsRoundTrip) {
   ASSERT_EQ(back.size(), 2u);
   EXPECT_EQ(back[1].query_id, r.query_id);
   EXPECT_EQ(back[1].user, "bob");
-  EXPECT_EQ(back[1].query, r.query);
+  ASSERT_NE(back[1].query, nullptr);
+  EXPECT_EQ(*back[1].query, *r.query);
   EXPECT_EQ(back[1].created_ms, r.created_ms);
   EXPECT_EQ(back[1].end_ms, -1);
   EXPECT_EQ(back[1].error_code, "USER_CANCELED");

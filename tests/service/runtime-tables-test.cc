@@ -84,6 +84,61 @@ class RuntimeTablesTest : public ServiceTest {
 };
 
 
+/// Three queries of 64 KiB statements; counts how often it is asked.
+class CountingSource : public SystemTablesSource {
+ public:
+  std::vector<RuntimeQueryRow> Queries(const SqlViewer&) override {
+    ++calls;
+    std::vector<RuntimeQueryRow> rows(3);
+    for (size_t i = 0; i < rows.size(); ++i) {
+      rows[i].query_id = "q" + std::to_string(i);
+      rows[i].state = "RUNNING";
+      rows[i].user = "u";
+      rows[i].query = statement;
+    }
+    return rows;
+  }
+  std::vector<RuntimeNodeRow> Nodes() override { return {}; }
+  int calls = 0;
+  const std::shared_ptr<const std::string> statement =
+      std::make_shared<const std::string>(64 << 10, 'x');
+};
+
+// SQLite scans a virtual table again for each outer row of a join: each scan asked the
+// source again (a copy of every statement, and in a cluster a fan-out to every member, per
+// outer row). A statement now takes one snapshot, and its rows share the statements.
+TEST(SystemTablesTest, AStatementTakesOneSnapshotOfTheQueries) {
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(":memory:", &db), SQLITE_OK);
+  CountingSource source;
+  std::unique_ptr<SystemTables> tables;
+  ASSERT_TRUE(SystemTables::Register(db, &source, &tables).ok());
+  SqlViewer viewer;
+  tables->set_viewer(&viewer);
+  const std::string sql = std::string("SELECT count(*), sum(length(a.query)) FROM ") +
+                          kRuntimeQueriesTable + " a, " + kRuntimeQueriesTable + " b, " +
+                          kRuntimeQueriesTable + " c";
+  sqlite3_stmt* stmt = nullptr;
+  ASSERT_EQ(sqlite3_prepare_v2(db, sql.c_str(), -1, &stmt, nullptr), SQLITE_OK)
+      << sqlite3_errmsg(db);
+  ASSERT_EQ(sqlite3_step(stmt), SQLITE_ROW);
+  EXPECT_EQ(sqlite3_column_int64(stmt, 0), 27);
+  EXPECT_EQ(sqlite3_column_int64(stmt, 1), int64_t{27} * (64 << 10));
+  sqlite3_finalize(stmt);
+  EXPECT_EQ(source.calls, 1);
+  EXPECT_EQ(source.statement.use_count(), 4) << "the snapshot shares the statement";
+  // The next statement (a new viewer) takes a snapshot of its own.
+  tables->set_viewer(nullptr);
+  EXPECT_EQ(source.statement.use_count(), 1);
+  tables->set_viewer(&viewer);
+  ASSERT_EQ(sqlite3_prepare_v2(db, sql.c_str(), -1, &stmt, nullptr), SQLITE_OK);
+  ASSERT_EQ(sqlite3_step(stmt), SQLITE_ROW);
+  sqlite3_finalize(stmt);
+  EXPECT_EQ(source.calls, 2);
+  tables->set_viewer(nullptr);
+  sqlite3_close(db);
+}
+
 TEST(TimestampFormatTest, SqlAndIsoStylesOfOneInstant) {
   // 2026-11-26 07:05:23.123 UTC; and one millisecond before the epoch rounds down.
   EXPECT_EQ(FormatTimestampMillis(1795676723123), "2026-11-26 07:05:23.123");

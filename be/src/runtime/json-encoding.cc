@@ -53,6 +53,30 @@ void AppendJsonString(std::string_view s, std::string* out) {
   out->push_back('"');
 }
 
+size_t JsonStringSize(std::string_view s) {
+  const auto* p = reinterpret_cast<const unsigned char*>(s.data());
+  const auto* end = p + s.size();
+  size_t size = s.size() + 2;
+  while (p < end) {
+    while (p < end && IsPlainAscii(*p)) ++p;
+    if (p == end) break;
+    const unsigned char c = *p;
+    if (c == '"' || c == '\\') {
+      size += 1;
+      ++p;
+    } else if (c < 0x20) {
+      size += 5;
+      ++p;
+    } else {
+      bool valid;
+      const size_t n = Utf8CharLength(p, end, &valid);
+      if (!valid) size = size - n + 3;  // one U+FFFD for the whole invalid subsequence
+      p += n;
+    }
+  }
+  return size;
+}
+
 void AppendJsonInt(int64_t v, std::string* out) {
   char buf[24];
   auto r = std::to_chars(buf, buf + sizeof(buf), v);

@@ -17,6 +17,10 @@ namespace qr {
 /// U+10FFFF, a truncated sequence) becomes one U+FFFD, as the Unicode standard recommends.
 void AppendJsonString(std::string_view s, std::string* out);
 
+/// The number of bytes AppendJsonString(s) appends, counted without encoding: from
+/// s.size() + 2 (nothing to escape) up to 6 * s.size() + 2 (control characters only).
+size_t JsonStringSize(std::string_view s);
+
 /// Appends a decimal integer.
 void AppendJsonInt(int64_t v, std::string* out);
 

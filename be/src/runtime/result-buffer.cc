@@ -163,7 +163,7 @@ void ResultBuffer::FlushSpool() {
     e.in_memory.reset();
   }
   // Pages read from memory during the write are in the file now, and already consumed.
-  MaybePunchLocked(file);
+  MaybePunchLocked(std::move(file));
 }
 
 void ResultBuffer::Finish(std::optional<QueryError> error) {
@@ -211,7 +211,17 @@ ResultBuffer::Next ResultBuffer::TryGet(ResultPage* page, std::optional<QueryErr
     Next next = ReadSpooled(file, e, page, error);
     lock_.lock();
     --reads_in_flight_;
-    if (next == Next::kPage) MaybePunchLocked(file);
+    if (next == Next::kPage) {
+      MaybePunchLocked(std::move(file));
+    } else if (!closed_) {
+      // The pages after this one cannot be delivered in order either: the query ends with
+      // this error. Closed, the buffer fails the producer's Put() instead of leaving it to
+      // wait for room that no consumer will make (its executor thread, its SQLite
+      // connection and its spill quota held until shutdown), and gives the quota back.
+      closed_ = true;
+      ReleaseSpoolLocked();
+      if (producer_waiting_) not_full_.NotifyAll();
+    }
     return next;
   }
   if (finished_) {
@@ -272,7 +282,7 @@ void ResultBuffer::ReleaseSpoolLocked() {
   spool_reserved_ = 0;
 }
 
-void ResultBuffer::MaybePunchLocked(const std::shared_ptr<SpoolFile>& file) {
+void ResultBuffer::MaybePunchLocked(std::shared_ptr<SpoolFile> file) {
   if (reads_in_flight_ > 0 || punching_ || punch_unsupported_ || closed_ || file == nullptr) {
     return;
   }

@@ -138,8 +138,9 @@ class ResultBuffer {
   void ReleaseSpoolLocked() QR_REQUIRES(lock_);
   /// After a read from the spool: punches the read prefix of the file beyond 'punched_' and
   /// gives its quota back, when no other read is in flight and enough is waiting. Releases
-  /// 'lock_' around the fallocate.
-  void MaybePunchLocked(const std::shared_ptr<SpoolFile>& file) QR_REQUIRES(lock_);
+  /// 'lock_' around the fallocate. 'file' is held by value: the caller's pointer may be
+  /// spool_, which a Close() during the fallocate takes.
+  void MaybePunchLocked(std::shared_ptr<SpoolFile> file) QR_REQUIRES(lock_);
 
   const int64_t max_rows_;
   const int64_t max_bytes_;

@@ -153,12 +153,19 @@ class RowValues {
   int64_t* const sizes_;
 };
 
-/// A lower bound of the JSON bytes AppendValue() appends for value 'i' (exact for base64),
-/// computed before the value is read: what must fit in a memory budget before it is encoded.
-/// A BLOB of a column whose kind its values still decide (kUndecided, kUnknown) counts as
-/// base64, what it will most likely be sent as, so that a first page of huge BLOBs fails
-/// before they are copied rather than after (a row of 60 2 MB zeroblobs: 120 MB copied, then
-/// refused at 160 MB encoded).
+/// From this size on, EncodedSizeBound() counts a text value's escaped size exactly.
+inline constexpr int64_t kExactJsonSizeFromBytes = 1024;
+
+/// The JSON bytes AppendValue() appends for value 'i', computed before it is encoded: what
+/// must fit in a memory budget first. Exact for base64 and for text of at least
+/// kExactJsonSizeFromBytes (escaping can make text 6 times longer: a control byte becomes
+/// \u00XX, so a row of 60 2 MB texts of NUL bytes counted at its length would build 720 MB
+/// before the check after the row; counting costs one more pass over long values only).
+/// Shorter text counts its length plus quotes; what its escapes add is checked after the row,
+/// at most 5 bytes per byte of short values. A BLOB of a column whose kind its values still
+/// decide (kUndecided, kUnknown) counts as base64, what it will most likely be sent as, so
+/// that a first page of huge BLOBs fails before they are copied rather than after (a row of
+/// 60 2 MB zeroblobs: 120 MB copied, then refused at 160 MB encoded).
 template <typename Values>
 int64_t EncodedSizeBound(const Values& values, int i, ColumnKind kind) {
   const int type = values.type(i);
@@ -167,7 +174,12 @@ int64_t EncodedSizeBound(const Values& values, int i, ColumnKind kind) {
   const bool base64 =
       kind == ColumnKind::kVarbinary ||
       (type == SQLITE_BLOB && (kind == ColumnKind::kUndecided || kind == ColumnKind::kUnknown));
-  return base64 ? (n + 2) / 3 * 4 + 2 : n + 2;
+  if (base64) return (n + 2) / 3 * 4 + 2;
+  if (n >= kExactJsonSizeFromBytes) {
+    // The other kinds (numbers, booleans, dates, decimals) encode to fewer bytes than this.
+    return static_cast<int64_t>(JsonStringSize(values.text(i)));
+  }
+  return n + 2;
 }
 
 /// 1 for "true", 0 for "false" (any case), -1 for any other text.

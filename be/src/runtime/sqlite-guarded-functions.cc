@@ -132,7 +132,14 @@ Status GuardedBuiltins::RegisterChecked(const char* name, int num_args) {
 
 sqlite3_stmt* GuardedBuiltins::Statement(sqlite3_context* ctx, const char* name, int argc,
                                          const std::string& json_args) {
-  sqlite3_stmt*& stmt = statements_[{name, argc, json_args}];
+  std::tuple<std::string, int, std::string> key{name, argc, json_args};
+  if (statements_.size() >= kMaxCachedStatements && !statements_.contains(key)) {
+    // None of them is being stepped: each call steps and resets its statement before the
+    // next one is looked up (the built-ins run on a connection without checked functions).
+    for (auto& [unused, cached] : statements_) sqlite3_finalize(cached);
+    statements_.clear();
+  }
+  sqlite3_stmt*& stmt = statements_[std::move(key)];
   if (stmt == nullptr) {
     auto arg = [&json_args](int i) {
       const std::string p = "?" + std::to_string(i);
@@ -238,14 +245,21 @@ void GuardedBuiltins::RenderPlanned(sqlite3_context* ctx, const char* format, in
     const int end = std::min(piece.end_arg, argc);
     const std::string_view text(format + piece.format_begin,
                                 piece.format_end - piece.format_begin);
+    ++rendered_pieces_;
     const int answer = RunPrintf(ctx, text, end - first, argv + first, &rendered[k]);
     if (answer < 0) return;
     if (answer == 0) total = INT64_MAX / 2;  // a piece alone is too big: so is the whole
     total += static_cast<int64_t>(rendered[k].size());
+    // The built-in's accumulator refuses a result of SQLITE_LIMIT_LENGTH bytes or more and
+    // answers NULL for it. Checked after each piece: the rendered pieces are held outside
+    // SQLite's heap, and 5,000 pieces of 2 MB each would otherwise be held before the check
+    // (10 GB for one call).
+    if (total >= max_length()) {
+      sqlite3_result_null(ctx);
+      return;
+    }
   }
-  // The built-in's accumulator refuses a result of SQLITE_LIMIT_LENGTH bytes or more and
-  // answers NULL for it.
-  if (total >= max_length()) {
+  if (total >= max_length()) {  // the repeat pieces alone
     sqlite3_result_null(ctx);
     return;
   }

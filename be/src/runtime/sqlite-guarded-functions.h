@@ -77,8 +77,16 @@ class GuardedBuiltins {
   /// compare both paths on small inputs).
   int64_t printf_repeat_threshold() const { return printf_repeat_threshold_; }
   void set_printf_repeat_threshold(int64_t threshold) { printf_repeat_threshold_ = threshold; }
-  /// printf() calls answered through RenderPlanned().
+  /// printf() calls answered through RenderPlanned(), and the format pieces it rendered
+  /// through the built-in.
   int64_t planned_calls() const { return planned_calls_; }
+  int64_t rendered_pieces() const { return rendered_pieces_; }
+  /// Prepared statements of the built-ins held at most. Each lives in SQLite's heap, which
+  /// every query shares, and one statement can ask for 2^127 of them (which of up to 127
+  /// arguments come from json()): the cache starts over when full, so that no client fills
+  /// the heap for good.
+  static constexpr size_t kMaxCachedStatements = 64;
+  size_t cached_statements() const { return statements_.size(); }
 
  private:
   GuardedBuiltins(sqlite3* served, sqlite3* builtins) : served_(served), builtins_(builtins) {}
@@ -100,12 +108,14 @@ class GuardedBuiltins {
 
   sqlite3* const served_;
   sqlite3* const builtins_;
-  /// "SELECT name(?1, ..., ?n)" by (name, n, json_args), prepared once.
+  /// "SELECT name(?1, ..., ?n)" by (name, n, json_args), prepared once; at most
+  /// kMaxCachedStatements.
   std::map<std::tuple<std::string, int, std::string>, sqlite3_stmt*> statements_;
   /// The user data of the checked built-ins' overrides.
   std::vector<std::unique_ptr<Checked>> checked_;
   int64_t printf_repeat_threshold_ = kPrintfRepeatThreshold;
   int64_t planned_calls_ = 0;
+  int64_t rendered_pieces_ = 0;
 };
 
 }  // namespace qr

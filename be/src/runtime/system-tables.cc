@@ -3,6 +3,7 @@
 #include <time.h>
 
 #include <cstdio>
+#include <memory>
 #include <new>
 #include <string>
 #include <utility>
@@ -11,14 +12,15 @@
 namespace qr {
 namespace {
 
-/// A NULL, an integer or a text value.
+/// A NULL, an integer or a text value (held, or shared with its owner: a statement).
 struct Cell {
-  enum class Kind { kNull, kInt, kText };
+  enum class Kind { kNull, kInt, kText, kSharedText };
   Cell() = default;
   Cell(int64_t v) : kind(Kind::kInt), i(v) {}  // NOLINT: implicit, like a literal
   Kind kind = Kind::kNull;
   int64_t i = 0;
   std::string text;
+  std::shared_ptr<const std::string> shared;
 };
 using Rows = std::vector<std::vector<Cell>>;
 
@@ -30,6 +32,13 @@ Cell Text(std::string s) {
 }
 Cell TextOrNull(std::string s) { return s.empty() ? Cell() : Text(std::move(s)); }
 Cell TimeOrNull(int64_t ms) { return ms < 0 ? Cell() : Text(FormatTimestampMillis(ms)); }
+Cell SharedText(const std::shared_ptr<const std::string>& s) {
+  if (s == nullptr) return Text(std::string());
+  Cell c;
+  c.kind = Cell::Kind::kSharedText;
+  c.shared = s;
+  return c;
+}
 
 /// One system table: its declaration and how a scan fills its rows. A table is read in
 /// batches: 'fill' adds the rows from '*position' on (0 at the start of a scan) and returns
@@ -43,14 +52,14 @@ struct TableDef {
 /// Rows of a completed_queries scan read per batch: one read of the history per batch.
 constexpr size_t kCompletedBatchRows = 256;
 
-void AddQueryRow(RuntimeQueryRow& q, Rows* rows) {
+void AddQueryRow(const RuntimeQueryRow& q, Rows* rows) {
   std::vector<Cell> r;
   r.reserve(20);
-  r.push_back(Text(std::move(q.query_id)));
-  r.push_back(Text(std::move(q.state)));
-  r.push_back(Text(std::move(q.user)));
-  r.push_back(TextOrNull(std::move(q.source)));
-  r.push_back(Text(std::move(q.query)));
+  r.push_back(Text(q.query_id));
+  r.push_back(Text(q.state));
+  r.push_back(Text(q.user));
+  r.push_back(TextOrNull(q.source));
+  r.push_back(SharedText(q.query));
   r.push_back(q.queued_time_ms);
   // No separate analysis or planning phase: SQLite prepares within the execution.
   r.push_back(int64_t{0});
@@ -59,22 +68,22 @@ void AddQueryRow(RuntimeQueryRow& q, Rows* rows) {
   r.push_back(TimeOrNull(q.started_ms));
   r.push_back(TimeOrNull(q.last_heartbeat_ms));
   r.push_back(TimeOrNull(q.end_ms));
-  r.push_back(TextOrNull(std::move(q.error_type)));
-  r.push_back(TextOrNull(std::move(q.error_code)));
-  r.push_back(TextOrNull(std::move(q.error_message)));
+  r.push_back(TextOrNull(q.error_type));
+  r.push_back(TextOrNull(q.error_code));
+  r.push_back(TextOrNull(q.error_message));
   r.push_back(q.rows);
   r.push_back(q.bytes);
   r.push_back(q.cpu_time_ms);
   r.push_back(q.vm_steps);
-  r.push_back(TextOrNull(std::move(q.client_info)));
-  r.push_back(Text(std::move(q.client_tags)));
+  r.push_back(TextOrNull(q.client_info));
+  r.push_back(Text(q.client_tags));
   rows->push_back(std::move(r));
 }
 
 bool FillQueries(SystemTables& tables, uint64_t*, Rows* rows) {
   // Between statements nobody is the viewer: nothing is visible.
   if (tables.viewer() == nullptr || tables.source() == nullptr) return false;
-  for (RuntimeQueryRow& q : tables.source()->Queries(*tables.viewer())) AddQueryRow(q, rows);
+  for (const RuntimeQueryRow& q : tables.QueriesSnapshot()) AddQueryRow(q, rows);
   return false;  // one snapshot
 }
 
@@ -225,6 +234,11 @@ int Column(sqlite3_vtab_cursor* cur, sqlite3_context* ctx, int i) {
       sqlite3_result_text(ctx, cell.text.data(), static_cast<int>(cell.text.size()),
                           SQLITE_STATIC);
       break;
+    case Cell::Kind::kSharedText:
+      // The row holds a reference until the next Filter or Close, as for kText.
+      sqlite3_result_text64(ctx, cell.shared->data(), cell.shared->size(), SQLITE_STATIC,
+                            SQLITE_UTF8);
+      break;
     case Cell::Kind::kNull: sqlite3_result_null(ctx); break;
   }
   return SQLITE_OK;
@@ -274,6 +288,11 @@ Status SystemTables::Register(sqlite3* db, SystemTablesSource* source,
 }
 
 SystemTables::~SystemTables() = default;
+
+const std::vector<RuntimeQueryRow>& SystemTables::QueriesSnapshot() {
+  if (!queries_) queries_ = source_->Queries(*viewer_);
+  return *queries_;
+}
 
 std::string FormatTimestampMillis(int64_t epoch_ms, TimestampStyle style) {
   int64_t secs = epoch_ms >= 0 ? epoch_ms / 1000 : (epoch_ms - 999) / 1000;

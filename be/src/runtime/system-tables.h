@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -32,7 +33,9 @@ struct RuntimeQueryRow {
   std::string state;
   std::string user;
   std::string source;
-  std::string query;
+  /// The statement, shared with its query (never copied: a statement may be 1 MiB and a
+  /// scan lists them all); null: none.
+  std::shared_ptr<const std::string> query;
   int64_t queued_time_ms = 0;
   int64_t created_ms = -1;
   int64_t started_ms = -1;
@@ -102,14 +105,25 @@ class SystemTables {
 
   /// Who the statement being run acts for; null (between statements): scans see no queries.
   /// '*viewer' must stay valid until reset.
-  void set_viewer(const SqlViewer* viewer) { viewer_ = viewer; }
+  void set_viewer(const SqlViewer* viewer) {
+    viewer_ = viewer;
+    queries_.reset();
+  }
   const SqlViewer* viewer() const { return viewer_; }
   SystemTablesSource* source() const { return source_; }
+
+  /// system.runtime.queries as the statement being run sees it: asked of the source at the
+  /// statement's first scan and kept until the viewer changes. SQLite builds no index on a
+  /// virtual table, so a join scans its inner table again for each outer row: one snapshot
+  /// per scan was a copy of every row (and, in a cluster, a fan-out to every member) per
+  /// outer row. QR_REQUIRES: a viewer and a source.
+  const std::vector<RuntimeQueryRow>& QueriesSnapshot();
 
  private:
   explicit SystemTables(SystemTablesSource* source) : source_(source) {}
   SystemTablesSource* source_;
   const SqlViewer* viewer_ = nullptr;
+  std::optional<std::vector<RuntimeQueryRow>> queries_;
 };
 
 /// How FormatTimestampMillis writes a time.

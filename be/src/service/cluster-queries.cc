@@ -170,7 +170,8 @@ std::string RuntimeRowsToJson(const std::vector<RuntimeQueryRow>& rows) {
   for (const RuntimeQueryRow& r : rows) {
     out.push_back(Json{{"query_id", r.query_id},         {"state", r.state},
                        {"user", r.user},                 {"source", r.source},
-                       {"query", r.query},               {"queued_time_ms", r.queued_time_ms},
+                       {"query", r.query ? *r.query : std::string()},
+                       {"queued_time_ms", r.queued_time_ms},
                        {"created_ms", r.created_ms},     {"started_ms", r.started_ms},
                        {"last_heartbeat_ms", r.last_heartbeat_ms}, {"end_ms", r.end_ms},
                        {"error_type", r.error_type},     {"error_code", r.error_code},
@@ -198,7 +199,9 @@ bool RuntimeRowsFromJson(const std::string& json, std::vector<RuntimeQueryRow>* 
     str("state", &r.state);
     str("user", &r.user);
     str("source", &r.source);
-    str("query", &r.query);
+    std::string query;
+    str("query", &query);
+    r.query = std::make_shared<const std::string>(std::move(query));
     num("queued_time_ms", &r.queued_time_ms);
     num("created_ms", &r.created_ms);
     num("started_ms", &r.started_ms);

@@ -45,7 +45,7 @@ RuntimeQueryRow RowOf(const ClientRequestState& req, std::chrono::system_clock::
   r.state = TrinoState(req, info.state);
   r.user = req.user();
   r.source = req.session().source;
-  if (req.statement()) r.query = *req.statement();
+  r.query = req.statement();
   r.queued_time_ms = info.queued_ms;
   r.created_ms = EpochMillis(req.submit_wall_time());
   const int64_t exec_ms = req.exec_elapsed_ms();
@@ -78,7 +78,7 @@ RuntimeQueryRow RowOfRecord(QueryHistoryRecord&& q) {
   r.state = q.state == static_cast<uint8_t>(State::kFinished) ? "FINISHED" : "FAILED";
   r.user = std::move(q.user);
   r.source = std::move(q.source);
-  if (q.statement) r.query = *q.statement;
+  r.query = std::move(q.statement);
   r.queued_time_ms = q.queued_ms;
   r.created_ms = q.submit_time_ms;
   // Version 1 records have no executor start: the end of the queued time.
