@@ -5,7 +5,8 @@
     member than the last (round robin, as through a load balancer without stickiness), all
     requests naming the balancer in Host: every nextUri names the balancer, the rows equal
     those of the same query run directly on A, and B and C count forwarded requests;
-  - GET /v1/query/{id}, /query_detail and /query_statement through another member;
+  - GET /v1/query/{id}, /query_detail, /query_statement and /query_plan through another
+    member;
     DELETE of a nextUri and POST /cancel_query through another member cancel A's query;
   - a request already forwarded once (X-Qr-Forwarded-By) is not forwarded again (404), and
     ids without an owner are answered as before (404);
@@ -147,7 +148,12 @@ def main():
         status, _, text = b.request("GET", f"/query_statement?query_id={qid}")
         if status != 200 or text != sql:
             fail(f"/query_statement through B: {status} {text[:200]}")
-        print("ok: /v1/query/{id}, /query_detail and /query_statement through other members")
+        # The plan of A's query is explained by A (before, C answered it as unknown: 404).
+        plan = c.json("GET", f"/query_plan?query_id={qid}")
+        if "lineitem" not in (plan.get("plan") or ""):
+            fail(f"/query_plan through C: {plan}")
+        print("ok: /v1/query/{id}, /query_detail, /query_statement and /query_plan through "
+              "other members")
 
         # Cancel through another member: DELETE of the nextUri, then /cancel_query.
         slow = start_slow(a, c)

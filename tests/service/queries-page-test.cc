@@ -4,6 +4,7 @@
 
 #include <stdlib.h>
 
+#include <cctype>
 #include <set>
 #include <string>
 #include <vector>
@@ -167,6 +168,46 @@ TEST(QueryListCursorTest, RoundTripsAndRejectsMalformed) {
                           "1.0000000000000abc", "1 .0000000000000abc:0000000000001234"}) {
     EXPECT_FALSE(debug_pages::DecodeCursor(bad, &back)) << bad;
   }
+}
+
+TEST(IgnoreCaseSearchTest, FindsWhatANaiveSearchFinds) {
+  using debug_pages::IgnoreCaseSearch;
+  EXPECT_TRUE(IgnoreCaseSearch("").FoundIn(""));
+  EXPECT_TRUE(IgnoreCaseSearch("").FoundIn("abc"));
+  EXPECT_FALSE(IgnoreCaseSearch("a").FoundIn(""));
+  EXPECT_TRUE(IgnoreCaseSearch("LineItem").FoundIn("select * from LINEITEM where"));
+  EXPECT_FALSE(IgnoreCaseSearch("lineitems").FoundIn("select * from lineitem"));
+  // Prefixes that repeat: the search must fall back, not restart past a match.
+  EXPECT_TRUE(IgnoreCaseSearch("aab").FoundIn("aaab"));
+  EXPECT_TRUE(IgnoreCaseSearch("abab c").FoundIn("ababab c"));
+  EXPECT_TRUE(IgnoreCaseSearch("\xC3\xA9t\xC3\xA9").FoundIn("l'\xC3\xA9t\xC3\xA9"));  // bytes
+  // Against a naive search, over every needle and text of up to 7 letters of {a, B, b}.
+  const std::string letters = "aBb";
+  auto naive = [](std::string text, std::string needle) {
+    for (char& c : text) c = static_cast<char>(std::tolower(c));
+    for (char& c : needle) c = static_cast<char>(std::tolower(c));
+    return text.find(needle) != std::string::npos;
+  };
+  auto words = [&](size_t max) {
+    std::vector<std::string> out{""};
+    for (size_t i = 0; i < out.size(); ++i) {
+      if (out[i].size() == max) continue;
+      for (char c : letters) out.push_back(out[i] + c);
+    }
+    return out;
+  };
+  const std::vector<std::string> texts = words(7), needles = words(4);
+  for (const std::string& needle : needles) {
+    const IgnoreCaseSearch search(needle);
+    for (const std::string& text : texts) {
+      ASSERT_EQ(search.FoundIn(text), naive(text, needle)) << needle << " in " << text;
+    }
+  }
+  // The case that cost a naive search 10^9 comparisons: found, and not found, at the end.
+  const std::string needle = std::string(999, 'a') + "b";
+  const std::string text(1 << 20, 'A');
+  EXPECT_FALSE(IgnoreCaseSearch(needle).FoundIn(text));
+  EXPECT_TRUE(IgnoreCaseSearch(needle).FoundIn(text + "B"));
 }
 
 TEST_F(QueriesPageTest, DetailHasTimelineCountersAndSession) {

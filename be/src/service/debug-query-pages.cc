@@ -66,11 +66,12 @@ std::shared_ptr<ClientRequestState> FindAccessible(const PageContext& ctx,
 /// True when query 'id' is another member's and the forwarder took 'req' over (forwarded to
 /// the owner, or answered REMOTE_HOST_GONE when the owner is gone).
 bool Forwarded(const PageContext& ctx, HttpRequest& req, const UniqueId& id,
-               ResponseCallback& respond) {
+               ResponseCallback& respond,
+               std::chrono::milliseconds extra_wait = std::chrono::milliseconds(0)) {
   Forwarder* forwarder = ctx.server->forwarder();
   if (forwarder == nullptr || ctx.coordinator->Find(id) != nullptr) return false;
   return forwarder->MaybeForward(
-      id, req, std::chrono::milliseconds(0),
+      id, req, extra_wait,
       [id](const std::string& message) {
         return FailedElsewhereJson(id, QueryError::RemoteHostGone(message));
       },
@@ -132,6 +133,8 @@ void HandleQueryPlan(const Ctx& ctx, HttpRequest& req, ResponseCallback respond)
   UniqueId id;
   HttpResponse error;
   if (!ParseQueryIdParam(req, &id, &error)) return respond(std::move(error));
+  // Another member's query is explained by its owner, which may take its plan timeout.
+  if (Forwarded(*ctx, req, id, respond, ctx->server->options().query_plan_timeout)) return;
   std::shared_ptr<ClientRequestState> state = FindAccessible(*ctx, req, id);
   if (!state) return respond(UnknownQuery(id));
   ExplainBound bound{&ctx->server->webserver()->io_context(),

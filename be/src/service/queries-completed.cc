@@ -16,14 +16,6 @@ namespace {
 
 using State = ClientRequestState::State;
 
-char AsciiLower(char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; }
-
-bool ContainsIgnoreCase(std::string_view text, std::string_view needle) {
-  auto it = std::search(text.begin(), text.end(), needle.begin(), needle.end(),
-                        [](char a, char b) { return AsciiLower(a) == AsciiLower(b); });
-  return it != text.end() || needle.empty();
-}
-
 /// The history's version of 'params'; false if no completed query can match (a state filter
 /// of live states only).
 bool ToHistoryParams(const QueryListParams& params, HistorySelectParams* out) {
@@ -90,7 +82,7 @@ QueryListPage SelectCompleted(const QueryCoordinator& coordinator, const QueryLi
     for (size_t i = 0; i < n; ++i) {
       if (!records[i]) continue;  // deleted by retention meanwhile
       if (text && (!records[i]->statement ||
-                   !ContainsIgnoreCase(*records[i]->statement, params.text))) {
+                   !params.text.FoundIn(*records[i]->statement))) {
         continue;
       }
       ++text_matched;

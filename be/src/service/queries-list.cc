@@ -92,15 +92,6 @@ int64_t SortKeyOf(QuerySortKey sort, const ClientRequestState& req,
   return 0;
 }
 
-char AsciiLower(char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; }
-
-/// Whether 'text' contains 'needle', ASCII letters compared case-insensitively.
-bool ContainsIgnoreCase(std::string_view text, std::string_view needle) {
-  auto it = std::search(text.begin(), text.end(), needle.begin(), needle.end(),
-                        [](char a, char b) { return AsciiLower(a) == AsciiLower(b); });
-  return it != text.end() || needle.empty();
-}
-
 /// The filters that need no counters (the state is checked by the caller).
 bool Matches(const QueryListParams& p, const ClientRequestState& req) {
   if (p.user && req.user() != *p.user) return false;
@@ -111,12 +102,42 @@ bool Matches(const QueryListParams& p, const ClientRequestState& req) {
     if (p.until_ms && start >= *p.until_ms) return false;
   }
   if (!p.text.empty()) {
-    if (!req.statement() || !ContainsIgnoreCase(*req.statement(), p.text)) return false;
+    if (!req.statement() || !p.text.FoundIn(*req.statement())) return false;
   }
   return true;
 }
 
 }  // namespace
+
+namespace {
+
+char AsciiLower(char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; }
+
+}  // namespace
+
+IgnoreCaseSearch::IgnoreCaseSearch(std::string_view needle) : needle_(needle) {
+  for (char& c : needle_) c = AsciiLower(c);
+  fallback_.assign(needle_.size(), 0);
+  uint32_t k = 0;
+  for (size_t i = 1; i < needle_.size(); ++i) {
+    while (k > 0 && needle_[i] != needle_[k]) k = fallback_[k - 1];
+    if (needle_[i] == needle_[k]) ++k;
+    fallback_[i] = k;
+  }
+}
+
+bool IgnoreCaseSearch::FoundIn(std::string_view text) const {
+  if (needle_.empty()) return true;
+  // Each byte of 'text' is read once; 'k' (bytes of the needle matched) falls back along the
+  // table, which it climbed at most once per byte: at most 2 * text.size() steps in all.
+  size_t k = 0;
+  for (char raw : text) {
+    const char c = AsciiLower(raw);
+    while (k > 0 && c != needle_[k]) k = fallback_[k - 1];
+    if (c == needle_[k] && ++k == needle_.size()) return true;
+  }
+  return false;
+}
 
 std::string EncodeCursor(const QueryListCursor& cursor) {
   return std::to_string(cursor.key) + "." + PrintId(cursor.id);
@@ -159,8 +180,9 @@ bool ParseQueryListParams(const HttpRequest& req, size_t max_limit, QueryListPar
   if (present) out->user = value;
   value = req.QueryParam("source", &present);
   if (present) out->source = value;
-  out->text = req.QueryParam("q", &present);
-  if (out->text.size() > kMaxTextBytes) {
+  value = req.QueryParam("q", &present);
+  out->text = IgnoreCaseSearch(value);
+  if (value.size() > kMaxTextBytes) {
     *error = "Bad q: the text to search for is longer than " + std::to_string(kMaxTextBytes) +
              " bytes";
     return false;

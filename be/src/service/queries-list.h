@@ -38,6 +38,29 @@ struct QueryListCursor {
 std::string EncodeCursor(const QueryListCursor& cursor);
 bool DecodeCursor(std::string_view text, QueryListCursor* cursor);
 
+/// A substring to look for, ASCII letters compared case-insensitively, in time linear in the
+/// text searched (Knuth-Morris-Pratt). A naive search costs up to the text's length times
+/// the needle's: a client's 1,000-byte needle against megabyte statements was 10^9
+/// comparisons per statement, on an HTTP I/O thread.
+class IgnoreCaseSearch {
+ public:
+  IgnoreCaseSearch() = default;
+  explicit IgnoreCaseSearch(std::string_view needle);
+  /// For tests and callers that assign the needle.
+  IgnoreCaseSearch& operator=(std::string_view needle) { return *this = IgnoreCaseSearch(needle); }
+
+  bool empty() const { return needle_.empty(); }
+  size_t size() const { return needle_.size(); }
+  /// Whether 'text' contains the needle (an empty needle is in every text).
+  bool FoundIn(std::string_view text) const;
+
+ private:
+  std::string needle_;  // ASCII letters in lower case
+  /// fallback_[i]: the length of the longest proper prefix of needle_[0..i] that is also its
+  /// suffix.
+  std::vector<uint32_t> fallback_;
+};
+
 /// The filters, order and page of one GET /queries?json. Defaults: everything, newest first.
 struct QueryListParams {
   /// Display states (QUEUED, RUNNING, FINISHED, FAILED, CANCELED) to keep; empty: all.
@@ -46,7 +69,7 @@ struct QueryListParams {
   std::optional<std::string> user;
   std::optional<std::string> source;
   /// A substring of the statement, ASCII case-insensitive; empty: any.
-  std::string text;
+  IgnoreCaseSearch text;
   /// Submit time in [since_ms, until_ms), ms since the Unix epoch; nullopt: unbounded.
   std::optional<int64_t> since_ms;
   std::optional<int64_t> until_ms;
