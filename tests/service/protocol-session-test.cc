@@ -37,6 +37,27 @@ TEST_F(ProtocolSessionTest, PrepareAnswersTheStatementInAHeaderOfThePost) {
             "st=SELECT%20n_name%20FROM%20nation%20WHERE%20n_nationkey%20%3D%20%3F");
 }
 
+TEST_F(ProtocolSessionTest, APrestoClientGetsTheSessionHeadersOfItsFamily) {
+  // presto-python-client reads X-Presto-Added-Prepare only: answered X-Trino-*, its
+  // cursor.execute(sql, params) failed with "prepared statement not found".
+  StatementOptions presto;
+  presto.header_prefix = "X-Presto-";
+  StatementResult r;
+  TestResponse post = Run("PREPARE st FROM SELECT ?", presto, &r);
+  ASSERT_TRUE(r.failure.empty()) << r.failure;
+  EXPECT_EQ(post.Header("X-Presto-Added-Prepare"), "st=SELECT%20%3F");
+  EXPECT_EQ(post.Header("X-Trino-Added-Prepare"), "");
+  post = Run("SET SESSION query_max_run_time = '1h'", presto, &r);
+  EXPECT_EQ(post.Header("X-Presto-Set-Session"), "query_max_run_time=1h");
+  EXPECT_EQ(post.Header("X-Trino-Set-Session"), "");
+  // A request with headers of both families is a Trino client's.
+  StatementOptions both = presto;
+  both.post_headers = {{"X-Trino-Source", "mixed"}};
+  post = Run("PREPARE st FROM SELECT ?", both, &r);
+  EXPECT_EQ(post.Header("X-Trino-Added-Prepare"), "st=SELECT%20%3F");
+  EXPECT_EQ(post.Header("X-Presto-Added-Prepare"), "");
+}
+
 TEST_F(ProtocolSessionTest, ExecuteRunsThePreparedStatementFromTheHeader) {
   const StatementResult expected =
       RunStatement(port_, "SELECT n_name FROM nation WHERE n_nationkey = 3");
@@ -56,6 +77,22 @@ TEST_F(ProtocolSessionTest, ExecuteRunsThePreparedStatementFromTheHeader) {
   StatementResult missing;
   Run("EXECUTE st USING 3", {}, &missing);
   EXPECT_EQ(missing.error_name(), "NOT_FOUND");
+}
+
+TEST_F(ProtocolSessionTest, AnErrorInAPreparedStatementHasNoLocationInTheExecute) {
+  // The location SQLite gives points into the prepared SQL, not into "EXECUTE st": the Trino
+  // CLI showed line 3 of a one-line statement (and failed on it).
+  const std::string sql = "SELECT 1,\n  2 FROM\n  nation WHER x = 1";
+  StatementResult direct;
+  Run(sql, {}, &direct);
+  ASSERT_TRUE(direct.error.contains("errorLocation")) << direct.error.dump();
+  StatementOptions o;
+  o.post_headers = {{"X-Trino-Prepared-Statement",
+                     "st=SELECT+1%2C%0A++2+FROM%0A++nation+WHER+x+%3D+1"}};
+  StatementResult r;
+  Run("EXECUTE st", o, &r);
+  EXPECT_EQ(r.error_name(), "SYNTAX_ERROR") << r.error.dump();
+  EXPECT_FALSE(r.error.contains("errorLocation")) << r.error.dump();
 }
 
 TEST_F(ProtocolSessionTest, AnInjectionAttemptInAParameterStaysAValue) {

@@ -310,6 +310,15 @@ TEST_F(ProtocolTest, UnknownQueryAndMalformedStatementUrisAre404) {
     EXPECT_EQ(r.status, 404) << target << ": " << r.body;
     EXPECT_EQ(r.Header("Content-Type").rfind("text/plain", 0), 0u) << target;
   }
+  // A DELETE of a well-formed nextUri of a query that is gone (expired, or fetched to its end)
+  // cancels nothing and is no error: 204, as Trino answers (the Python client's cancel raises
+  // on anything else). Malformed ones stay 404.
+  for (const char* target : {"/v1/statement/executing/0123456789abcdef:0123456700000000/"
+                             "0123456789abcdef/0",
+                             "/v1/statement/queued/0123456789abcdef:0123456700000000/x/1"}) {
+    EXPECT_EQ(http.Delete(target).status, 204) << target;
+  }
+  EXPECT_EQ(http.Delete("/v1/statement/executing/not-an-id/abc/0").status, 404);
 }
 
 TEST_F(ProtocolTest, GetWaitsUpToMaxWaitForSomethingNew) {

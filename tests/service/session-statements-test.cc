@@ -1,5 +1,6 @@
 #include "service/session-statements.h"
 
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -42,6 +43,32 @@ TEST(SessionStatementsTest, PrepareAnswersWithTheEncodedStatement) {
   // Unquoted names fold to lower case, as Trino's identifiers do.
   EXPECT_EQ(PlanStatement("prepare MyStmt from select 1", {}).response_headers[0].second,
             "mystmt=select%201");
+}
+
+// The client sends every prepared statement of its session with each request: a PREPARE that
+// would push those requests past the server's limits (400 beyond --max_session_properties,
+// 431 beyond --max_header_bytes) fails itself, instead of every later request, the DEALLOCATE
+// that would undo it included.
+TEST(SessionStatementsTest, APrepareThatWouldNotFitTheClientsNextRequestsFails) {
+  SessionInfo full;
+  full.max_prepared_statements = 2;
+  full.prepared_statements = {{"a", "SELECT 1"}, {"b", "SELECT 2"}};
+  std::optional<QueryError> e = PlanStatement("PREPARE c FROM SELECT 3", full).error;
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->name, "GENERIC_USER_ERROR");
+  EXPECT_NE(e->message.find("--max_session_properties"), std::string::npos) << e->message;
+  // Replacing one of them adds none.
+  EXPECT_FALSE(PlanStatement("PREPARE b FROM SELECT 3", full).error);
+
+  SessionInfo tight;
+  tight.header_bytes_left = 20;  // "st=SELECT+%3F," is 14 bytes as a client encodes it
+  EXPECT_FALSE(PlanStatement("PREPARE st FROM SELECT ?", tight).error);
+  e = PlanStatement("PREPARE st FROM SELECT ? FROM nation", tight).error;
+  ASSERT_TRUE(e);
+  EXPECT_NE(e->message.find("--max_header_bytes"), std::string::npos) << e->message;
+  // What a replaced statement took is room again.
+  tight.prepared_statements = {{"st", "SELECT 1 FROM nation, region"}};
+  EXPECT_FALSE(PlanStatement("PREPARE st FROM SELECT ? FROM nation", tight).error);
 }
 
 TEST(SessionStatementsTest, ExecuteRunsThePreparedStatementWithBoundParameters) {

@@ -307,6 +307,10 @@ QueryRunner::End QueryRunner::Execute() {
   if (!conn_->Prepare(*sql, &stmt, &error)) {
     // The progress handler also runs while the schema is read.
     if (query_->is_cancelled() || timed_out_) return End::kInterrupted;
+    // A location points into the SQL prepared. For EXECUTE (a prepared statement's SQL) and
+    // DESCRIBE OUTPUT that is not the statement the client sent, where clients show it: the
+    // Trino CLI would index past the statement's lines and print its own error instead.
+    if (sql != ctx_.statement.get()) error.line = error.column = 0;
     error_ = std::move(error);
     return End::kFailed;
   }

@@ -42,6 +42,16 @@ struct SessionInfo {
   std::vector<std::pair<std::string, std::string>> properties;
   /// X-*-Prepared-Statement: the session's prepared statements, name and SQL (decoded).
   std::vector<std::pair<std::string, std::string>> prepared_statements;
+  /// What a PREPARE may still add (the server's limits, less what the submission's headers
+  /// take): the client sends every prepared statement of its session with each request, so
+  /// one beyond --max_session_properties, or past --max_header_bytes, would make every later
+  /// request fail (400, 431), the DEALLOCATE that would undo it included.
+  size_t max_prepared_statements = SIZE_MAX;
+  /// Bytes of --max_header_bytes the submission's header block left unused.
+  size_t header_bytes_left = SIZE_MAX;
+  /// The submission used the X-Presto-* headers (UsesPrestoHeaders()): the query's answers
+  /// name the headers of a session statement X-Presto-* instead of X-Trino-*.
+  bool presto_headers = false;
 };
 
 /// What one GET of a query's nextUri answers: the coordinator core's view of a protocol page.

@@ -290,6 +290,7 @@ Status CoordinatorServer::Start() {
   webserver_ = std::make_unique<Webserver>(std::move(http));
   StatementService::Options protocol = options_.protocol;
   protocol.fallback_authority = authority;
+  protocol.max_header_bytes = options_.http.max_header_bytes;
   statement_service_ =
       std::make_unique<StatementService>(protocol, coordinator_.get(), webserver_.get(),
                                          access_control_.get());

@@ -66,10 +66,16 @@ void AppendColumns(const std::vector<Column>& columns, std::string* out) {
 // The tail shared by every QueryResults answer: stats, warnings, closing brace.
 /// The response headers of a session statement (X-Trino-Added-Prepare, X-Trino-Set-Session,
 /// ...) go with every answer of its query: the POST's as well, since a client may read the
-/// headers of the first answer only (the Python client's PREPARE).
+/// headers of the first answer only (the Python client's PREPARE). The plan names them
+/// X-Trino-*; a query submitted with the X-Presto-* headers gets X-Presto-* ones.
 void AddSessionHeaders(const ClientRequestState& req, HttpResponse* resp) {
+  constexpr std::string_view kTrino = "X-Trino-";
   for (const auto& [name, value] : req.plan().response_headers) {
-    resp->headers.emplace_back(name, value);
+    if (req.session().presto_headers && name.starts_with(kTrino)) {
+      resp->headers.emplace_back("X-Presto-" + name.substr(kTrino.size()), value);
+    } else {
+      resp->headers.emplace_back(name, value);
+    }
   }
 }
 

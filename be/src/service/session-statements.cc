@@ -141,14 +141,52 @@ QueryError PreparedNotFound(const std::string& name) {
                               "X-Trino-Prepared-Statement header)");
 }
 
-void PlanPrepare(Lexer* lex, StatementPlan* plan) {
+/// The size of 's' URL-encoded as clients encode a prepared statement (Java's URLEncoder,
+/// Python's quote_plus): letters, digits, ".-*_" and the space ('+') take one byte, others 3.
+size_t FormEncodedSize(std::string_view s) {
+  size_t n = 0;
+  for (unsigned char c : s) {
+    n += std::isalnum(c) || c == '.' || c == '-' || c == '*' || c == '_' || c == ' ' ? 1 : 3;
+  }
+  return n;
+}
+
+void PlanPrepare(Lexer* lex, const SessionInfo& session, StatementPlan* plan) {
   std::string name;
   if (!lex->Identifier(&name) || !lex->Keyword("FROM") || lex->AtEnd()) {
     plan->error = SyntaxError("PREPARE", "PREPARE name FROM statement");
     return;
   }
+  const std::string_view sql = lex->Rest();
+  // The client sends the session's prepared statements with each request from now on: what
+  // would make those requests fail fails here instead.
+  const std::string* replaced = FindPrepared(session, name);
+  const size_t item = FormEncodedSize(name) + 1 + FormEncodedSize(sql) + 1;  // "name=sql,"
+  size_t room = session.header_bytes_left;
+  if (replaced != nullptr) {  // its item goes: room again (saturating: SIZE_MAX is no limit)
+    const size_t freed = FormEncodedSize(name) + 1 + FormEncodedSize(*replaced) + 1;
+    room = room > SIZE_MAX - freed ? SIZE_MAX : room + freed;
+  }
+  if (replaced == nullptr &&
+      session.prepared_statements.size() >= session.max_prepared_statements) {
+    plan->error = QueryError::GenericUser(
+        "PREPARE " + name + ": the session already has " +
+        std::to_string(session.prepared_statements.size()) +
+        " prepared statements, the most a request may carry (--max_session_properties); "
+        "DEALLOCATE PREPARE one first");
+    return;
+  }
+  if (item > room) {
+    plan->error = QueryError::GenericUser(
+        "PREPARE " + name + ": the statement would not fit in the client's request headers, "
+        "which carry every prepared statement of the session: it takes " +
+        std::to_string(item) + " bytes URL-encoded and " + std::to_string(room) +
+        " are left of --max_header_bytes; use EXECUTE IMMEDIATE, or DEALLOCATE PREPARE "
+        "others first");
+    return;
+  }
   plan->response_headers.emplace_back("X-Trino-Added-Prepare",
-                                      PercentEncode(name) + "=" + PercentEncode(lex->Rest()));
+                                      PercentEncode(name) + "=" + PercentEncode(sql));
 }
 
 /// USING value, ... (or nothing) after EXECUTE.
@@ -439,7 +477,7 @@ StatementPlan PlanStatement(std::string_view statement, const SessionInfo& sessi
   Lexer lex(statement);
   if (lex.Keyword("PREPARE")) {
     plan.update_type = "PREPARE";
-    PlanPrepare(&lex, &plan);
+    PlanPrepare(&lex, session, &plan);
   } else if (lex.Keyword("EXECUTE")) {
     PlanExecute(&lex, session, &plan);
     return plan;

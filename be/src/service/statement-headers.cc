@@ -23,6 +23,17 @@ std::string ProtocolHeader(const HttpRequest& req, const std::string& suffix) {
   return std::string(v);
 }
 
+bool UsesPrestoHeaders(const HttpRequest& req) {
+  const boost::beast::string_view trino = "x-trino-", presto_prefix = "x-presto-";
+  bool presto = false;
+  for (const auto& field : req.headers) {
+    const boost::beast::string_view name = field.name_string();
+    if (boost::beast::iequals(name.substr(0, trino.size()), trino)) return false;
+    if (boost::beast::iequals(name.substr(0, presto_prefix.size()), presto_prefix)) presto = true;
+  }
+  return presto;
+}
+
 std::vector<std::string> SplitClientTags(std::string_view v) {
   std::vector<std::string> tags;
   while (!v.empty()) {
@@ -40,10 +51,11 @@ std::vector<std::string> SplitClientTags(std::string_view v) {
 namespace {
 
 /// Appends the "name=value" items of every 'trino_name' and 'presto_name' header of 'req' to
-/// 'out' (values percent-decoded; with 'form_encoded' names too, and '+' is a space, as in
-/// X-Trino-Prepared-Statement); false beyond 'max'.
+/// 'out'; false beyond 'max'. Values are URL-decoded as Trino decodes them (Java's URLDecoder:
+/// '+' is a space, which is how the JDBC driver's URLEncoder sends one); with 'decode_names'
+/// names too (X-Trino-Prepared-Statement's), else they are taken as sent (X-Trino-Session's).
 bool ParseItemHeaders(const HttpRequest& req, const char* trino_name, const char* presto_name,
-                      bool form_encoded, size_t max,
+                      bool decode_names, size_t max,
                       std::vector<std::pair<std::string, std::string>>* out) {
   for (const char* name : {trino_name, presto_name}) {
     for (const auto& field : req.headers) {
@@ -61,8 +73,8 @@ bool ParseItemHeaders(const HttpRequest& req, const char* trino_name, const char
             return s;
           };
           const std::string_view key = trim(item.substr(0, eq));
-          out->emplace_back(form_encoded ? PercentDecode(key, true) : std::string(key),
-                            PercentDecode(trim(item.substr(eq + 1)), form_encoded));
+          out->emplace_back(decode_names ? PercentDecode(key, true) : std::string(key),
+                            PercentDecode(trim(item.substr(eq + 1)), true));
         }
         if (comma == std::string_view::npos) break;
         v.remove_prefix(comma + 1);
@@ -104,12 +116,24 @@ bool IsSafeAuthority(std::string_view host) {
 }
 
 bool ParseDuration(std::string_view s, std::chrono::milliseconds* out) {
+  // Airlift's Duration, which Trino parses these with: \s*(\d+(\.\d+)?)\s*([a-zA-Z]+)\s*
+  auto is_space = [](char c) { return c == ' ' || c == '\t'; };
+  while (!s.empty() && is_space(s.front())) s.remove_prefix(1);
+  while (!s.empty() && is_space(s.back())) s.remove_suffix(1);
+  size_t digits = 0;
+  while (digits < s.size() && s[digits] >= '0' && s[digits] <= '9') ++digits;
+  size_t number_end = digits;
+  if (digits > 0 && number_end + 1 < s.size() && s[number_end] == '.' &&
+      s[number_end + 1] >= '0' && s[number_end + 1] <= '9') {
+    ++number_end;
+    while (number_end < s.size() && s[number_end] >= '0' && s[number_end] <= '9') ++number_end;
+  }
+  if (digits == 0) return false;
   double value = 0;
-  const char* end = s.data() + s.size();
-  auto [ptr, ec] = std::from_chars(s.data(), end, value);
-  // NaN and infinity parse as doubles ("nans", "infs") and have no integer value.
-  if (ec != std::errc() || ptr == s.data() || !std::isfinite(value) || value < 0) return false;
-  std::string_view unit(ptr, static_cast<size_t>(end - ptr));
+  auto [ptr, ec] = std::from_chars(s.data(), s.data() + number_end, value);
+  if (ec != std::errc() || ptr != s.data() + number_end || !std::isfinite(value)) return false;
+  std::string_view unit = s.substr(number_end);
+  while (!unit.empty() && is_space(unit.front())) unit.remove_prefix(1);
   double ms;
   if (unit == "ns") ms = value / 1e6;
   else if (unit == "us") ms = value / 1e3;
@@ -117,6 +141,7 @@ bool ParseDuration(std::string_view s, std::chrono::milliseconds* out) {
   else if (unit == "s") ms = value * 1e3;
   else if (unit == "m") ms = value * 60e3;
   else if (unit == "h") ms = value * 3600e3;
+  else if (unit == "d") ms = value * 86400e3;
   else return false;
   if (ms > 1e12) return false;
   *out = std::chrono::milliseconds(static_cast<int64_t>(ms));

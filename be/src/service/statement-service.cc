@@ -262,6 +262,7 @@ void StatementService::HandleSubmit(HttpRequest& req, ResponseCallback respond) 
     RefuseThrottled(session.user, std::move(respond));
     return;
   }
+  session.presto_headers = UsesPrestoHeaders(req);
   session.source = ProtocolHeader(req, "Source");
   session.catalog = ProtocolHeader(req, "Catalog");
   session.schema = ProtocolHeader(req, "Schema");
@@ -289,6 +290,13 @@ void StatementService::HandleSubmit(HttpRequest& req, ResponseCallback respond) 
                  " are accepted per query (--max_session_properties)\n"));
     return;
   }
+  session.max_prepared_statements = static_cast<size_t>(options_.max_session_properties);
+  size_t header_bytes = req.method_string.size() + req.target.size() + 12;  // request line
+  for (const auto& field : req.headers) {
+    header_bytes += field.name_string().size() + field.value().size() + 4;  // ": ", CRLF
+  }
+  session.header_bytes_left =
+      header_bytes < options_.max_header_bytes ? options_.max_header_bytes - header_bytes : 0;
   // The statement text moves into one shared immutable buffer: never copied again.
   auto statement = std::make_shared<const std::string>(std::move(req.body));
   std::shared_ptr<ClientRequestState> state =
@@ -372,7 +380,14 @@ void StatementService::HandleStatementDelete(HttpRequest& req, ResponseCallback 
   }
   if (Forwarded(req, id, std::chrono::milliseconds(0), /*results=*/false, respond)) return;
   std::shared_ptr<ClientRequestState> state = FindAccessible(req, id);
-  if (state == nullptr || !state->SlugMatches(slug)) {
+  if (state == nullptr) {
+    // Gone (expired, or fetched to its end), or another user's (answered alike): nothing to
+    // cancel. 204 as Trino answers and as DELETE /v1/query/{id} does: a client's cancel of a
+    // query that ended meanwhile is no error (trino-python-client raises on anything else).
+    respond(HttpResponse::Text(204, ""));
+    return;
+  }
+  if (!state->SlugMatches(slug)) {
     respond(NotFoundText("Query not found: " + PrintId(id)));
     return;
   }

@@ -35,6 +35,9 @@ class StatementService {
     std::string fallback_authority = "127.0.0.1:8080";
     /// X-Trino-Session properties accepted per query (400 beyond).
     int max_session_properties = 100;
+    /// The HTTP server's --max_header_bytes: a PREPARE whose statement would not fit in the
+    /// client's next request header fails (SessionInfo::header_bytes_left).
+    size_t max_header_bytes = 16 * 1024;
     /// Characters of each statement in the GET /v1/query listing (the full text is at
     /// /v1/query/{id}); 0: --query_stmt_size.
     int list_stmt_size = 0;
@@ -98,6 +101,10 @@ class StatementService {
 /// Value of X-Trino-<suffix>, else X-Presto-<suffix> (statement-headers.cc, like the
 /// functions below).
 std::string ProtocolHeader(const HttpRequest& req, const std::string& suffix);
+/// True when the request speaks the X-Presto-* family: it has an X-Presto-* header and no
+/// X-Trino-* one. Its answers then name their headers X-Presto-* too (X-Presto-Added-Prepare,
+/// X-Presto-Set-Session, ...): a Presto client reads only those.
+bool UsesPrestoHeaders(const HttpRequest& req);
 /// X-Trino-Client-Tags: comma-separated tags, trimmed; empty ones dropped.
 std::vector<std::string> SplitClientTags(std::string_view v);
 /// The user of a request: X-Trino-User or X-Presto-User, else the user name of Basic

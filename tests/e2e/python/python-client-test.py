@@ -13,12 +13,7 @@ Every wait has a deadline; nothing sleeps for a fixed time.
 
 import datetime
 import decimal
-import os
 import queue
-import re
-import shutil
-import subprocess
-import tempfile
 import threading
 import time
 import unittest
@@ -27,6 +22,8 @@ import warnings
 import trino
 import trino.exceptions
 
+import e2e_daemon
+
 DAEMON = {}
 
 ENDLESS = ("WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM c) "
@@ -34,47 +31,11 @@ ENDLESS = ("WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM c) "
 
 
 def setUpModule():
-    binary = os.environ["QR_COORDINATORD"]
-    data_dir = tempfile.mkdtemp(prefix="qr-e2e-py-")
-    env = dict(os.environ, TZ=os.environ.get("TZ", ":/etc/localtime"))
-    # In a session of its own, as systemd starts a service: with the kernel's autogroups, the
-    # nice value of its demoted long queries then counts against its own threads only, not
-    # against every process of the test run (at nice 19 a query next to a busy neighbour
-    # test gets ~1.5% of a core).
-    proc = subprocess.Popen(
-        [binary, "--http_port=0", "--data_dir=" + data_dir, "--shutdown_grace_period_s=0",
-         "--minloglevel=1"],
-        stdout=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True, env=env,
-        start_new_session=True)
-    lines = queue.Queue()
-
-    def read():
-        for line in proc.stdout:
-            lines.put(line)
-        lines.put(None)
-
-    threading.Thread(target=read, daemon=True).start()
-    while True:
-        line = lines.get(timeout=120)
-        if line is None:
-            raise RuntimeError("coordinatord exited before listening (code %s)" % proc.wait())
-        m = re.search(r"listening on http://([0-9.]+):(\d+)", line)
-        if m:
-            break
-    DAEMON.update(proc=proc, host=m.group(1), port=int(m.group(2)), data_dir=data_dir)
+    DAEMON.update(e2e_daemon.start("qr-e2e-py-"))
 
 
 def tearDownModule():
-    proc = DAEMON.get("proc")
-    if proc is not None:
-        proc.terminate()
-        try:
-            proc.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        proc.stdout.close()
-    shutil.rmtree(DAEMON.get("data_dir", ""), ignore_errors=True)
+    e2e_daemon.stop(DAEMON)
 
 
 def connect(**kwargs):
