@@ -181,6 +181,30 @@ TEST_F(ProtocolSessionTest, ShowSessionListsThePropertiesWithTheSessionsValues) 
   EXPECT_EQ(r.error_name(), "SYNTAX_ERROR");
 }
 
+TEST_F(ProtocolSessionTest, SessionValuesDecodeAndParseAsTrinosDo) {
+  // The JDBC driver encodes values with URLEncoder ('+' for a space), and Trino parses
+  // durations with Airlift's Duration. A value SET SESSION accepted (' 30s') came back from
+  // JDBC as '+30s' and failed every later statement of the connection.
+  for (const char* value : {"+30s", "%2030s", "30+s", "2d", "1.5h", "+1.5+h+"}) {
+    StatementOptions o;
+    o.post_headers = {{"X-Trino-Session", std::string("query_max_run_time=") + value}};
+    StatementResult r;
+    Run("SELECT 1", o, &r);
+    EXPECT_EQ(r.final_state, "FINISHED") << value << ": " << r.error.dump();
+  }
+  for (const char* value : {"1e3s", "-1s", ".5s", "1.s", "30", "s", "1%2Bs"}) {
+    StatementOptions o;
+    o.post_headers = {{"X-Trino-Session", std::string("query_max_run_time=") + value}};
+    StatementResult r;
+    Run("SELECT 1", o, &r);
+    EXPECT_EQ(r.error_name(), "INVALID_SESSION_PROPERTY") << value;
+  }
+  StatementResult r;
+  TestResponse post = Run("SET SESSION query_max_run_time = ' 2 d '", {}, &r);
+  EXPECT_EQ(r.final_state, "FINISHED") << r.error.dump();
+  EXPECT_EQ(post.Header("X-Trino-Set-Session"), "query_max_run_time=%202%20d%20");
+}
+
 TEST_F(ProtocolSessionTest, TheSessionsTimeLimitEndsAQuery) {
   StatementOptions o;
   o.post_headers = {{"X-Trino-Session", "query_max_execution_time=200ms"}};
