@@ -82,19 +82,30 @@ def write_secret_file(path, secret):
 
 class Etcd:
     """An etcd on loopback ports. With 'tls' ((cert, key, ca) PEM files) it serves its clients
-    HTTPS only and requires a client certificate signed by 'ca' (--client-cert-auth)."""
+    HTTPS only and requires a client certificate signed by 'ca' (--client-cert-auth). Alone by
+    default; a member of a cluster of several after join(): each with its own 'work'."""
 
-    def __init__(self, binary, work, tls=None):
-        self.binary, self.work, self.tls = binary, work, tls
+    def __init__(self, binary, work, tls=None, name="qr-test"):
+        self.binary, self.work, self.tls, self.name = binary, work, tls, name
         self.client_port, self.peer_port = free_port(), free_port()
+        self.initial_cluster = f"{name}=http://127.0.0.1:{self.peer_port}"
         self.proc = None
         self.runs = 0
+
+    @staticmethod
+    def join(members):
+        """Makes 'members' (not started yet) one cluster: each starts with all of them."""
+        everyone = ",".join(f"{m.name}=http://127.0.0.1:{m.peer_port}" for m in members)
+        for m in members:
+            m.initial_cluster = everyone
 
     @property
     def endpoint(self):
         return f"{'https://' if self.tls else ''}127.0.0.1:{self.client_port}"
 
-    def start(self, wipe=False):
+    def start(self, wipe=False, wait=True):
+        """Starts it; with 'wait', until /health says true (in a cluster: once a quorum of
+        its members runs and has a leader)."""
         data = os.path.join(self.work, "etcd-data")
         if wipe:
             shutil.rmtree(data, ignore_errors=True)
@@ -110,12 +121,19 @@ class Etcd:
             context = ssl.create_default_context(cafile=ca)
             context.load_cert_chain(cert, key)
         self.proc = subprocess.Popen(
-            [self.binary, "--name=qr-test", f"--data-dir={data}",
+            [self.binary, f"--name={self.name}", f"--data-dir={data}",
              f"--listen-client-urls={client}", f"--advertise-client-urls={client}",
              f"--listen-peer-urls={peer}", f"--initial-advertise-peer-urls={peer}",
-             f"--initial-cluster=qr-test={peer}", *tls_flags],
+             f"--initial-cluster={self.initial_cluster}", *tls_flags],
             stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-        wait_for("etcd to answer /health",
+        self.health_context = context
+        if wait:
+            self.wait_healthy()
+
+    def wait_healthy(self):
+        client = f"{'https' if self.tls else 'http'}://127.0.0.1:{self.client_port}"
+        context = self.health_context
+        wait_for(f"etcd {self.name} to answer /health",
                  lambda: self.proc.poll() is None and
                  json.loads(urllib.request.urlopen(client + "/health", timeout=5,
                                                    context=context).read())

@@ -160,6 +160,13 @@ TEST(EtcdJsonTest, ParsesWatchEvents) {
       &events, &revision);
   EXPECT_FALSE(canceled.ok());
   EXPECT_NE(canceled.message().find("compacted"), std::string::npos) << canceled.message();
+  // How the gateway ends a watch whose member lost its leader (Grpc-Metadata-Hasleader).
+  Status no_leader = ParseWatchMessage(
+      R"({"error":{"grpc_code":14,"http_code":503,"message":"etcdserver: no leader",)"
+      R"("http_status":"Service Unavailable"}})",
+      &events, &revision);
+  EXPECT_EQ(no_leader.code(), StatusCode::kUnavailable);
+  EXPECT_NE(no_leader.message().find("no leader"), std::string::npos) << no_leader.message();
 }
 
 TEST(EtcdJsonTest, GatewayErrorsBecomeUnavailable) {

@@ -199,6 +199,12 @@ Status EtcdClient::WriteRequest(std::string_view path, const std::string& body) 
   if (authority.starts_with(kHttp)) authority.remove_prefix(kHttp.size());
   req.set(http::field::host, beast::string_view(authority.data(), authority.size()));
   req.set(http::field::content_type, "application/json");
+  // gRPC metadata "hasleader": an etcd member that has no leader (cut off from the quorum, or
+  // the quorum is lost) answers "no leader" at once instead of serving stale reads or letting
+  // a request wait out the timeout, and ends a watch within a few election timeouts (~5 s)
+  // instead of keeping it open, silent, for as long as it stays cut off: the client then
+  // moves to the next endpoint.
+  req.set("Grpc-Metadata-Hasleader", "true");
   req.keep_alive(true);
   req.body() = body;
   req.prepare_payload();
@@ -307,6 +313,11 @@ Status EtcdClient::Stream(std::string_view path, const std::string& body,
     if (pending.size() > kMaxResponseBytes) {
       return fail(InvalidArgument("a watch message is larger than 16 MiB"));
     }
+  }
+  // The last message may end without a newline (the gateway's error that ends the stream).
+  if (pending.find_first_not_of(" \r\t") != std::string::npos) {
+    s = on_message(pending);
+    if (!s.ok()) return fail(s);
   }
   return fail(Status(StatusCode::kUnavailable, "the stream ended"));
 }
