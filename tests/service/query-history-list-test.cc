@@ -187,6 +187,29 @@ TEST_F(QueryHistoryListTest, TextSearchReadsABoundedNumberOfRecordsPerRequest) {
   EXPECT_TRUE(all["next_cursor"].is_null());
 }
 
+TEST_F(QueryHistoryListTest, AnyListReadsABoundedNumberOfHistoryBytesPerRequest) {
+  // A page of 1,000 records of 1 MiB statements was read, decoded and held at once (1 GB per
+  // request). Here the budget is one byte: each answer reads one record of the history (the
+  // first always), is marked partial, and the cursor goes on until every row was listed.
+  server_ = StartServer(WithHistory());
+  ASSERT_NE(server_, nullptr);
+  RunQueries();
+  debug_pages::QueryListParams params;
+  params.limit = 7;
+  params.max_scan_bytes = 1;
+  Json first = List(params);
+  EXPECT_TRUE(first["completed_partial"].get<bool>()) << first.dump();
+  EXPECT_LE(first["completed"].size(), static_cast<size_t>(kLogSize) + 1);
+  int pages = 0;
+  EXPECT_EQ(PageThrough(params, &pages), std::vector<std::string>(ids_.rbegin(), ids_.rend()));
+  EXPECT_GE(pages, kQueries - kLogSize);
+  // With the default budget one answer holds the page.
+  params.max_scan_bytes = debug_pages::kMaxHistoryScanBytes;
+  Json whole = List(params);
+  EXPECT_FALSE(whole["completed_partial"].get<bool>());
+  EXPECT_EQ(whole["completed"].size(), 7u);
+}
+
 TEST_F(QueryHistoryListTest, SqlAndTheDetailPageReachTheWholeHistory) {
   server_ = StartServer(WithHistory());
   ASSERT_NE(server_, nullptr);

@@ -69,13 +69,22 @@ QueryListPage SelectCompleted(const QueryCoordinator& coordinator, const QueryLi
   const bool history_more_unread = selection.rows.size() == hp.limit;
 
   // Read the records in pages of 'limit' (one pread per nearby range of a segment), keeping
-  // the ones the text matches, until a page's worth is found.
+  // the ones the text matches, until a page's worth is found or 'max_scan_bytes' are read.
   std::vector<ListedQuery> rows;
   size_t examined = 0;
   size_t text_matched = 0;
+  size_t bytes_left = params.max_scan_bytes;
   std::vector<std::optional<QueryHistoryRecord>> records;
-  while (examined < selection.rows.size() && rows.size() < params.limit) {
-    const size_t n = std::min(params.limit - rows.size(), selection.rows.size() - examined);
+  while (examined < selection.rows.size() && rows.size() < params.limit && bytes_left > 0) {
+    const size_t want = std::min(params.limit - rows.size(), selection.rows.size() - examined);
+    size_t n = 0;
+    while (n < want) {
+      const size_t length = selection.rows[examined + n].second.length;
+      if (length > bytes_left && examined + n > 0) break;  // the very first one always
+      bytes_left -= std::min(length, bytes_left);
+      ++n;
+    }
+    if (n == 0) break;
     std::vector<HistoryIndexEntry> entries;
     for (size_t i = examined; i < examined + n; ++i) entries.push_back(selection.rows[i].second);
     history->ReadRecords(entries, &records);
@@ -94,12 +103,12 @@ QueryListPage SelectCompleted(const QueryCoordinator& coordinator, const QueryLi
     }
     examined += n;
   }
-  // A text search that stopped before the history's end (its scan budget, not a full page)
-  // covers the order only up to the last record it examined.
-  const bool history_more =
-      history_more_unread || (text && examined < selection.rows.size());
+  // A scan that stopped before the history's end (a text search's record budget, or the
+  // byte budget, not a full page) covers the order only up to the last record it examined.
+  const bool history_more = history_more_unread || examined < selection.rows.size();
   std::optional<QueryListCursor> scanned_to;
-  if (text && examined > 0 && rows.size() < params.limit && history_more_unread) {
+  if (examined > 0 && rows.size() < params.limit &&
+      (examined < selection.rows.size() || (text && history_more_unread))) {
     *partial = true;
     scanned_to = QueryListCursor{selection.rows[examined - 1].first,
                                  selection.rows[examined - 1].second.query_id};

@@ -61,6 +61,9 @@ class IgnoreCaseSearch {
   std::vector<uint32_t> fallback_;
 };
 
+/// QueryListParams::max_scan_bytes' default.
+constexpr size_t kMaxHistoryScanBytes = 64 << 20;
+
 /// The filters, order and page of one GET /queries?json. Defaults: everything, newest first.
 struct QueryListParams {
   /// Display states (QUEUED, RUNNING, FINISHED, FAILED, CANCELED) to keep; empty: all.
@@ -82,6 +85,10 @@ struct QueryListParams {
   /// A text search reads at most this many records of the on-disk history per request
   /// (--queries_max_limit); beyond, the answer is partial and its cursor continues the scan.
   size_t max_scan = 1000;
+  /// Any list reads at most this many bytes of history records per request (at least one
+  /// record): a page of 1,000 records of 1 MiB statements read, decoded and held 1 GB per
+  /// request. Beyond, the answer is partial and its cursor continues the scan.
+  size_t max_scan_bytes = kMaxHistoryScanBytes;
 };
 
 /// The default of 'limit' when the request names none (capped by the maximum).
@@ -126,8 +133,9 @@ QueryListPage SelectQueries(const std::vector<std::shared_ptr<ClientRequestState
 /// The completed list: the completed-query log and, when the query history is on, every
 /// other retained record of it (its index filters and sorts; only the page's records are read
 /// from the segments). 'visible' (null: everything) says whose queries the caller may see.
-/// '*partial' is set when a text search stopped at 'params.max_scan' records of the history
-/// before filling the page: 'next' then continues from the last record it read.
+/// '*partial' is set when a text search stopped at 'params.max_scan' records of the history,
+/// or any list at 'params.max_scan_bytes' of its records, before filling the page: 'next'
+/// then continues from the last record it read.
 QueryListPage SelectCompleted(const QueryCoordinator& coordinator, const QueryListParams& params,
                               const std::function<bool(std::string_view user)>& visible,
                               bool* partial);
