@@ -140,6 +140,34 @@ TEST_F(ProtocolTest, BasicAuthUserIsTheSessionUser) {
   EXPECT_EQ(info["session"]["user"], "bob");
 }
 
+TEST_F(ProtocolTest, MalformedItemHeadersAre400AsInTrino) {
+  // Trino answers 400 for an item without '=' and for a '%' without two hex digits (its
+  // URLDecoder refuses it); the items used to be skipped or passed through undecoded.
+  for (const auto& [name, value] : std::vector<std::pair<std::string, std::string>>{
+           {"X-Trino-Session", "query_max_run_time"},
+           {"X-Trino-Session", "a=1, b"},
+           {"X-Trino-Session", "a=50%"},
+           {"X-Presto-Session", "a=%zz"},
+           {"X-Trino-Prepared-Statement", "st=SELECT+1%2"}}) {
+    StatementOptions o;
+    o.post_headers = {{name, value}};
+    StatementClient c(port_, o);
+    TestResponse r = c.Submit("SELECT 1");
+    EXPECT_EQ(r.status, 400) << name << ": " << value;
+    EXPECT_NE(r.body.find("Invalid " + name), std::string::npos) << r.body;
+  }
+  // Empty items and spaces around them are fine; tags come from every line of the header.
+  StatementOptions o;
+  o.post_headers = {{"X-Trino-Session", " , a = 1 ,, "},
+                    {"X-Trino-Client-Tags", "etl, nightly"},
+                    {"X-Trino-Client-Tags", "finance"}};
+  StatementResult r = RunStatement(port_, "SELECT 1", o);
+  ASSERT_EQ(r.final_state, "FINISHED") << r.failure << r.error.dump();
+  TestHttpClient http(port_);
+  EXPECT_EQ(http.Get("/v1/query/" + r.id).Json()["session"]["clientTags"],
+            json::array({"etl", "nightly", "finance"}));
+}
+
 TEST_F(ProtocolTest, TrinoAndPrestoHeaderFamiliesBothWork) {
   for (const std::string& prefix : std::vector<std::string>{"X-Trino-", "X-Presto-"}) {
     StatementOptions o;

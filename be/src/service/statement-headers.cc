@@ -3,6 +3,7 @@
 // echoed into URIs. Declared in statement-service.h.
 
 #include <charconv>
+#include <iterator>
 #include <cmath>
 #include <string>
 #include <string_view>
@@ -14,6 +15,7 @@
 #include "http/basic-credentials.h"
 #include "http/http-message.h"
 #include "service/statement-service.h"
+#include "util/status.h"
 
 namespace qr {
 
@@ -50,28 +52,51 @@ std::vector<std::string> SplitClientTags(std::string_view v) {
 
 namespace {
 
+/// Whether every '%' of 's' starts an escape of two hex digits (Java's URLDecoder, which
+/// Trino decodes these headers with, refuses anything else).
+bool WellEscaped(std::string_view s) {
+  auto hex = [](char c) {
+    return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
+  };
+  for (size_t i = s.find('%'); i != std::string_view::npos; i = s.find('%', i + 3)) {
+    if (i + 2 >= s.size() || !hex(s[i + 1]) || !hex(s[i + 2])) return false;
+  }
+  return true;
+}
+
 /// Appends the "name=value" items of every 'trino_name' and 'presto_name' header of 'req' to
-/// 'out'; false beyond 'max'. Values are URL-decoded as Trino decodes them (Java's URLDecoder:
-/// '+' is a space, which is how the JDBC driver's URLEncoder sends one); with 'decode_names'
-/// names too (X-Trino-Prepared-Statement's), else they are taken as sent (X-Trino-Session's).
-bool ParseItemHeaders(const HttpRequest& req, const char* trino_name, const char* presto_name,
-                      bool decode_names, size_t max,
-                      std::vector<std::pair<std::string, std::string>>* out) {
+/// 'out'. Values are URL-decoded as Trino decodes them (Java's URLDecoder: '+' is a space,
+/// which is how the JDBC driver's URLEncoder sends one); with 'decode_names' names too
+/// (X-Trino-Prepared-Statement's), else they are taken as sent (X-Trino-Session's). Empty
+/// items are skipped. Returns the 400's text ("" when every item parses): an item without
+/// '=' or with a malformed escape (Trino refuses both), or more than 'max' items.
+std::string ParseItemHeaders(const HttpRequest& req, const char* trino_name,
+                             const char* presto_name, bool decode_names, size_t max,
+                             std::vector<std::pair<std::string, std::string>>* out) {
+  auto trim = [](std::string_view s) {
+    while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+    while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+    return s;
+  };
   for (const char* name : {trino_name, presto_name}) {
     for (const auto& field : req.headers) {
       if (!boost::beast::iequals(field.name_string(), name)) continue;
       std::string_view v(field.value().data(), field.value().size());
       while (!v.empty()) {
-        size_t comma = v.find(',');
-        std::string_view item = v.substr(0, comma);
-        size_t eq = item.find('=');
-        if (eq != std::string_view::npos) {
-          if (out->size() >= max) return false;
-          auto trim = [](std::string_view s) {
-            while (!s.empty() && s.front() == ' ') s.remove_prefix(1);
-            while (!s.empty() && s.back() == ' ') s.remove_suffix(1);
-            return s;
-          };
+        const size_t comma = v.find(',');
+        const std::string_view item = trim(v.substr(0, comma));
+        if (!item.empty()) {
+          const size_t eq = item.find('=');
+          if (eq == std::string_view::npos || !WellEscaped(item)) {
+            return "Invalid " + std::string(name) + " header: " + QuoteForError(item, 80) +
+                   (eq == std::string_view::npos
+                        ? " is not name=value"
+                        : " has a '%' that is not followed by two hex digits");
+          }
+          if (out->size() >= max) {
+            return "Too many items in " + std::string(name) + ": at most " +
+                   std::to_string(max) + " are accepted per query (--max_session_properties)";
+          }
           const std::string_view key = trim(item.substr(0, eq));
           out->emplace_back(decode_names ? PercentDecode(key, true) : std::string(key),
                             PercentDecode(trim(item.substr(eq + 1)), true));
@@ -81,20 +106,37 @@ bool ParseItemHeaders(const HttpRequest& req, const char* trino_name, const char
       }
     }
   }
-  return true;
+  return "";
 }
 
 }  // namespace
 
-bool ParseSessionHeaders(const HttpRequest& req, SessionInfo* session, size_t max_properties) {
+std::string ParseSessionHeaders(const HttpRequest& req, SessionInfo* session,
+                                size_t max_properties) {
   return ParseItemHeaders(req, "X-Trino-Session", "X-Presto-Session", false, max_properties,
                           &session->properties);
 }
 
-bool ParsePreparedStatementHeaders(const HttpRequest& req, SessionInfo* session,
-                                   size_t max_statements) {
+std::string ParsePreparedStatementHeaders(const HttpRequest& req, SessionInfo* session,
+                                          size_t max_statements) {
   return ParseItemHeaders(req, "X-Trino-Prepared-Statement", "X-Presto-Prepared-Statement",
                           true, max_statements, &session->prepared_statements);
+}
+
+std::vector<std::string> ClientTags(const HttpRequest& req) {
+  // Every line of the header, as Trino reads them (the Trino family's, else the Presto one's).
+  std::vector<std::string> tags;
+  for (const char* name : {"X-Trino-Client-Tags", "X-Presto-Client-Tags"}) {
+    for (const auto& field : req.headers) {
+      if (!boost::beast::iequals(field.name_string(), name)) continue;
+      std::vector<std::string> more =
+          SplitClientTags(std::string_view(field.value().data(), field.value().size()));
+      tags.insert(tags.end(), std::make_move_iterator(more.begin()),
+                  std::make_move_iterator(more.end()));
+    }
+    if (!tags.empty()) break;
+  }
+  return tags;
 }
 
 std::string RequestUser(const HttpRequest& req) {

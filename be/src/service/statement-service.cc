@@ -267,7 +267,7 @@ void StatementService::HandleSubmit(HttpRequest& req, ResponseCallback respond) 
   session.catalog = ProtocolHeader(req, "Catalog");
   session.schema = ProtocolHeader(req, "Schema");
   session.client_info = ProtocolHeader(req, "Client-Info");
-  session.client_tags = SplitClientTags(ProtocolHeader(req, "Client-Tags"));
+  session.client_tags = ClientTags(req);
   if (session.client_tags.size() > static_cast<size_t>(options_.max_session_properties)) {
     respond(HttpResponse::Text(
         400, "Too many client tags in X-Trino-Client-Tags: at most " +
@@ -275,20 +275,14 @@ void StatementService::HandleSubmit(HttpRequest& req, ResponseCallback respond) 
                  " are accepted per query (--max_session_properties)\n"));
     return;
   }
-  if (!ParseSessionHeaders(req, &session, static_cast<size_t>(options_.max_session_properties))) {
-    respond(HttpResponse::Text(
-        400, "Too many session properties in X-Trino-Session: at most " +
-                 std::to_string(options_.max_session_properties) +
-                 " are accepted per query (--max_session_properties)\n"));
-    return;
-  }
-  if (!ParsePreparedStatementHeaders(req, &session,
-                                     static_cast<size_t>(options_.max_session_properties))) {
-    respond(HttpResponse::Text(
-        400, "Too many prepared statements in X-Trino-Prepared-Statement: at most " +
-                 std::to_string(options_.max_session_properties) +
-                 " are accepted per query (--max_session_properties)\n"));
-    return;
+  const size_t max_items = static_cast<size_t>(options_.max_session_properties);
+  for (const std::string& refused :
+       {ParseSessionHeaders(req, &session, max_items),
+        ParsePreparedStatementHeaders(req, &session, max_items)}) {
+    if (!refused.empty()) {
+      respond(HttpResponse::Text(400, refused + "\n"));
+      return;
+    }
   }
   session.max_prepared_statements = static_cast<size_t>(options_.max_session_properties);
   size_t header_bytes = req.method_string.size() + req.target.size() + 12;  // request line

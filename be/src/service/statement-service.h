@@ -115,14 +115,18 @@ bool IsSafeAuthority(std::string_view host);
 /// Parses a Trino duration ("1s", "500ms", "1.5m", "10.00s"). False if malformed.
 bool ParseDuration(std::string_view s, std::chrono::milliseconds* out);
 /// Appends the "name=value" items of every X-Trino-Session / X-Presto-Session header of 'req'
-/// (comma-separated, names and values trimmed of spaces, values percent-decoded) to
-/// session->properties; items without '=' are ignored.
-/// Stops, returning false, at the first property beyond 'max_properties'.
-bool ParseSessionHeaders(const HttpRequest& req, SessionInfo* session,
-                         size_t max_properties = SIZE_MAX);
+/// (comma-separated, names and values trimmed, values URL-decoded as Trino decodes them, '+'
+/// a space) to session->properties; empty items are skipped. Returns the text of the 400
+/// that answers a malformed header ("" when it parses): an item without '=', a '%' without
+/// two hex digits (Trino refuses both), or more than 'max_properties' items.
+std::string ParseSessionHeaders(const HttpRequest& req, SessionInfo* session,
+                                size_t max_properties = SIZE_MAX);
 /// The same for X-Trino-Prepared-Statement / X-Presto-Prepared-Statement ("name=SQL", both
 /// URL-encoded with '+' for a space) into session->prepared_statements.
-bool ParsePreparedStatementHeaders(const HttpRequest& req, SessionInfo* session,
-                                   size_t max_statements = SIZE_MAX);
+std::string ParsePreparedStatementHeaders(const HttpRequest& req, SessionInfo* session,
+                                          size_t max_statements = SIZE_MAX);
+/// The client tags of every X-Trino-Client-Tags line (else every X-Presto-Client-Tags one),
+/// each SplitClientTags().
+std::vector<std::string> ClientTags(const HttpRequest& req);
 
 }  // namespace qr
