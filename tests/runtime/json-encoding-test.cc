@@ -3,6 +3,8 @@
 #include <cmath>
 #include <limits>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -98,6 +100,33 @@ TEST(JsonEncodingTest, StringSizeIsWhatTheEncodingAppends) {
   }
   const std::string nuls(4096, '\0');
   EXPECT_EQ(JsonStringSize(nuls), 6 * nuls.size() + 2);
+}
+
+TEST(JsonEncodingTest, EscapesAreFoundAtEveryPositionOfTheWordScan) {
+  // Plain text is skipped eight bytes at a time: a byte to escape or check must be found at
+  // any offset within a word, and in the tail after the last whole word.
+  const std::string plain = "abcdefghijklmnopqrstuvwxyz0123456789ABCD";  // 40 bytes
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"\"", "\\\""},
+      {"\\", "\\\\"},
+      {std::string(1, '\0'), "\\u0000"},
+      {"\x1f", "\\u001f"},
+      {"\x7f", "\x7f"},
+      {"\xC3\xA9", "\xC3\xA9"},
+      {"\xff", "\xEF\xBF\xBD"},
+      {" ", " "},
+      {"~", "~"}};
+  for (const auto& [raw, encoded] : cases) {
+    for (size_t at = 0; at <= plain.size(); ++at) {
+      for (size_t length : {at, plain.size()}) {
+        const std::string text = plain.substr(0, at) + raw + plain.substr(at, length - at);
+        const std::string expected =
+            "\"" + plain.substr(0, at) + encoded + plain.substr(at, length - at) + "\"";
+        ASSERT_EQ(Str(text), expected) << "at " << at << " of " << length;
+        ASSERT_EQ(JsonStringSize(text), expected.size()) << "at " << at << " of " << length;
+      }
+    }
+  }
 }
 
 TEST(RowEncoderTest, TheBoundOfALongTextCountsItsEscapes) {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 
 #include <openssl/evp.h>
@@ -19,6 +20,26 @@ constexpr char kReplacement[] = "\xEF\xBF\xBD";  // U+FFFD in UTF-8
 /// True for bytes that go into a JSON string unchanged without any further check.
 constexpr bool IsPlainAscii(unsigned char c) { return c >= 0x20 && c < 0x80 && c != '"' && c != '\\'; }
 
+/// The first byte at or after 'p' that is not IsPlainAscii(), 'end' if none. Eight bytes at a
+/// time while none of them can be one (a word test that may stop early, never late), then
+/// byte by byte: plain text is most of what a result holds.
+const unsigned char* SkipPlainAscii(const unsigned char* p, const unsigned char* end) {
+  constexpr uint64_t kOnes = 0x0101010101010101ULL;
+  constexpr uint64_t kHigh = 0x8080808080808080ULL;
+  // A byte below n (n <= 128) makes this nonzero (Hacker's Delight's "hasless").
+  auto has_less = [](uint64_t w, uint64_t n) { return (w - kOnes * n) & ~w & kHigh; };
+  while (end - p >= 8) {
+    uint64_t w;
+    std::memcpy(&w, p, sizeof(w));
+    const uint64_t special = (w & kHigh) | has_less(w, 0x20) | has_less(w ^ (kOnes * '"'), 1) |
+                             has_less(w ^ (kOnes * '\\'), 1);
+    if (special != 0) break;
+    p += 8;
+  }
+  while (p < end && IsPlainAscii(*p)) ++p;
+  return p;
+}
+
 }  // namespace
 
 void AppendJsonString(std::string_view s, std::string* out) {
@@ -27,7 +48,7 @@ void AppendJsonString(std::string_view s, std::string* out) {
   out->push_back('"');
   while (p < end) {
     const unsigned char* run = p;
-    while (p < end && IsPlainAscii(*p)) ++p;
+    p = SkipPlainAscii(p, end);
     out->append(reinterpret_cast<const char*>(run), p - run);
     if (p == end) break;
     const unsigned char c = *p;
@@ -58,7 +79,7 @@ size_t JsonStringSize(std::string_view s) {
   const auto* end = p + s.size();
   size_t size = s.size() + 2;
   while (p < end) {
-    while (p < end && IsPlainAscii(*p)) ++p;
+    p = SkipPlainAscii(p, end);
     if (p == end) break;
     const unsigned char c = *p;
     if (c == '"' || c == '\\') {
