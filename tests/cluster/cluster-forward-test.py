@@ -30,13 +30,12 @@ import json
 import os
 import signal
 import sys
-import tempfile
 import time
 
 sys.dont_write_bytecode = True  # the shared helpers are loaded from the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from cluster_testlib import (DEADLINE_S, Coordinator as Member, Etcd, cleanup,  # noqa: E402
-                             etcd_binary_or_skip, fail, owner_of, wait_for,
+                             start_test, fail, owner_of, wait_for,
                              write_password_file, write_secret_file)
 
 USER = "forward-test"
@@ -99,13 +98,10 @@ def wait_canceled(c, qid):
 
 
 def main():
-    if len(sys.argv) < 2:
-        sys.exit(__doc__)
-    daemon = sys.argv[1]
-    etcd_binary = etcd_binary_or_skip(sys.argv)
-    if etcd_binary is None:
+    started = start_test(__doc__, "qr-forward-test.")
+    if started is None:
         return 77
-    work = tempfile.mkdtemp(prefix="qr-forward-test.")
+    daemon, etcd_binary, work = started
     etcd = Etcd(etcd_binary, work)
     coordinators = []
     try:

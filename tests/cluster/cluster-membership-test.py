@@ -21,22 +21,18 @@ Exits 77 (skipped) only when there is no etcd binary.
 import os
 import signal
 import sys
-import tempfile
 
 sys.dont_write_bytecode = True  # the shared helpers are loaded from the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from cluster_testlib import (Coordinator, Etcd, cleanup, etcd_binary_or_skip,  # noqa: E402
+from cluster_testlib import (Coordinator, Etcd, cleanup, start_test,  # noqa: E402
                              fail, free_port, owner_of, tcp_timers_to, wait_for)
 
 
 def main():
-    if len(sys.argv) < 2:
-        sys.exit(__doc__)
-    daemon = sys.argv[1]
-    etcd_binary = etcd_binary_or_skip(sys.argv)
-    if etcd_binary is None:
+    started = start_test(__doc__, "qr-cluster-test.")
+    if started is None:
         return 77
-    work = tempfile.mkdtemp(prefix="qr-cluster-test.")
+    daemon, etcd_binary, work = started
     etcd = Etcd(etcd_binary, work)
     coordinators = []
     try:

@@ -26,13 +26,12 @@ import json
 import os
 import signal
 import sys
-import tempfile
 import time
 import urllib.parse
 
 sys.dont_write_bytecode = True  # the shared helpers are loaded from the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from cluster_testlib import (Coordinator, Etcd, cleanup, etcd_binary_or_skip, fail,  # noqa: E402
+from cluster_testlib import (Coordinator, Etcd, cleanup, start_test, fail,  # noqa: E402
                              owner_of, wait_for, write_password_file, write_secret_file)
 
 SECRET = "cluster-view-test-secret-0123456789"
@@ -83,13 +82,10 @@ def walk(x, auth, limit):
 
 
 def main():
-    if len(sys.argv) < 2:
-        sys.exit(__doc__)
-    daemon = sys.argv[1]
-    etcd_binary = etcd_binary_or_skip(sys.argv)
-    if etcd_binary is None:
+    started = start_test(__doc__, "qr-view-test.")
+    if started is None:
         return 77
-    work = tempfile.mkdtemp(prefix="qr-view-test.")
+    daemon, etcd_binary, work = started
     etcd = Etcd(etcd_binary, work)
     members = []
     try:

@@ -13,6 +13,8 @@ import signal
 import socket
 import ssl
 import subprocess
+import sys
+import tempfile
 import time
 import urllib.error
 import urllib.request
@@ -62,6 +64,18 @@ def etcd_binary_or_skip(argv):
               "Debian's etcd-server")
         return None
     return binary
+
+
+def start_test(usage, work_prefix):
+    """What a cluster test's main() starts from: (the daemon, argv[1]; the etcd binary; a new
+    work directory named from 'work_prefix'). None when there is no etcd binary: the test is
+    then skipped (exit 77). Exits with 'usage' when argv names no daemon."""
+    if len(sys.argv) < 2:
+        sys.exit(usage)
+    etcd_binary = etcd_binary_or_skip(sys.argv)
+    if etcd_binary is None:
+        return None
+    return sys.argv[1], etcd_binary, tempfile.mkdtemp(prefix=work_prefix)
 
 
 def write_password_file(path, users):

@@ -13,6 +13,10 @@ import subprocess
 import tempfile
 import threading
 
+# A statement that runs until it is canceled or times out.
+ENDLESS = ("WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM c) "
+           "SELECT count(*) FROM c")
+
 
 def start(prefix):
     """Starts the daemon; returns {proc, host, port, data_dir}."""

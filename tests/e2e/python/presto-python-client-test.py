@@ -22,8 +22,7 @@ import e2e_daemon
 
 DAEMON = {}
 
-ENDLESS = ("WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM c) "
-           "SELECT count(*) FROM c")
+ENDLESS = e2e_daemon.ENDLESS
 
 
 def setUpModule():
