@@ -157,7 +157,21 @@ TEST_F(QueryHistoryIndexTest, RetentionDropsTheEntriesOfDeletedSegments) {
     EXPECT_EQ(indexed[i].submit_ns, expected[i].first);
     EXPECT_EQ(indexed[i].query_id, expected[i].second);
   }
-  EXPECT_TRUE(h->index().Find(records.back().query_id).has_value());
+  // Find() sees exactly the retained records.
+  size_t found = 0;
+  for (const QueryHistoryRecord& r : records) {
+    const bool retained =
+        std::binary_search(expected.begin(), expected.end(),
+                           std::make_pair(r.submit_time_ms * 1000000 + r.submit_time_extra_ns,
+                                          r.query_id));
+    std::optional<HistoryIndexEntry> e = h->index().Find(r.query_id);
+    ASSERT_EQ(e.has_value(), retained) << r.query_id.lo;
+    if (e) {
+      ++found;
+      EXPECT_EQ(e->query_id, r.query_id);
+    }
+  }
+  EXPECT_EQ(found, indexed.size());
   // A scan reads every entry once, in batches.
   std::vector<UniqueId> scanned;
   uint64_t position = 0;
@@ -175,6 +189,66 @@ TEST_F(QueryHistoryIndexTest, RetentionDropsTheEntriesOfDeletedSegments) {
   h->ReadRecords(first, &read);
   ASSERT_EQ(read.size(), 1u);
   EXPECT_FALSE(read[0].has_value());
+}
+
+// Find() against the entries (a scan from the newest): every id found with its own entry (also far out of order, and
+// among equal submit times), an id recorded twice as its newest submission, nothing after its
+// segment is dropped.
+TEST(HistoryIndexFindTest, FindsEachEntryByIdUntilItsSegmentIsDropped) {
+  std::mt19937_64 rng(11);
+  HistoryIndex index;
+  struct Added {
+    UniqueId id;
+    int64_t submit_ns;
+    uint32_t segment;
+    uint32_t offset;
+  };
+  std::vector<Added> added;
+  const std::string user = "u", source = "s";
+  for (uint32_t n = 0; n < 5000; ++n) {
+    HistoryRecordSummary r;
+    r.query_id = UniqueId{rng(), n};
+    r.user = user;
+    r.source = source;
+    // Mostly in order; every 50th submitted long before (a long query), many share a time.
+    r.submit_time_ms = n % 50 == 0 ? static_cast<int64_t>(rng() % 1000) : 1000 + n / 4;
+    const uint32_t segment = n / 500;
+    index.Add(r, segment, n * 10, 10);
+    added.push_back({r.query_id, r.submit_time_ms * 1000000, segment, n * 10});
+  }
+  auto check = [&](uint32_t first_kept_segment) {
+    for (const Added& a : added) {
+      std::optional<HistoryIndexEntry> e = index.Find(a.id);
+      ASSERT_EQ(e.has_value(), a.segment >= first_kept_segment) << a.id.lo;
+      if (!e) continue;
+      EXPECT_EQ(e->query_id, a.id);
+      EXPECT_EQ(e->submit_ns, a.submit_ns);
+      EXPECT_EQ(e->segment, a.segment);
+      EXPECT_EQ(e->offset, a.offset);
+    }
+  };
+  check(0);
+  EXPECT_FALSE(index.Find(UniqueId{1, 2}).has_value());
+  index.DropSegment(0);
+  index.DropSegment(1);
+  check(2);
+  EXPECT_EQ(index.size(), 4000u);
+
+  // The same id recorded again, later, in a newer segment: Find() gives the newer entry; with
+  // the older one's segment dropped, still the newer.
+  HistoryRecordSummary again;
+  again.query_id = added[2500].id;
+  again.user = user;
+  again.source = source;
+  again.submit_time_ms = 9000;
+  index.Add(again, 20, 0, 10);
+  ASSERT_TRUE(index.Find(again.query_id).has_value());
+  EXPECT_EQ(index.Find(again.query_id)->segment, 20u);
+  index.DropSegment(5);
+  ASSERT_TRUE(index.Find(again.query_id).has_value());
+  EXPECT_EQ(index.Find(again.query_id)->segment, 20u);
+  index.DropSegment(20);
+  EXPECT_FALSE(index.Find(again.query_id).has_value());
 }
 
 }  // namespace
