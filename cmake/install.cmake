@@ -26,6 +26,15 @@ install(FILES
   DESTINATION ${QR_CMAKE_INSTALL_DIR})
 
 # pkg-config: absolute include/lib dirs are used as they are, relative ones below ${prefix}.
+# ${prefix} is found from where the .pc file is (${pcfiledir}), not written in at configure
+# time, so that `cmake --install --prefix DIR` (README's way) gives a .pc that points into DIR.
+if(IS_ABSOLUTE "${CMAKE_INSTALL_LIBDIR}")
+  set(QR_PC_PREFIX "${CMAKE_INSTALL_PREFIX}")
+else()
+  file(RELATIVE_PATH qr_pc_up "/qr-prefix/${CMAKE_INSTALL_LIBDIR}/pkgconfig" "/qr-prefix")
+  string(REGEX REPLACE "/$" "" qr_pc_up "${qr_pc_up}")
+  set(QR_PC_PREFIX "\${pcfiledir}/${qr_pc_up}")
+endif()
 if(IS_ABSOLUTE "${CMAKE_INSTALL_INCLUDEDIR}")
   set(QR_PC_INCLUDEDIR "${CMAKE_INSTALL_INCLUDEDIR}")
 else()

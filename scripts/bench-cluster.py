@@ -50,7 +50,7 @@ def main():
     loadgen = os.path.join(args.build_dir, "be/src/loadgen/coordinator-loadgen")
     etcd_bin, nginx_bin = lib.find_binary("etcd"), lib.find_binary("nginx")
     if not etcd_bin or not nginx_bin:
-        sys.exit("bench-cluster.py: etcd or nginx missing (scripts/install-deps.sh)")
+        sys.exit("bench-cluster.py: etcd or nginx missing (scripts/install-deps.sh --cluster)")
     work = tempfile.mkdtemp(prefix="qr-bench-cluster.")
     os.chmod(work, 0o755)
     secret = os.path.join(work, "cluster.secret")

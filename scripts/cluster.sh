@@ -67,7 +67,7 @@ if ! [[ "$port" =~ ^[0-9]+$ ]] || [ "$port" -lt 1 ] || [ "$((port + 99))" -gt 65
 fi
 
 if [ -z "$binary" ]; then
-  scripts/install-deps.sh
+  scripts/install-deps.sh --cluster
   cmake --preset release >/dev/null
   cmake --build --preset release --target coordinatord
   binary=build/release/be/src/service/coordinatord
@@ -76,7 +76,7 @@ tools=(etcd nginx)
 [ "$tls" -eq 1 ] && tools+=(openssl)
 for tool in "${tools[@]}"; do
   if ! command -v "$tool" >/dev/null 2>&1 && [ ! -x "/usr/sbin/$tool" ]; then
-    echo "cluster.sh: $tool is missing (scripts/install-deps.sh installs it)" >&2; exit 1
+    echo "cluster.sh: $tool is missing (scripts/install-deps.sh --cluster installs it)" >&2; exit 1
   fi
 done
 nginx_bin="$(command -v nginx || echo /usr/sbin/nginx)"

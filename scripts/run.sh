@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 
 scripts/install-deps.sh
 cmake --preset release >/dev/null
-cmake --build --preset release --target coordinatord
+cmake --build --preset release --target coordinatord coordinatord-passwd
 
 port=8080
 for arg in "$@"; do

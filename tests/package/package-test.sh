@@ -52,11 +52,16 @@ expect_no_daemon_libs() {
 }
 
 step "library-only build and install of $src"
-configure "$work/lib" -S "$src" -DCMAKE_BUILD_TYPE=Release -DCMAKE_INSTALL_PREFIX="$prefix" \
-  -DQR_BUILD_DAEMON=OFF
+# Installed with --prefix into another directory than the configured prefix, as README does:
+# nothing installed may point at the configured one.
+configure "$work/lib" -S "$src" -DCMAKE_BUILD_TYPE=Release \
+  -DCMAKE_INSTALL_PREFIX="$work/configured-prefix" -DQR_BUILD_DAEMON=OFF
 expect_no_daemon_deps "$work/lib"
 build "$work/lib"
-"$cmake" --install "$work/lib" >"$work/install.log" || fail "cmake --install"
+"$cmake" --install "$work/lib" --prefix "$prefix" >"$work/install.log" || fail "cmake --install"
+if grep -rn "configured-prefix" "$prefix"; then
+  fail "the install points at the configured prefix, not where it was installed (above)"
+fi
 cat "$work/install.log"
 [ -f "$prefix/include/query_registry/sharded-query-map-util.h" ] || fail "headers not installed"
 [ -f "$prefix/lib/cmake/query_registry/query_registryConfigVersion.cmake" ] ||
@@ -133,6 +138,8 @@ expect_no_daemon_libs "$work/ex-fetch/session-registry"
 step "example, pkg-config"
 export PKG_CONFIG_PATH="$prefix/lib/pkgconfig"
 pkg-config --modversion query_registry | grep -qx 0.2.0 || fail "pkg-config version"
+pkg-config --cflags query_registry | grep -q -- "-I$prefix/lib/pkgconfig/../../include" ||
+  fail "pkg-config's include dir is not in the install: $(pkg-config --cflags query_registry)"
 read -ra pc_flags < <(pkg-config --cflags --libs query_registry)
 "$cxx" -std=c++20 -O1 -o "$work/session-registry-pc" \
   "$src"/examples/session-registry/{main,session-registry}.cc "${pc_flags[@]}" ||
