@@ -210,23 +210,45 @@ TEST_F(GuardedBuiltinsTest, LargeRepeatsStopAtTheirFirstCheckpointWhenTold) {
       << "shorter than one checkpoint's worth of work";
 }
 
-TEST_F(GuardedBuiltinsTest, LargestPrintfWidthFollowsThePrintfSyntax) {
+TEST_F(GuardedBuiltinsTest, MinimumPrintfLengthFollowsThePrintfSyntax) {
   sqlite3_stmt* stmt = nullptr;
   ASSERT_EQ(sqlite3_prepare_v2(plain_, "SELECT 5, 7, 3000000000, -9", -1, &stmt, nullptr),
             SQLITE_OK);
   ASSERT_EQ(sqlite3_step(stmt), SQLITE_ROW);
   sqlite3_value* v[4];
   for (int i = 0; i < 4; ++i) v[i] = sqlite3_column_value(stmt, i);
-  EXPECT_EQ(LargestPrintfWidth("%*.*d", 3, v), 7);
-  EXPECT_EQ(LargestPrintfWidth("%%%d", 3, v + 2), 0) << "a %d argument is a value, not a width";
-  EXPECT_EQ(LargestPrintfWidth("%d%*c", 3, v + 1), 1294967296)
+  EXPECT_EQ(MinimumPrintfLength("%*.*d", 3, v), 7);
+  EXPECT_EQ(MinimumPrintfLength("%%%d", 3, v + 2), 0) << "a %d argument is a value, not a width";
+  EXPECT_EQ(MinimumPrintfLength("%d%*c", 3, v + 1), 1294967296)
       << "the '*' takes the 2nd argument, as an int (3000000000 wraps to -1294967296)";
-  EXPECT_EQ(LargestPrintfWidth("%d%*c", 4, v), 7);
-  EXPECT_EQ(LargestPrintfWidth("%-12.40s", 0, v), 12) << "a string's precision is a maximum";
-  EXPECT_EQ(LargestPrintfWidth("%-12.40x", 0, v), 40);
-  EXPECT_EQ(LargestPrintfWidth("%*d", 1, v + 3), 9);
-  EXPECT_EQ(LargestPrintfWidth("%*d", 0, v), 0) << "a missing argument is 0";
+  EXPECT_EQ(MinimumPrintfLength("%d%*c", 4, v), 7);
+  EXPECT_EQ(MinimumPrintfLength("%-12.40s", 0, v), 12) << "a string's precision is a maximum";
+  EXPECT_EQ(MinimumPrintfLength("%-12.40x", 0, v), 40);
+  EXPECT_EQ(MinimumPrintfLength("%*d", 1, v + 3), 9);
+  EXPECT_EQ(MinimumPrintfLength("%*d", 0, v), 0) << "a missing argument is 0";
+  // The conversions add up: each alone below the limit, together past it.
+  EXPECT_EQ(MinimumPrintfLength("%.5c%.7d%3s%-4.2f", 0, v), 5 + 7 + 3 + 4);
+  EXPECT_EQ(MinimumPrintfLength("%n%.1000c x %.1000c", 0, v), 2000) << "%n outputs nothing";
+  EXPECT_EQ(MinimumPrintfLength("%.1000c%y%.1000c", 0, v), 1000)
+      << "the output ends at an unknown conversion";
   sqlite3_finalize(stmt);
+}
+
+TEST_F(GuardedBuiltinsTest, PrintfOfManyRepeatsPastTheLimitIsNullAtOnce) {
+  // Repeats that only together pass the 1 MiB limit: NULL as the built-in answers, without
+  // the built-in's character-at-a-time appends (%n keeps the planner out) or planned pieces
+  // (the threshold of 1 plans every repeat).
+  builtins_->set_printf_repeat_threshold(1);
+  for (const char* sql :
+       {"SELECT printf('%n%.500000c%.500000c%.500000c', 0, 'a', 'b', 'c')",
+        "SELECT printf(replace(printf('%.3000c', 'x'), 'x', '%.500c'))"}) {
+    EXPECT_EQ(Eval(guarded_, sql), "NULL") << sql;
+    EXPECT_EQ(Eval(plain_, sql), "NULL") << sql;
+  }
+  EXPECT_EQ(builtins_->planned_calls(), 1) << "only the inner printf('%.3000c'): the others "
+                                               "are answered before any plan";
+  // Just under the limit, still the built-in's answer.
+  EXPECT_EQ(Eval(guarded_, "SELECT length(printf('%.500000c%.500000c', 'a', 'b'))"), "1000000");
 }
 
 TEST_F(GuardedBuiltinsTest, JsonPatchAnswersAsTheBuiltinOrRefusesQuadraticWork) {
@@ -291,14 +313,20 @@ struct CountingCheck {
 };
 
 TEST_F(GuardedBuiltinsTest, APrintfPastTheLengthLimitStopsRenderingAtOnce) {
-  // 300 planned repeats alternating with 300 pieces of 400,000 bytes each: the result is past
-  // the 1 MiB limit after 3 of them. Rendering them all first held 120 MB outside SQLite's
-  // heap (at 2 MB a piece and 5,000 pieces, 10 GB) before the length check.
+  // 60 planned repeats alternating with 60 pieces of 400,000 bytes each (a string argument,
+  // which no width announces): the result is past the 1 MiB limit after 3 of them. Rendering
+  // them all first held 24 MB outside SQLite's heap (at 2 MB a piece and 5,000 pieces, 10 GB)
+  // before the length check.
   builtins_->set_printf_repeat_threshold(100);
-  const std::string sql =
-      "SELECT printf(replace(printf('%.300c', 'x'), 'x', '%.200c%400000d'))";
+  std::string format, args;
+  for (int i = 0; i < 60; ++i) {
+    format += "%.200c%s";
+    args += ", 'a', b";
+  }
+  const std::string sql = "SELECT printf('" + format + "'" + args +
+                          ") FROM (SELECT printf('%.400000c', 'y') AS b)";
   EXPECT_EQ(Eval(guarded_, sql), "NULL");
-  EXPECT_EQ(builtins_->planned_calls(), 2) << "the inner printf and the outer one";
+  EXPECT_EQ(builtins_->planned_calls(), 2) << "the argument's printf and the outer one";
   EXPECT_LE(builtins_->rendered_pieces(), 3);
   // Within the limit, as the built-in.
   const std::string small = "SELECT printf('%.200c%5d%.200c', 'a', 7, 'b')";

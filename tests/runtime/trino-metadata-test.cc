@@ -356,6 +356,14 @@ TEST_F(TrinoMetadataTest, ExplainAnswersInTrinosShape) {
   EXPECT_EQ(Fails("EXPLAIN DELETE FROM events").name, "PERMISSION_DENIED");
   // SQLite's own EXPLAIN QUERY PLAN is unchanged.
   EXPECT_EQ(Columns("EXPLAIN QUERY PLAN SELECT * FROM events").size(), 4u);
+  // An EXPLAIN of an EXPLAIN is refused: each level prepared the next, so 20,000 of them
+  // (160 KB) overflowed the executor's stack and crashed the daemon.
+  EXPECT_EQ(Fails("EXPLAIN EXPLAIN SELECT 1").name, "NOT_SUPPORTED");
+  EXPECT_EQ(Fails("EXPLAIN (TYPE VALIDATE) explain (type validate) SELECT 1").name,
+            "NOT_SUPPORTED");
+  std::string nested;
+  for (int i = 0; i < 20000; ++i) nested += "EXPLAIN ";
+  EXPECT_EQ(Fails(nested + "SELECT 1").name, "NOT_SUPPORTED");
 }
 
 TEST_F(TrinoMetadataTest, MetadataViewsCannotBeChanged) {

@@ -31,7 +31,7 @@ void PrintfFunction(sqlite3_context* ctx, int argc, sqlite3_value** argv) {
   const auto* format =
       argc >= 1 ? reinterpret_cast<const char*>(sqlite3_value_text(argv[0])) : nullptr;
   if (format != nullptr) {
-    if (LargestPrintfWidth(format, argc - 1, argv + 1) > self->max_length()) {
+    if (MinimumPrintfLength(format, argc - 1, argv + 1) > self->max_length()) {
       sqlite3_result_null(ctx);  // what the built-in answers for a result past the limit
       return;
     }

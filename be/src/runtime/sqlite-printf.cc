@@ -150,8 +150,8 @@ PrintfPiece FormatPiece(size_t begin, size_t end, int first_arg, int end_arg) {
 
 }  // namespace
 
-int64_t LargestPrintfWidth(const char* format, int argc, sqlite3_value** argv) {
-  int64_t largest = 0;
+int64_t MinimumPrintfLength(const char* format, int argc, sqlite3_value** argv) {
+  int64_t total = 0;
   size_t i = 0;
   int next_arg = 0;
   while (const char* percent = std::strchr(format + i, '%')) {
@@ -161,14 +161,16 @@ int64_t LargestPrintfWidth(const char* format, int argc, sqlite3_value** argv) {
     // SQLite's output ends at an unknown or internal conversion; %n outputs nothing.
     if (conv.type == 'n') continue;
     if (!IsPlainConversion(conv.type)) break;
-    largest = std::max<int64_t>(largest, conv.width);
+    int64_t least = conv.width;
     // A precision makes that much output for repeats and integers only (for strings it is
     // a maximum, for floating point the built-in refuses a buffer past the limit at once).
     if (std::strchr("cdiuxXopr", conv.type) != nullptr) {
-      largest = std::max<int64_t>(largest, conv.precision);
+      least = std::max<int64_t>(least, conv.precision);
     }
+    // Each is below 2^31 and a format has fewer than 2^31 conversions: no overflow.
+    total += least;
   }
-  return largest;
+  return total;
 }
 
 bool PlanPrintfRepeats(const char* format, int argc, sqlite3_value** argv, int64_t threshold,

@@ -278,6 +278,11 @@ TrinoTranslation Explain(Parser* p) {
     if (!p->Punct(')')) return SyntaxError("')' must close the EXPLAIN options");
   }
   if (p->AtEnd()) return SyntaxError("a statement must follow EXPLAIN");
+  // Each EXPLAIN prepares what it explains, which would translate the next one: a statement of
+  // thousands of EXPLAINs would recurse until the executor's stack overflowed.
+  if (p->Word("explain")) {
+    return Error(QueryError::NotSupported("EXPLAIN of an EXPLAIN is not supported"));
+  }
   TrinoTranslation t;
   t.kind = kind;
   t.sql = std::string(p->Rest());
