@@ -54,6 +54,37 @@ TEST(TrinoLiteralTest, IntegerBeyondBigintIsADecimal) {
   EXPECT_EQ(ParseError("BIGINT '99999999999999999999'").name, "INVALID_LITERAL");
 }
 
+TEST(TrinoLiteralTest, TypedIntegersAreRangeChecked) {
+  std::vector<SqlParameter> p = Parse("INTEGER '2147483647', SMALLINT '-32768', TINYINT '127', "
+                                      "INT '-2147483648', DECIMAL '1.5'");
+  ASSERT_EQ(p.size(), 5u);
+  EXPECT_EQ(p[0].integer, 2147483647);
+  EXPECT_EQ(p[1].integer, -32768);
+  EXPECT_EQ(p[2].integer, 127);
+  EXPECT_EQ(p[3].integer, -2147483648LL);
+  for (const char* text : {"INTEGER '2147483648'", "INT '-2147483649'", "SMALLINT '100000'",
+                           "SMALLINT '32768'", "TINYINT '300'", "TINYINT '-129'",
+                           "DECIMAL '1e5'"}) {
+    EXPECT_EQ(ParseError(text).name, "INVALID_LITERAL") << text;
+  }
+}
+
+TEST(TrinoLiteralTest, AtMostKMaxParametersAndNoneKeptOnAnError) {
+  std::string text = "1";
+  for (size_t i = 1; i < kMaxParameters; ++i) text += ",1";
+  EXPECT_EQ(Parse(text).size(), kMaxParameters);
+  const QueryError too_many = ParseError(text + ",1");
+  EXPECT_EQ(too_many.name, "INVALID_PARAMETER_USAGE");
+  EXPECT_NE(too_many.message.find("at most 32766"), std::string::npos) << too_many.message;
+  // A failed list keeps nothing of what it parsed (the plan is kept with the query).
+  for (const std::string& bad : {text + ",1", std::string("1, 2, 3 junk"), std::string("1, ARRAY[1]")}) {
+    std::vector<SqlParameter> out;
+    QueryError error;
+    EXPECT_FALSE(ParseParameterList(bad, &out, &error));
+    EXPECT_TRUE(out.empty()) << bad.substr(0, 20);
+  }
+}
+
 TEST(TrinoLiteralTest, ParsesStringsWithDoubledQuotes) {
   std::vector<SqlParameter> p = Parse("'it''s', '', 'a,b', 'héllo'");
   ASSERT_EQ(p.size(), 4u);

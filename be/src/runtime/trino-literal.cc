@@ -7,6 +7,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
+#include <cstdint>
 #include <limits>
 #include <utility>
 
@@ -34,6 +35,14 @@ std::string Lower(std::string_view s) {
 
 bool IsIntegerType(const char* type) {
   return type != nullptr && std::string_view(type).find("int") != std::string_view::npos;
+}
+
+/// Whether 'v' is in the range of integer type 'type' (bigint, integer, smallint, tinyint).
+bool FitsIntegerType(std::string_view type, int64_t v) {
+  if (type == "integer") return v >= INT32_MIN && v <= INT32_MAX;
+  if (type == "smallint") return v >= INT16_MIN && v <= INT16_MAX;
+  if (type == "tinyint") return v >= INT8_MIN && v <= INT8_MAX;
+  return true;
 }
 
 size_t SkipBlanks(std::string_view s, size_t pos) {
@@ -153,6 +162,8 @@ bool ParseNumber(std::string_view text, const char* type, SqlParameter* out) {
     int64_t v = 0;
     auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
     if (ec == std::errc() && end == s.data() + s.size()) {
+      // SMALLINT '100000' is out of range, as in Trino.
+      if (type != nullptr && !FitsIntegerType(type, v)) return false;
       out->kind = SqlParameter::Kind::kInteger;
       out->integer = v;
       out->type = type != nullptr ? type : "bigint";
@@ -161,6 +172,8 @@ bool ParseNumber(std::string_view text, const char* type, SqlParameter* out) {
     if (type != nullptr) return false;  // BIGINT '99999999999999999999' is out of range
   } else if (IsIntegerType(type)) {
     return false;
+  } else if (exponent && type != nullptr && std::string_view(type) == "decimal") {
+    return false;  // DECIMAL '1e5' is not a decimal literal in Trino
   }
   char* end = nullptr;
   const double v = std::strtod(s.c_str(), &end);
@@ -377,11 +390,19 @@ bool ParseParameterList(std::string_view text, std::vector<SqlParameter>* out,
     SqlParameter param;
     if (!ParseTrinoLiteral(text, &pos, &param, error)) {
       error->message = "Parameter " + std::to_string(out->size() + 1) + ": " + error->message;
+      out->clear();
       return false;
     }
     out->push_back(std::move(param));
     pos = SkipBlanks(text, pos);
     if (pos < text.size() && text[pos] == ',') {
+      if (out->size() == kMaxParameters) {
+        *error = QueryError::InvalidParameterUsage(
+            "Too many parameters: EXECUTE binds at most " + std::to_string(kMaxParameters) +
+            " (SQLite's limit of parameters in a statement)");
+        out->clear();
+        return false;
+      }
       ++pos;
       continue;
     }
@@ -392,6 +413,7 @@ bool ParseParameterList(std::string_view text, std::vector<SqlParameter>* out,
     *error = QueryError::Syntax("Parameter " + std::to_string(out->size()) +
                                 " is followed by " + Shown(text.substr(pos)) +
                                 " instead of a comma or the end. " + kAccepted);
+    out->clear();
     return false;
   }
 }
