@@ -55,6 +55,8 @@ expect_refused "--query_history_sync must be batch, interval or none" --query_hi
 expect_refused "--query_history_segment_mb must be in" --query_history_segment_mb=0
 expect_refused "--query_history_queue_size must be positive" --query_history_queue_size=0
 expect_refused "--query_history_max_mb must be >= 0" --query_history_max_mb=-1
+expect_refused "is less than one segment (--query_history_segment_mb=64)" \
+  --query_history_dir="$work/history" --query_history_max_mb=32
 expect_refused "--etcd_endpoints: etcd endpoint 'localhost' is not [http[s]://]host:port" \
   --etcd_endpoints=localhost
 expect_refused "--etcd_endpoints: etcd endpoint 'a:99999' is not [http[s]://]host:port" \

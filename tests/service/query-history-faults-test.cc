@@ -7,8 +7,10 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <filesystem>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -50,6 +52,22 @@ class FailingFileOps : public HistoryFileOps {
     MutexLock l(&mu_);
     failing_syncs_ = n;
   }
+  /// Reads of files whose name is 'name' fail with EIO.
+  void FailReadsOf(std::string name) {
+    MutexLock l(&mu_);
+    unreadable_ = std::move(name);
+  }
+
+  bool ReadFile(const std::string& path, std::string* data, std::string* error) override {
+    {
+      MutexLock l(&mu_);
+      if (!unreadable_.empty() && fs::path(path).filename() == unreadable_) {
+        *error = strerror(EIO);
+        return false;
+      }
+    }
+    return HistoryFileOps::ReadFile(path, data, error);
+  }
 
   ssize_t Write(int fd, const void* data, size_t size) override {
     {
@@ -83,6 +101,7 @@ class FailingFileOps : public HistoryFileOps {
   int failing_writes_ QR_GUARDED_BY(mu_) = 0;
   bool partial_ QR_GUARDED_BY(mu_) = false;
   int failing_syncs_ QR_GUARDED_BY(mu_) = 0;
+  std::string unreadable_ QR_GUARDED_BY(mu_);
 };
 
 class QueryHistoryFaultsTest : public HistoryDirTest {
@@ -176,6 +195,53 @@ TEST_F(QueryHistoryFaultsTest, AFailedSyncMovesTheWriterToANewSegment) {
   EXPECT_EQ(Segments().size(), 2u);
   HistoryReadStats stats;
   EXPECT_EQ(ReadBack(&stats), (std::vector<uint64_t>{1, 2, 3}));
+}
+
+// A failed sync of a segment that is also full rotates once: the failure is not left to
+// rotate the fresh segment after its first batch as well.
+TEST_F(QueryHistoryFaultsTest, AFailedSyncOfAFullSegmentRotatesOnce) {
+  // The size of one record, written alone.
+  {
+    auto h = Open(Options());
+    Write(h.get(), 1);
+  }
+  ASSERT_EQ(Segments().size(), 1u);
+  const auto record_bytes = static_cast<int64_t>(fs::file_size(Segments()[0]));
+  ASSERT_GT(record_bytes, 0);
+  fs::remove(Segments()[0]);
+
+  QueryHistory::Options o = Options();
+  o.segment_bytes = record_bytes + record_bytes / 2;  // full at two records, not at one
+  auto h = Open(o);
+  ops_->FailSyncs(1);
+  Write(h.get(), 1);  // the sync thread's sync of it fails (after the writer's check)
+  Write(h.get(), 2);  // the segment is full too: one rotation, for both reasons
+  Write(h.get(), 3);  // the second segment is not full: no rotation
+  EXPECT_EQ(h->GetStats().segments_created, 2);
+  h.reset();
+  EXPECT_EQ(Segments().size(), 2u);
+  HistoryReadStats stats;
+  EXPECT_EQ(ReadBack(&stats), (std::vector<uint64_t>{1, 2, 3}));
+}
+
+// A segment that cannot be read at start-up (EIO) costs its records, not the start.
+TEST_F(QueryHistoryFaultsTest, AnUnreadableSegmentIsSkippedAtStartUp) {
+  for (uint64_t n = 1; n <= 3; ++n) {
+    auto h = Open(Options());  // each start writes its own segment
+    Write(h.get(), n);
+  }
+  const std::vector<fs::path> segments = Segments();
+  ASSERT_EQ(segments.size(), 3u);
+  ops_->FailReadsOf(segments[1].filename().string());
+  auto h = Open(Options());
+  ASSERT_NE(h, nullptr);
+  EXPECT_EQ(h->index_stats().unreadable_segments, 1);
+  EXPECT_EQ(h->index_stats().segments, 2);
+  EXPECT_EQ(h->index_stats().records, 2);
+  ASSERT_EQ(h->index().size(), 2u);
+  const std::vector<HistoryIndexEntry> entries = h->index().Newest(10);
+  EXPECT_EQ(entries[0].query_id.lo, 1u);
+  EXPECT_EQ(entries[1].query_id.lo, 3u);
 }
 
 TEST_F(QueryHistoryFaultsTest, EmptySegmentsAreDeletedAndNeverCountAgainstTheOthers) {

@@ -138,7 +138,9 @@ class QueryHistoryTest : public HistoryDirTest {
   }
   std::vector<fs::path> Segments() const {
     std::vector<fs::path> out;
-    for (const auto& e : fs::directory_iterator(dir_)) out.push_back(e.path());
+    for (const auto& e : fs::directory_iterator(dir_)) {
+      if (e.path().filename().string().starts_with("history-")) out.push_back(e.path());
+    }
     std::sort(out.begin(), out.end());
     return out;
   }
@@ -309,6 +311,30 @@ TEST_F(QueryHistoryTest, WrittenRecordsReadBackInOrderAcrossRestarts) {
   ExpectSameRecord(newest.front(), MakeRecord(170));
   ExpectSameRecord(newest.back(), MakeRecord(199));
   EXPECT_EQ(newest_stats.segments, 1);  // the older segment was not needed
+}
+
+// A second history on a directory in use is refused: it took the first one's open (still
+// empty) segment for a closed one, and its retention deleted it under the first one's writer,
+// whose records then went to an unlinked file.
+TEST_F(QueryHistoryTest, ADirectoryInUseIsRefusedAndFreedOnClose) {
+  auto first = Open(Options());
+  ASSERT_NE(first, nullptr);
+  QueryHistory::Options o = Options();
+  o.dir = dir_;
+  std::unique_ptr<QueryHistory> second;
+  const Status s = QueryHistory::Open(o, &second);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(second, nullptr);
+  EXPECT_NE(s.message().find("in use by another coordinator"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("--query_history_dir"), std::string::npos) << s.message();
+  ASSERT_EQ(Segments().size(), 1u) << "the refused one deleted nothing";
+  ASSERT_TRUE(first->Append(MakeRecord(1)));
+  first->Flush();
+  first.reset();
+  // Closed: the directory is free, and the record is there.
+  auto again = Open(Options());
+  ASSERT_NE(again, nullptr);
+  EXPECT_EQ(again->index().size(), 1u);
 }
 
 TEST_F(QueryHistoryTest, ASegmentOfVersion1RecordsReadsBackBeforeNewOnes) {

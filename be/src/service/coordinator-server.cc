@@ -210,8 +210,9 @@ Status CoordinatorServer::OpenHistory(std::vector<std::shared_ptr<ClientRequestS
             << history_->index().size() << " completed queries indexed (" << restored->size()
             << " restored into the query log) from " << history_restored_.segments
             << " segments (" << history_restored_.bytes << " bytes) in " << ms << " ms; "
-            << history_restored_.torn_tails << " torn tails and "
-            << history_restored_.corrupt_segments << " corrupt segments skipped";
+            << history_restored_.torn_tails << " torn tails, "
+            << history_restored_.corrupt_segments << " corrupt segments and "
+            << history_restored_.unreadable_segments << " unreadable segments skipped";
   return Status::OK();
 }
 

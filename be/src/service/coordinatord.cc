@@ -141,6 +141,17 @@ bool CheckFlags() {
             kMaxThreads, kMaxThreads);
     return false;
   }
+  if (!FLAGS_query_history_dir.empty() && FLAGS_query_history_max_mb > 0 &&
+      FLAGS_query_history_max_mb < FLAGS_query_history_segment_mb) {
+    // Each rotation would delete the segment it closed: the history would hold at most the
+    // open segment, and a restart would start from nothing.
+    fprintf(stderr,
+            "coordinatord: --query_history_max_mb=%lld is less than one segment "
+            "(--query_history_segment_mb=%d): every closed segment would be deleted at once; "
+            "raise --query_history_max_mb or lower --query_history_segment_mb\n",
+            static_cast<long long>(FLAGS_query_history_max_mb), FLAGS_query_history_segment_mb);
+    return false;
+  }
   if (!FLAGS_log_dir.empty()) {
     // glog would otherwise fall back to no log file at all, silently.
     std::string probe = FLAGS_log_dir + "/.coordinatord-log-probe.XXXXXX";

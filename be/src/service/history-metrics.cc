@@ -71,6 +71,10 @@ void AppendHistoryMetrics(const QueryHistory* history, const HistoryReadStats& r
          "Segments with a record failing its checksum, found at start-up (the rest of each is "
          "skipped).",
          restored.corrupt_segments, out);
+  Scalar("qr_history_restored_unreadable_segments", "gauge",
+         "Segments that could not be read at all at start-up (an I/O error, no permission): "
+         "their records are not listed.",
+         restored.unreadable_segments, out);
 }
 
 }  // namespace qr::metrics

@@ -1,6 +1,8 @@
 #include "service/query-history.h"
 
 #include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -24,6 +26,8 @@ using Clock = std::chrono::steady_clock;
 
 constexpr char kPrefix[] = "history-";
 constexpr char kSuffix[] = ".log";
+/// flock()ed by the process that has the directory open.
+constexpr char kLockFileName[] = "LOCK";
 constexpr size_t kSegmentDigits = 20;
 constexpr size_t kSegmentNameBytes = sizeof(kPrefix) - 1 + kSegmentDigits + sizeof(kSuffix) - 1;
 /// The index keeps a segment's number and a record's offset in 32 bits.
@@ -163,29 +167,63 @@ Status ReadQueryHistory(const std::string& dir, size_t max_records,
 
 QueryHistory::SegmentFile::~SegmentFile() { close(fd); }
 
+bool HistoryFileOps::ReadFile(const std::string& path, std::string* data, std::string* error) {
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    *error = strerror(errno);
+    return false;
+  }
+  struct stat st;
+  bool ok = fstat(fd, &st) == 0;
+  if (ok) {
+    data->resize(static_cast<size_t>(st.st_size));
+    size_t done = 0;
+    while (ok && done < data->size()) {
+      const ssize_t n = pread(fd, data->data() + done, data->size() - done,
+                              static_cast<off_t>(done));
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {
+        // A short file (truncated meanwhile): what there is.
+        if (n == 0) data->resize(done);
+        ok = n == 0;
+        break;
+      }
+      done += static_cast<size_t>(n);
+    }
+  }
+  if (!ok) *error = strerror(errno);
+  close(fd);
+  return ok;
+}
+
 Status QueryHistory::BuildIndex() {
   std::vector<Segment> segments;
   QR_RETURN_IF_ERROR(ListSegments(options_.dir, &segments));
   std::string data;
   for (const Segment& segment : segments) {
-    std::ifstream in(segment.path, std::ios::binary | std::ios::ate);
-    data.assign(in ? static_cast<size_t>(in.tellg()) : 0, '\0');
-    in.seekg(0);
-    if (!in || !in.read(data.data(), static_cast<std::streamsize>(data.size()))) {
-      return Internal("cannot read query history segment " + segment.path.string());
+    std::string error;
+    if (!ops_->ReadFile(segment.path.string(), &data, &error)) {
+      // One bad file (a failing sector, a restore with the wrong owner) costs its records,
+      // not the daemon's start.
+      ++index_stats_.unreadable_segments;
+      LOG(ERROR) << "Query history: cannot read " << segment.path.string() << " (" << error
+                 << "); its records are not listed, and retention deletes it in turn";
+      continue;
     }
     ++index_stats_.segments;
     index_stats_.bytes += static_cast<int64_t>(data.size());
     size_t offset = 0;
+    int64_t undecodable = 0;
+    size_t first_undecodable = 0;
     while (offset < data.size()) {
       size_t consumed = 0;
       const std::string_view rest = std::string_view(data).substr(offset);
       const HistoryFrameResult r = CheckHistoryFrame(rest, &consumed);
       HistoryRecordSummary summary;
       if (r == HistoryFrameResult::kOk && !SummarizeHistoryFrame(rest, consumed, &summary)) {
-        ++index_stats_.corrupt_segments;
-        LOG(WARNING) << "Query history " << segment.path.string()
-                     << ": undecodable record at byte " << offset << ", skipped";
+        // Whole but not readable by this version (a newer one wrote it): skipped, counted
+        // and logged once per segment below.
+        if (undecodable++ == 0) first_undecodable = offset;
         offset += consumed;
         continue;
       }
@@ -196,7 +234,7 @@ Status QueryHistory::BuildIndex() {
         break;
       }
       if (r == HistoryFrameResult::kCorrupt) {
-        ++index_stats_.corrupt_segments;
+        if (undecodable == 0) ++index_stats_.corrupt_segments;
         LOG(WARNING) << "Query history " << segment.path.string() << ": corrupt record at byte "
                      << offset << " of " << data.size() << "; the rest of the segment is skipped";
         break;
@@ -204,6 +242,12 @@ Status QueryHistory::BuildIndex() {
       index_.Load(summary, segment.sequence, offset, consumed);
       ++index_stats_.records;
       offset += consumed;
+    }
+    if (undecodable > 0) {
+      ++index_stats_.corrupt_segments;
+      LOG(WARNING) << "Query history " << segment.path.string() << ": " << undecodable
+                   << " records this version cannot decode (the first at byte "
+                   << first_undecodable << "), skipped";
     }
   }
   index_.FinishLoad();  // in submit order from here on
@@ -237,6 +281,23 @@ Status QueryHistory::Open(Options options, std::unique_ptr<QueryHistory>* out) {
                     (ec ? ec.message() : "not a directory"));
   }
   std::unique_ptr<QueryHistory> history(new QueryHistory(std::move(options)));
+  // One process per directory: a second one would take the first one's open (still empty)
+  // segment for a closed one, and its retention could delete it under the writer.
+  const std::string lock_path = (fs::path(history->options_.dir) / kLockFileName).string();
+  history->dir_lock_fd_ = open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (history->dir_lock_fd_ < 0) {
+    return Internal("cannot open " + lock_path + ": " + strerror(errno));
+  }
+  if (flock(history->dir_lock_fd_, LOCK_EX | LOCK_NB) != 0) {
+    const int err = errno;
+    if (err == EWOULDBLOCK) {
+      return InvalidArgument(
+          "the query history directory " + history->options_.dir +
+          " is in use by another coordinator (it holds " + lock_path +
+          "); each coordinator needs its own --query_history_dir");
+    }
+    return Internal("cannot lock " + lock_path + ": " + strerror(err));
+  }
   std::vector<Segment> segments;
   QR_RETURN_IF_ERROR(ListSegments(history->options_.dir, &segments));
   history->next_sequence_ = segments.empty() ? 1 : segments.back().sequence + 1;
@@ -263,6 +324,8 @@ QueryHistory::~QueryHistory() {
   }
   sync_cv_.NotifyAll();
   if (syncer_.joinable()) syncer_.join();  // it syncs what was written first
+  file_.reset();
+  if (dir_lock_fd_ >= 0) close(dir_lock_fd_);  // the directory is free for another process
 }
 
 bool QueryHistory::Append(QueryHistoryRecord record) {
@@ -487,10 +550,10 @@ Status QueryHistory::OpenSegment() {
 
 void QueryHistory::MaybeRotate() {
   if (!file_) return;
-  if (segment_size_ >= options_.segment_bytes ||
-      sync_failed_.exchange(false, std::memory_order_relaxed)) {
-    Rotate();
-  }
+  // The flag is taken in any case: a full segment rotates for both reasons at once (with ||,
+  // the flag outlived the rotation and rotated the fresh segment after its first batch).
+  const bool sync_failed = sync_failed_.exchange(false, std::memory_order_relaxed);
+  if (sync_failed || segment_size_ >= options_.segment_bytes) Rotate();
 }
 
 void QueryHistory::Rotate() {

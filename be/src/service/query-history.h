@@ -29,9 +29,9 @@ enum class HistorySyncMode {
 /// "batch", "interval", "none"; false for anything else.
 bool ParseHistorySyncMode(std::string_view text, HistorySyncMode* mode);
 
-/// The system calls that write the history and make it durable. The writer goes through
-/// them so that a test can stall them as a slow or hung disk would; the default makes the
-/// real calls.
+/// The system calls that write the history and make it durable, and the read of a segment
+/// at start-up. The history goes through them so that a test can stall them as a slow or hung
+/// disk would, or fail them as a bad one; the default makes the real calls.
 /// Thread-safety: called from the writer and the sync thread at once.
 class HistoryFileOps {
  public:
@@ -40,6 +40,8 @@ class HistoryFileOps {
   virtual ssize_t Write(int fd, const void* data, size_t size);
   /// fdatasync(2).
   virtual int Fdatasync(int fd);
+  /// Reads the whole file 'path' into '*data'; false with strerror() in '*error'.
+  virtual bool ReadFile(const std::string& path, std::string* data, std::string* error);
 };
 
 /// What reading the history back found.
@@ -51,8 +53,10 @@ struct HistoryReadStats {
   /// skipped.
   int64_t torn_tails = 0;
   /// Segments with a record whose checksum or contents do not match: the rest of that
-  /// segment is skipped.
+  /// segment is skipped (or, for whole records this version cannot decode, those records).
   int64_t corrupt_segments = 0;
+  /// Segments that could not be read at all (an I/O error, no permission): skipped.
+  int64_t unreadable_segments = 0;
 };
 
 /// Reads the newest 'max_records' records of the history in 'dir' (oldest first into 'out'),
@@ -223,6 +227,8 @@ class QueryHistory {
   std::atomic<int64_t> last_drop_warning_ms_{0};
   std::thread writer_;
   std::thread syncer_;
+  /// The directory's LOCK file, flock()ed while this history is open (-1: none yet).
+  int dir_lock_fd_ = -1;
 };
 
 }  // namespace qr
