@@ -4,6 +4,7 @@
 #include <stdlib.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <filesystem>
 #include <random>
 #include <string>
@@ -172,16 +173,31 @@ TEST_F(QueryHistoryIndexTest, RetentionDropsTheEntriesOfDeletedSegments) {
     }
   }
   EXPECT_EQ(found, indexed.size());
-  // A scan reads every entry once, in batches.
-  std::vector<UniqueId> scanned;
-  uint64_t position = 0;
-  for (;;) {
-    const uint64_t next = h->index().Scan(
-        position, 7, [&](const HistoryIndexEntry& e) { scanned.push_back(e.query_id); });
-    if (next == position) break;
-    position = next;
+  // A scan reads every entry once, in batches of at most 7, or (a budget of 1 byte) of one
+  // entry and those of the same submit ns.
+  for (const size_t max_bytes : {SIZE_MAX, size_t{1}}) {
+    std::vector<UniqueId> scanned;
+    uint64_t position = 0;
+    for (;;) {
+      std::vector<HistoryIndexEntry> batch;
+      const uint64_t next = h->index().Scan(
+          position, 7, max_bytes, [&](const HistoryIndexEntry& e) { batch.push_back(e); });
+      if (next == position) break;
+      ASSERT_FALSE(batch.empty());
+      if (max_bytes == 1) {
+        for (const HistoryIndexEntry& e : batch) EXPECT_EQ(e.submit_ns, batch[0].submit_ns);
+      } else {
+        // 7, and then only the others of the 7th one's submit ns.
+        for (size_t i = 7; i < batch.size(); ++i) {
+          EXPECT_EQ(batch[i].submit_ns, batch[6].submit_ns);
+        }
+      }
+      for (const HistoryIndexEntry& e : batch) scanned.push_back(e.query_id);
+      position = next;
+    }
+    ASSERT_EQ(scanned.size(), indexed.size());
+    for (size_t i = 0; i < indexed.size(); ++i) EXPECT_EQ(scanned[i], indexed[i].query_id);
   }
-  ASSERT_EQ(scanned.size(), indexed.size());
   // Records of a segment deleted after the index was read are reported missing, not wrong.
   std::vector<HistoryIndexEntry> first = {indexed.front()};
   fs::remove(fs::path(dir_) / HistorySegmentName(indexed.front().segment));
@@ -191,9 +207,9 @@ TEST_F(QueryHistoryIndexTest, RetentionDropsTheEntriesOfDeletedSegments) {
   EXPECT_FALSE(read[0].has_value());
 }
 
-// Find() against the entries (a scan from the newest): every id found with its own entry (also far out of order, and
-// among equal submit times), an id recorded twice as its newest submission, nothing after its
-// segment is dropped.
+// Find() against the entries (a scan from the newest): every id found with its own entry
+// (also far out of order, and among equal submit times), an id recorded twice as its newest
+// submission, nothing after its segment is dropped.
 TEST(HistoryIndexFindTest, FindsEachEntryByIdUntilItsSegmentIsDropped) {
   std::mt19937_64 rng(11);
   HistoryIndex index;
@@ -249,6 +265,54 @@ TEST(HistoryIndexFindTest, FindsEachEntryByIdUntilItsSegmentIsDropped) {
   EXPECT_EQ(index.Find(again.query_id)->segment, 20u);
   index.DropSegment(20);
   EXPECT_FALSE(index.Find(again.query_id).has_value());
+}
+
+// Retention frees the names of users and sources no entry refers to any more: a client that
+// sends a new X-Trino-Source with each query grew the name table for good.
+TEST(HistoryIndexNamesTest, DroppedEntriesFreeTheirNamesForReuse) {
+  HistoryIndex index;
+  std::vector<std::string> sources;
+  auto add = [&](uint32_t n, uint32_t segment, const std::string& user) {
+    char source[16];
+    snprintf(source, sizeof(source), "source-%06u", n);  // every one the same length
+    sources.emplace_back(source);
+    HistoryRecordSummary r;
+    r.query_id = UniqueId{n + 1, n};
+    r.user = user;
+    r.source = sources.back();
+    r.submit_time_ms = 1000 + n;
+    index.Add(r, segment, n * 10, 10);
+  };
+  sources.reserve(3000);  // the summaries' views stay valid
+  for (uint32_t n = 0; n < 1000; ++n) add(n, n / 100, n % 2 ? "alice" : "bob");
+  const size_t full = index.MemoryBytes();
+  for (uint32_t segment = 0; segment < 10; ++segment) index.DropSegment(segment);
+  EXPECT_EQ(index.size(), 0u);
+  EXPECT_EQ(index.MemoryBytes(), 0u) << "every name freed";
+  // New names take the freed numbers: the table does not grow.
+  for (uint32_t n = 1000; n < 2000; ++n) add(n, 10 + (n - 1000) / 100, n % 2 ? "alice" : "cat");
+  EXPECT_EQ(index.MemoryBytes(), full);
+  const std::vector<HistoryIndexEntry> entries = index.Newest(2000);
+  ASSERT_EQ(entries.size(), 1000u);
+  for (const HistoryIndexEntry& e : entries) {
+    const uint64_t n = e.query_id.lo;
+    char source[16];
+    snprintf(source, sizeof(source), "source-%06u", static_cast<unsigned>(n));
+    EXPECT_EQ(index.Name(e.source), source);
+    EXPECT_EQ(index.Name(e.user), n % 2 ? "alice" : "cat");
+  }
+  // A list filtered by visibility asks about live names only, and finds cat's.
+  HistorySelectParams p;
+  p.limit = 5000;
+  std::vector<std::string> asked;
+  p.visible = [&asked](std::string_view user) {
+    asked.emplace_back(user);
+    return user == "cat";
+  };
+  HistorySelection s = index.Select(p);
+  EXPECT_EQ(s.matched, 500u);
+  EXPECT_EQ(std::count(asked.begin(), asked.end(), "bob"), 0);
+  EXPECT_EQ(std::count(asked.begin(), asked.end(), ""), 0);
 }
 
 }  // namespace

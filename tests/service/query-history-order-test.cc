@@ -215,17 +215,19 @@ TEST_F(HistoryOrderTest, ScanReadsEveryEntryOnceAcrossEqualSubmitTimes) {
   // Runs of equal submit times longer than a batch.
   for (int i = 0; i < 300; ++i) Add(1700000000000000000 + (i / 40) * 7, 1);
   AddCompleting(300, 1000, 100);
-  std::vector<Key> scanned;
-  uint64_t position = 0;
-  for (int batch = 0; batch < 1000; ++batch) {
-    const uint64_t next = index_.Scan(position, 16, [&](const HistoryIndexEntry& e) {
-      scanned.emplace_back(e.submit_ns, e.query_id);
-    });
-    if (next == position) break;
-    EXPECT_GT(next, position);
-    position = next;
+  for (const size_t max_bytes : {SIZE_MAX, size_t{1}}) {
+    std::vector<Key> scanned;
+    uint64_t position = 0;
+    for (int batch = 0; batch < 1000; ++batch) {
+      const uint64_t next = index_.Scan(position, 16, max_bytes, [&](const HistoryIndexEntry& e) {
+        scanned.emplace_back(e.submit_ns, e.query_id);
+      });
+      if (next == position) break;
+      EXPECT_GT(next, position);
+      position = next;
+    }
+    EXPECT_EQ(scanned, Sorted()) << max_bytes;
   }
-  EXPECT_EQ(scanned, Sorted());
 }
 
 }  // namespace

@@ -61,12 +61,33 @@ std::string HistorySegmentName(uint64_t sequence) {
 
 uint32_t HistoryIndex::InternLocked(std::string_view name) {
   auto it = name_numbers_.find(std::string(name));
-  if (it != name_numbers_.end()) return it->second;
-  const auto number = static_cast<uint32_t>(names_.size());
-  names_.emplace_back(name);
+  if (it != name_numbers_.end()) {
+    ++name_refs_[it->second];
+    return it->second;
+  }
+  uint32_t number;
+  if (!free_names_.empty()) {
+    number = free_names_.back();
+    free_names_.pop_back();
+    names_[number] = name;
+  } else {
+    number = static_cast<uint32_t>(names_.size());
+    names_.emplace_back(name);
+    name_refs_.push_back(0);
+  }
+  name_refs_[number] = 1;
   name_numbers_.emplace(std::string(name), number);
   name_bytes_ += 2 * (name.size() + sizeof(std::string)) + 16;
   return number;
+}
+
+void HistoryIndex::ReleaseNameLocked(uint32_t number) {
+  if (--name_refs_[number] > 0) return;
+  std::string& name = names_[number];
+  name_bytes_ -= 2 * (name.size() + sizeof(std::string)) + 16;
+  name_numbers_.erase(name);
+  std::string().swap(name);
+  free_names_.push_back(number);
 }
 
 bool HistoryIndex::MakeEntryLocked(const HistoryRecordSummary& record, uint64_t segment,
@@ -164,7 +185,13 @@ void HistoryIndex::DropSegment(uint64_t segment) {
       entries_.begin());
   size_t write = end;
   for (size_t read = end; read > 0; --read) {
-    if (entries_[read - 1].segment != segment) entries_[--write] = entries_[read - 1];
+    const HistoryIndexEntry& e = entries_[read - 1];
+    if (e.segment != segment) {
+      entries_[--write] = e;
+    } else {
+      ReleaseNameLocked(e.user);
+      ReleaseNameLocked(e.source);
+    }
   }
   entries_.erase(entries_.begin(), entries_.begin() + static_cast<ptrdiff_t>(write));
 }
@@ -179,7 +206,8 @@ HistorySelection HistoryIndex::Select(const HistorySelectParams& p) const {
     visible.resize(names_.size());
     bool all = true;
     for (size_t i = 0; i < names_.size(); ++i) {
-      visible[i] = p.visible(names_[i]) ? 1 : 0;
+      // A free number is no entry's: not asked about.
+      visible[i] = name_refs_[i] == 0 || p.visible(names_[i]) ? 1 : 0;
       all = all && visible[i] == 1;
     }
     if (all) visible.clear();
@@ -291,7 +319,7 @@ HistorySelection HistoryIndex::SelectByPassLocked(const HistorySelectParams& p,
   return out;
 }
 
-uint64_t HistoryIndex::Scan(uint64_t position, size_t max,
+uint64_t HistoryIndex::Scan(uint64_t position, size_t max, size_t max_bytes,
                             const std::function<void(const HistoryIndexEntry&)>& fn) const {
   MutexLock l(&lock_);
   // Position 0 is INT64_MIN: the order of positions is the order of submit times.
@@ -301,9 +329,13 @@ uint64_t HistoryIndex::Scan(uint64_t position, size_t max,
       [](const HistoryIndexEntry& e, int64_t ns) { return e.submit_ns < ns; });
   if (it == entries_.end()) return position;
   size_t n = 0;
+  size_t bytes = 0;
   int64_t last = it->submit_ns;
-  for (; it != entries_.end() && (n < max || it->submit_ns == last); ++it, ++n) {
+  for (; it != entries_.end() && ((n < max && (n == 0 || bytes < max_bytes)) ||
+                                  it->submit_ns == last);
+       ++it, ++n) {
     fn(*it);
+    bytes += it->length;
     last = it->submit_ns;
   }
   if (last == INT64_MAX) return UINT64_MAX;  // nothing can follow

@@ -97,13 +97,14 @@ class HistoryIndex {
   /// every user visible): a binary search and a walk of the page, O(log n + limit + excluded);
   /// otherwise one pass under the lock, keeping the best 'limit'.
   HistorySelection Select(const HistorySelectParams& params) const;
-  /// Calls 'fn' for the entries from 'position' on (oldest submission first), at least 'max'
-  /// of them unless the index ends, and more only to finish the entries of the last one's
-  /// submit ns; returns the position after the last one (unchanged when there is none). A
+  /// Calls 'fn' for the entries from 'position' on (oldest submission first): 'max' of them,
+  /// or fewer once their records' lengths add up to 'max_bytes' (at least one), unless the
+  /// index ends first, and more only to finish the entries of the last one's submit ns;
+  /// returns the position after the last one (unchanged when there is none). A
   /// position is a submit time (0: the start), so a scan continues at the right place while
   /// entries are added and retention trims; an entry added behind a running scan's position
   /// is not seen by it.
-  uint64_t Scan(uint64_t position, size_t max,
+  uint64_t Scan(uint64_t position, size_t max, size_t max_bytes,
                 const std::function<void(const HistoryIndexEntry&)>& fn) const;
   /// The 'n' newest submissions, oldest first.
   std::vector<HistoryIndexEntry> Newest(size_t n) const;
@@ -117,7 +118,12 @@ class HistoryIndex {
   size_t MemoryBytes() const;
 
  private:
+  /// The number of 'name', with one more reference to it.
   uint32_t InternLocked(std::string_view name) QR_REQUIRES(lock_);
+  /// Drops a reference to name 'number'; the last one frees it (retention drops the entries
+  /// of users and sources that are gone: a source per query would otherwise grow the table
+  /// for good).
+  void ReleaseNameLocked(uint32_t number) QR_REQUIRES(lock_);
   /// The entry of a record; false if it lies beyond what an entry can address.
   bool MakeEntryLocked(const HistoryRecordSummary& record, uint64_t segment, uint64_t offset,
                        size_t length, HistoryIndexEntry* e) QR_REQUIRES(lock_);
@@ -136,6 +142,9 @@ class HistoryIndex {
   /// Entries Load() found far out of order, merged in by FinishLoad().
   std::vector<HistoryIndexEntry> late_ QR_GUARDED_BY(lock_);
   std::vector<std::string> names_ QR_GUARDED_BY(lock_);
+  /// Entries referring to each name (as user or source); 0: the number is free.
+  std::vector<uint32_t> name_refs_ QR_GUARDED_BY(lock_);
+  std::vector<uint32_t> free_names_ QR_GUARDED_BY(lock_);
   std::unordered_map<std::string, uint32_t> name_numbers_ QR_GUARDED_BY(lock_);
   size_t name_bytes_ QR_GUARDED_BY(lock_) = 0;
 };

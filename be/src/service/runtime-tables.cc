@@ -120,9 +120,14 @@ bool CoordinatorRuntimeTables::CompletedQueries(const SqlViewer& viewer, size_t 
     }
     return true;
   }
+  // At most 'max' records and about kCompletedBatchBytes of them per batch: a batch is read
+  // and decoded at once, and 256 records of 1 MiB statements would be 256 MiB (up to 8 GiB at
+  // the 32 MiB a record's statement may keep) per scan.
+  constexpr size_t kCompletedBatchBytes = 16 << 20;
   std::vector<HistoryIndexEntry> entries;
-  const uint64_t next = history->index().Scan(
-      *position, max, [&entries](const HistoryIndexEntry& e) { entries.push_back(e); });
+  const uint64_t next =
+      history->index().Scan(*position, max, kCompletedBatchBytes,
+                            [&entries](const HistoryIndexEntry& e) { entries.push_back(e); });
   if (entries.empty()) return false;
   *position = next;
   if (!viewer.sees_all) {
