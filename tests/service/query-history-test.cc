@@ -435,6 +435,30 @@ TEST_F(QueryHistoryTest, RetentionByAgeDeletesOldSegmentsAtStart) {
   EXPECT_EQ(h->GetStats().segments_deleted, 1);
 }
 
+// Age retention runs while the daemon runs, not only at start-up and rotation: on a quiet
+// daemon a segment could take months to fill, and its records stayed past the limit.
+TEST_F(QueryHistoryTest, RetentionByAgeRunsWhileOpenAndClosesAnOldSegment) {
+  QueryHistory::Options o = Options();
+  o.max_age_s = 1;
+  auto h = Open(o);
+  ASSERT_TRUE(h->Append(MakeRecord(1)));
+  h->Flush();
+  ASSERT_EQ(h->index().size(), 1u);
+  // The open segment is closed once a second old, and deleted once its record is older than
+  // a second (by its modification time, in whole seconds).
+  // Then: the old one deleted, a new one open.
+  EXPECT_TRUE(WaitFor(
+      [&] {
+        const QueryHistory::Stats s = h->GetStats();
+        return h->index().size() == 0 && s.segments_deleted == 1 && s.segments_created == 2;
+      },
+      kWaitForTimeout, "the record to age out"));
+  // The history goes on in the new segment.
+  ASSERT_TRUE(h->Append(MakeRecord(2)));
+  h->Flush();
+  EXPECT_EQ(h->index().size(), 1u);
+}
+
 TEST_F(QueryHistoryTest, FullQueueDropsAndCountsWithAWarning) {
   Mutex mu;
   bool release = false;

@@ -304,6 +304,7 @@ Status QueryHistory::Open(Options options, std::unique_ptr<QueryHistory>* out) {
   history->ApplyRetention();
   QR_RETURN_IF_ERROR(history->BuildIndex());
   QR_RETURN_IF_ERROR(history->OpenSegment());
+  history->next_age_check_ = Clock::now() + history->AgeCheckPeriod();
   QueryHistory* h = history.get();
   h->writer_ = std::thread([h] { h->WriterLoop(); });
   if (h->options_.sync != HistorySyncMode::kNone) h->syncer_ = std::thread([h] { h->SyncLoop(); });
@@ -374,8 +375,11 @@ bool QueryHistory::WaitForWorkLocked() {
   // three quarters of the interval after it arrived, or once it is half full.
   const auto delay = std::chrono::microseconds(options_.sync_interval_ms * 750);
   std::optional<Clock::time_point> deadline;
+  const bool aging = options_.max_age_s > 0;
   for (;;) {
     if (stop_) return false;
+    // Age retention is due: back to the loop, with or without records.
+    if (aging && Clock::now() >= next_age_check_) return true;
     if (!queue_.empty()) {
       if (!timed || queue_.size() >= high_water_) return true;
       deadline = first_queued_ + delay;
@@ -384,9 +388,13 @@ bool QueryHistory::WaitForWorkLocked() {
       deadline.reset();
     }
     writer_idle_ = true;
+    // Untimed as far as records go (Append() must wake it to set their deadline), even
+    // while the age check sets when it wakes by itself.
     writer_untimed_ = !deadline.has_value();
-    if (deadline) {
-      work_cv_.WaitUntil(&lock_, *deadline);
+    std::optional<Clock::time_point> wake = deadline;
+    if (aging && (!wake || next_age_check_ < *wake)) wake = next_age_check_;
+    if (wake) {
+      work_cv_.WaitUntil(&lock_, *wake);
     } else {
       work_cv_.Wait(&lock_);
     }
@@ -434,6 +442,7 @@ void QueryHistory::WriterLoop() {
       }
       MaybeRotate();
     }
+    MaybeApplyAgeRetention();
     {
       MutexLock l(&lock_);
       written_ += batch.size();
@@ -544,8 +553,30 @@ Status QueryHistory::OpenSegment() {
   }
   file_ = std::make_shared<SegmentFile>(fd);
   segment_size_ = 0;
+  segment_opened_ = Clock::now();
   segments_created_.fetch_add(1, std::memory_order_relaxed);
   return Status::OK();
+}
+
+std::chrono::milliseconds QueryHistory::AgeCheckPeriod() const {
+  return std::chrono::milliseconds(
+      std::clamp<int64_t>(options_.max_age_s, 1, 240) * 250);  // a quarter, at most 60 s
+}
+
+void QueryHistory::MaybeApplyAgeRetention() {
+  if (options_.max_age_s <= 0) return;
+  const auto now = Clock::now();
+  if (now < next_age_check_) return;
+  next_age_check_ = now + AgeCheckPeriod();
+  // A segment is deleted by age once its newest record is older than the limit; the open
+  // one is closed once it is itself that old, so a record is gone at most about twice the
+  // limit after it was written (and a quarter of it, at most a minute, later).
+  if (file_ && segment_size_ > 0 &&
+      now - segment_opened_ >= std::chrono::seconds(options_.max_age_s)) {
+    Rotate();  // applies retention
+  } else {
+    ApplyRetention();
+  }
 }
 
 void QueryHistory::MaybeRotate() {
@@ -604,10 +635,10 @@ void QueryHistory::ApplyRetention() {
                    << ec.message();
       continue;
     }
+    segments_deleted_.fetch_add(1, std::memory_order_relaxed);
     index_.DropSegment(segments[i].sequence);
     --count;
     total -= sizes[i];
-    segments_deleted_.fetch_add(1, std::memory_order_relaxed);
   }
 }
 

@@ -173,6 +173,12 @@ class QueryHistory {
   Status OpenSegment();
   /// Rotates if the current segment is full or a sync of it failed.
   void MaybeRotate();
+  /// With --query_history_max_age_s, every quarter of it (at most a minute): closes the
+  /// current segment once it is older than the limit and applies retention, so that age
+  /// retention does not wait for a segment to fill (a quiet daemon may take months).
+  void MaybeApplyAgeRetention();
+  /// How often MaybeApplyAgeRetention() runs.
+  std::chrono::milliseconds AgeCheckPeriod() const;
   /// Closes (syncs) the current segment, deletes what retention allows and opens the next.
   void Rotate();
   void ApplyRetention();
@@ -213,6 +219,10 @@ class QueryHistory {
   std::shared_ptr<SegmentFile> file_;
   uint64_t next_sequence_ = 0;
   int64_t segment_size_ = 0;
+  /// When the current segment was opened, and when age retention runs next (the writer's
+  /// wait reads it, under lock_, on the writer's own thread).
+  std::chrono::steady_clock::time_point segment_opened_;
+  std::chrono::steady_clock::time_point next_age_check_;
 
   HistoryIndex index_;
   HistoryReadStats index_stats_;
