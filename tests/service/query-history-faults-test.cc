@@ -6,6 +6,7 @@
 #include <stdlib.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
@@ -18,6 +19,7 @@
 #include "history-dir-test-util.h"
 #include "service/query-history-record.h"
 #include "service/query-history.h"
+#include "testutil/wait.h"
 #include "util/mutex.h"
 
 namespace qr {
@@ -69,9 +71,16 @@ class FailingFileOps : public HistoryFileOps {
     return HistoryFileOps::ReadFile(path, data, error);
   }
 
+  /// The largest write asked for so far.
+  size_t largest_write() {
+    MutexLock l(&mu_);
+    return largest_write_;
+  }
+
   ssize_t Write(int fd, const void* data, size_t size) override {
     {
       MutexLock l(&mu_);
+      largest_write_ = std::max(largest_write_, size);
       if (failing_writes_ > 0) {
         if (partial_ && size > 1) {
           partial_ = false;  // the rest of this batch's write fails next
@@ -102,6 +111,7 @@ class FailingFileOps : public HistoryFileOps {
   bool partial_ QR_GUARDED_BY(mu_) = false;
   int failing_syncs_ QR_GUARDED_BY(mu_) = 0;
   std::string unreadable_ QR_GUARDED_BY(mu_);
+  size_t largest_write_ QR_GUARDED_BY(mu_) = 0;
 };
 
 class QueryHistoryFaultsTest : public HistoryDirTest {
@@ -222,6 +232,48 @@ TEST_F(QueryHistoryFaultsTest, AFailedSyncOfAFullSegmentRotatesOnce) {
   EXPECT_EQ(Segments().size(), 2u);
   HistoryReadStats stats;
   EXPECT_EQ(ReadBack(&stats), (std::vector<uint64_t>{1, 2, 3}));
+}
+
+// A large batch (the queue after a stall) is written in pieces of about kMaxWriteBytes, each
+// indexed where it went: one write of the whole batch took and kept its size in memory.
+TEST_F(QueryHistoryFaultsTest, ALargeBatchIsWrittenInPieces) {
+  Mutex mu;
+  bool release = false;
+  CondVar released;
+  std::atomic<int> stalled{0};
+  QueryHistory::Options o = Options();
+  o.before_write_for_testing = [&] {
+    if (stalled.fetch_add(1) > 0) return;  // only the first batch waits
+    MutexLock l(&mu);
+    while (!release) released.Wait(&mu);
+  };
+  auto h = Open(o);
+  ASSERT_TRUE(h->Append(SmallRecord(0)));
+  ASSERT_TRUE(WaitFor([&] { return stalled.load() == 1; }));
+  // 40 MB queued behind the stalled write: one batch for the writer.
+  const auto statement = std::make_shared<const std::string>(1 << 20, 'x');
+  for (uint64_t n = 1; n <= 40; ++n) {
+    QueryHistoryRecord r = SmallRecord(n);
+    r.statement = statement;
+    ASSERT_TRUE(h->Append(std::move(r)));
+  }
+  {
+    MutexLock l(&mu);
+    release = true;
+  }
+  released.NotifyAll();
+  h->Flush();
+  EXPECT_LE(ops_->largest_write(), QueryHistory::kMaxWriteBytes + (2 << 20));
+  EXPECT_GE(h->GetStats().batches, 4) << "the stalled record, and 40 MB in pieces of 16";
+  ASSERT_EQ(h->index().size(), 41u);
+  std::vector<std::optional<QueryHistoryRecord>> read;
+  h->ReadRecords(h->index().Newest(41), &read);
+  ASSERT_EQ(read.size(), 41u);
+  for (size_t i = 0; i < read.size(); ++i) {
+    ASSERT_TRUE(read[i].has_value()) << i;
+    EXPECT_EQ(read[i]->query_id.lo, i);
+    EXPECT_EQ(read[i]->statement->size(), i == 0 ? 8u : size_t{1} << 20);
+  }
 }
 
 // A segment that cannot be read at start-up (EIO) costs its records, not the start.

@@ -415,32 +415,44 @@ void QueryHistory::WriterLoop() {
     }
     if (!batch.empty()) {
       if (options_.before_write_for_testing) options_.before_write_for_testing();
-      buffer.clear();
-      frame_ends.clear();
-      for (const QueryHistoryRecord& record : batch) {
-        if (!EncodeHistoryRecord(record, &buffer)) {
-          cut_records_.fetch_add(1, std::memory_order_relaxed);
+      // In writes of about kMaxWriteBytes at most: after a stall the queue may hold 50,000
+      // records of large statements, which encoded at once took (and, the buffer keeping its
+      // capacity, held for good) a gigabyte; between writes a full segment rotates.
+      for (size_t first = 0; first < batch.size();) {
+        buffer.clear();
+        frame_ends.clear();
+        size_t end = first;
+        while (end < batch.size() && (end == first || buffer.size() < kMaxWriteBytes)) {
+          if (!EncodeHistoryRecord(batch[end], &buffer)) {
+            cut_records_.fetch_add(1, std::memory_order_relaxed);
+          }
+          frame_ends.push_back(buffer.size());
+          ++end;
         }
-        frame_ends.push_back(buffer.size());
-      }
-      uint64_t segment = 0, offset = 0;
-      if (WriteBatch(buffer, &segment, &offset)) {
-        // Indexed once written: a list reads only what is in a segment.
-        size_t start = 0;
-        for (size_t i = 0; i < batch.size(); ++i) {
-          const QueryHistoryRecord& r = batch[i];
-          HistoryRecordSummary summary{r.query_id, r.user, r.source, r.state, r.submit_time_ms,
-                                       r.submit_time_extra_ns, r.elapsed_ms, r.rows_delivered};
-          index_.Add(summary, segment, offset + start, frame_ends[i] - start);
-          start = frame_ends[i];
+        const auto records = static_cast<int64_t>(end - first);
+        uint64_t segment = 0, offset = 0;
+        if (WriteBatch(buffer, &segment, &offset)) {
+          // Indexed once written: a list reads only what is in a segment.
+          size_t start = 0;
+          for (size_t i = first; i < end; ++i) {
+            const QueryHistoryRecord& r = batch[i];
+            HistoryRecordSummary summary{r.query_id,       r.user,
+                                         r.source,         r.state,
+                                         r.submit_time_ms, r.submit_time_extra_ns,
+                                         r.elapsed_ms,     r.rows_delivered};
+            index_.Add(summary, segment, offset + start, frame_ends[i - first] - start);
+            start = frame_ends[i - first];
+          }
+          records_.fetch_add(records, std::memory_order_relaxed);
+          bytes_.fetch_add(static_cast<int64_t>(buffer.size()), std::memory_order_relaxed);
+          batches_.fetch_add(1, std::memory_order_relaxed);
+        } else {
+          dropped_.fetch_add(records, std::memory_order_relaxed);
         }
-        records_.fetch_add(static_cast<int64_t>(batch.size()), std::memory_order_relaxed);
-        bytes_.fetch_add(static_cast<int64_t>(buffer.size()), std::memory_order_relaxed);
-        batches_.fetch_add(1, std::memory_order_relaxed);
-      } else {
-        dropped_.fetch_add(static_cast<int64_t>(batch.size()), std::memory_order_relaxed);
+        MaybeRotate();
+        first = end;
       }
-      MaybeRotate();
+      if (buffer.capacity() > 2 * kMaxWriteBytes) std::string().swap(buffer);
     }
     MaybeApplyAgeRetention();
     {

@@ -124,6 +124,10 @@ class QueryHistory {
   /// writer's timer.
   void Flush();
 
+  /// The writer writes a batch in pieces of about this many bytes at most (each one write(2),
+  /// and one record more than this when a record alone is larger).
+  static constexpr size_t kMaxWriteBytes = 16 << 20;
+
   /// Upper bounds (seconds) of the sync latency histogram's buckets; the last is +Inf.
   static constexpr std::array<double, 10> kSyncBucketsSeconds = {
       0.0001, 0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5};
