@@ -143,6 +143,19 @@ TEST(SqlRewriteTest, Tokens) {
   EXPECT_EQ(tokens[8].kind, SqlToken::Kind::kPunct);
   EXPECT_EQ(QuoteString("a'b"), "'a''b'");
   EXPECT_EQ(QuoteIdentifier("a\"b"), "\"a\"\"b\"");
+  // One at a time, the same tokens, until the callback says stop.
+  const std::string sql = "SELECT 'it''s', \"a\"\"b\", [c d], 1e-3 -- x\n/* y */;";
+  std::vector<SqlToken> seen;
+  ForEachSqlToken(sql, [&](const SqlToken& t) {
+    seen.push_back(t);
+    return seen.size() < 4;
+  });
+  ASSERT_EQ(seen.size(), 4u);
+  for (size_t i = 0; i < seen.size(); ++i) {
+    EXPECT_EQ(seen[i].begin, tokens[i].begin);
+    EXPECT_EQ(seen[i].end, tokens[i].end);
+    EXPECT_EQ(seen[i].value, tokens[i].value);
+  }
 }
 
 }  // namespace

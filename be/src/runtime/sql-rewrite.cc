@@ -55,6 +55,14 @@ bool SameName(std::string_view a, std::string_view b) {
 
 std::vector<SqlToken> TokenizeSql(std::string_view sql) {
   std::vector<SqlToken> tokens;
+  ForEachSqlToken(sql, [&tokens](const SqlToken& t) {
+    tokens.push_back(t);
+    return true;
+  });
+  return tokens;
+}
+
+void ForEachSqlToken(std::string_view sql, const std::function<bool(const SqlToken&)>& fn) {
   size_t pos = 0;
   while (pos < sql.size()) {
     const char c = sql[pos];
@@ -98,9 +106,8 @@ std::vector<SqlToken> TokenizeSql(std::string_view sql) {
       t.value = absl::AsciiStrToLower(std::string(sql.substr(pos, end - pos)));
     }
     pos = t.end;
-    tokens.push_back(std::move(t));
+    if (!fn(t)) return;
   }
-  return tokens;
 }
 
 std::string QuoteIdentifier(std::string_view name) {

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -41,6 +42,9 @@ struct SqlToken {
 /// The tokens of 'sql', without blanks and comments. An unterminated string, quoted identifier
 /// or comment runs to the end of the text.
 std::vector<SqlToken> TokenizeSql(std::string_view sql);
+/// The same tokens, one at a time to 'fn', until it returns false: for a scan that stops
+/// early, or that should not hold ~56 bytes per token of a long text at once.
+void ForEachSqlToken(std::string_view sql, const std::function<bool(const SqlToken&)>& fn);
 
 /// Whether 'a' and 'b' are the same name: Trino's names are case-insensitive (ASCII).
 bool SameName(std::string_view a, std::string_view b);

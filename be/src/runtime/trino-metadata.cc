@@ -210,17 +210,25 @@ void ViewBodyFunction(sqlite3_context* ctx, int /*argc*/, sqlite3_value** argv) 
   const auto* sql = reinterpret_cast<const char*>(sqlite3_value_text(argv[0]));
   if (sql == nullptr) return sqlite3_result_null(ctx);
   const std::string_view text(sql, sqlite3_value_bytes(argv[0]));
+  // One token at a time, up to the AS: any text may be passed, and the whole of a 2 MB one
+  // tokenized at once took ~100 MB outside the query's memory limit.
   int depth = 0;
-  for (const SqlToken& t : TokenizeSql(text)) {
+  std::optional<size_t> body_start;
+  ForEachSqlToken(text, [&](const SqlToken& t) {
     if (t.kind == SqlToken::Kind::kPunct && text[t.begin] == '(') ++depth;
     if (t.kind == SqlToken::Kind::kPunct && text[t.begin] == ')') --depth;
     if (depth == 0 && t.kind == SqlToken::Kind::kWord && t.value == "as") {
       size_t start = t.end;
       while (start < text.size() && (text[start] == ' ' || text[start] == '\n')) ++start;
-      const std::string_view body = text.substr(start);
-      sqlite3_result_text(ctx, body.data(), static_cast<int>(body.size()), SQLITE_TRANSIENT);
-      return;
+      body_start = start;
+      return false;
     }
+    return true;
+  });
+  if (body_start) {
+    const std::string_view body = text.substr(*body_start);
+    sqlite3_result_text(ctx, body.data(), static_cast<int>(body.size()), SQLITE_TRANSIENT);
+    return;
   }
   sqlite3_result_text(ctx, sql, -1, SQLITE_TRANSIENT);
 }
