@@ -44,8 +44,9 @@ class SessionRegistry {
   size_t size() const { return sessions_.Count(); }
 
  private:
+  using Sessions = qr::ShardedQueryMap<std::shared_ptr<Session>, SessionId>;
   std::atomic<SessionId> next_id_{1};
-  qr::ShardedQueryMap<std::shared_ptr<Session>, SessionId> sessions_;
+  Sessions sessions_;
 };
 
 }  // namespace example

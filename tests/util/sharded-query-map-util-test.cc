@@ -260,6 +260,30 @@ TEST(ShardedQueryMapDeathTest, ReentryFromDoFuncForAllEntriesAborts) {
   IntMap other(4);
   map.DoFuncForAllEntries([&](const UniqueId& id, int& v) { EXPECT_TRUE(other.Add(id, v).ok()); });
   EXPECT_EQ(other.Count(), 1u);
+  // ... but not to come back to this one: that deadlocked, since the marker held only the
+  // innermost map.
+  EXPECT_DEATH(map.DoFuncForAllEntries([&](const UniqueId&, int&) {
+    other.DoFuncForAllEntries([&](const UniqueId& id, int&) { (void)map.Get(id); });
+  }),
+               "called from inside a DoFuncForAllEntries callback on the same map");
+  // The other holders of a shard lock that run user code: a VisitShared callback (Add there
+  // waited for its own reader slot), and a ScopedShardedMapRef's scope (Get there waited for
+  // the writer this thread is).
+  EXPECT_DEATH((void)map.VisitShared(Id(1), [&](const int*) { return map.Add(Id(5), 5).ok(); }),
+               "ShardedQueryMap::Add called from inside a VisitShared callback");
+  EXPECT_DEATH(
+      {
+        IntMap::ScopedShardedMapRef ref(Id(1), &map);
+        (void)map.Get(Id(1));
+      },
+      "ShardedQueryMap::Get called from inside a ScopedShardedMapRef's scope");
+  // Each scope ends its mark: the map is usable again after each.
+  (void)map.VisitShared(Id(1), [](const int* v) { return v != nullptr; });
+  {
+    IntMap::ScopedShardedMapRef ref(Id(1), &map);
+    ref->find(Id(1))->second = 7;
+  }
+  EXPECT_EQ(map.Get(Id(1)), 7);
 #endif
 }
 

@@ -52,6 +52,9 @@ TEST(StatusTest, StatusOrHoldsValueOrError) {
 TEST(StatusTest, QuoteForErrorTruncatesAndEscapes) {
   EXPECT_EQ(QuoteForError("abc"), "'abc'");
   EXPECT_EQ(QuoteForError(std::string("a\nb\0c", 5)), "'a\\x0ab\\x00c'");
+  // A quote cannot end the quoting early (a forged log line), nor a backslash fake an escape.
+  EXPECT_EQ(QuoteForError("x' from 203.0.113.9"), "'x\\x27 from 203.0.113.9'");
+  EXPECT_EQ(QuoteForError("a\\x27"), "'a\\x5cx27'");
   std::string big(10000, 'z');
   std::string q = QuoteForError(big, 8);
   EXPECT_EQ(q, "'zzzzzzzz'...(10000 bytes)");

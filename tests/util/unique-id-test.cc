@@ -1,5 +1,8 @@
 #include "util/unique-id.h"
 
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <thread>
 #include <vector>
@@ -8,6 +11,40 @@
 
 namespace qr {
 namespace {
+
+// A child of fork() inherits its thread's generator and secure pool: without new seeds it
+// made the very ids and secrets (nextUri slugs) its parent made next.
+TEST(UniqueIdTest, AForkedChildDrawsNewSeeds) {
+  // Both generators in use (seeded, a pool with values left) before the fork.
+  (void)GenerateQueryId();
+  (void)SecureRandomU64();
+  int fds[2];
+  ASSERT_EQ(pipe(fds), 0);
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    uint64_t values[3] = {GenerateQueryId().hi, SecureRandomU64(), RandomU64()};
+    const bool ok = write(fds[1], values, sizeof(values)) == sizeof(values);
+    _exit(ok ? 0 : 1);
+  }
+  close(fds[1]);
+  uint64_t child[3] = {};
+  size_t got = 0;
+  while (got < sizeof(child)) {
+    const ssize_t n = read(fds[0], reinterpret_cast<char*>(child) + got, sizeof(child) - got);
+    if (n <= 0) break;
+    got += static_cast<size_t>(n);
+  }
+  close(fds[0]);
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  ASSERT_EQ(got, sizeof(child));
+  const uint64_t parent[3] = {GenerateQueryId().hi, SecureRandomU64(), RandomU64()};
+  EXPECT_NE(child[0], parent[0]) << "the same query id in parent and child";
+  EXPECT_NE(child[1], parent[1]) << "the same secret in parent and child";
+  EXPECT_NE(child[2], parent[2]);
+}
 
 TEST(UniqueIdTest, PrintParseRoundTrip) {
   for (int i = 0; i < 1000; ++i) {

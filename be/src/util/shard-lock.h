@@ -63,7 +63,7 @@ class QR_CAPABILITY("mutex") ShardLock {
 
   /// Takes the lock exclusively only if no writer holds it and no reader is inside.
   // No analysis inside: the writers' SpinLock stays held on success, past the return.
-  bool try_lock() QR_TRY_ACQUIRE(true) QR_NO_THREAD_SAFETY_ANALYSIS {
+  [[nodiscard]] bool try_lock() QR_TRY_ACQUIRE(true) QR_NO_THREAD_SAFETY_ANALYSIS {
     if (!writer_lock_.try_lock()) return false;
     writer_.store(kWriterActive, std::memory_order_seq_cst);
     for (uint32_t i = 0; i <= slot_mask_; ++i) {
@@ -84,7 +84,7 @@ class QR_CAPABILITY("mutex") ShardLock {
   }
 
   /// Takes the lock shared; returns the slot to hand to unlock_shared().
-  [[gnu::always_inline]] uint32_t lock_shared() QR_ACQUIRE_SHARED() {
+  [[nodiscard, gnu::always_inline]] uint32_t lock_shared() QR_ACQUIRE_SHARED() {
     const uint32_t slot = CurrentSlot();
     // seq_cst: ordered before the read of the flag (the reader half of Dekker).
     slots_[slot].entered.fetch_add(1, std::memory_order_seq_cst);

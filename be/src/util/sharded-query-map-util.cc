@@ -15,12 +15,12 @@ Status ValidateNumShards(int64_t num_shards) {
 }
 
 namespace internal {
-void DieOnReentry(const char* method) {
-  CheckFailed(__FILE__, __LINE__, "not inside DoFuncForAllEntries",
-              std::string("ShardedQueryMap::") + method +
-                  " called from inside a DoFuncForAllEntries callback on the same map: the "
-                  "callback runs under a shard lock and must not touch the map (this would "
-                  "deadlock). Use Snapshot() or ForEachUnlocked() instead.");
+void DieOnReentry(const char* method, const char* holder) {
+  CheckFailed(__FILE__, __LINE__, "no shard lock of this map held by this thread",
+              std::string("ShardedQueryMap::") + method + " called from inside a " + holder +
+                  " on the same map: that runs under a shard lock and must not touch the map "
+                  "(this would deadlock). Copy what you need out first, or use Snapshot() or "
+                  "ForEachUnlocked().");
 }
 }  // namespace internal
 

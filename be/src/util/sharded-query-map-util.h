@@ -3,6 +3,7 @@
 // Public header of the query_registry library (installed as <query_registry/...>): it includes
 // only the standard library, Abseil and its sibling headers, by sibling-relative quotes.
 
+#include <algorithm>
 #include <atomic>
 #include <bit>
 #include <concepts>
@@ -62,11 +63,14 @@ struct ShardKeyTraits<Key> {
   static std::string ToString(Key key) { return "key " + std::to_string(key); }
 };
 
-/// 128-bit integer ids: both halves choose the shard.
+/// 128-bit integer ids: both halves choose the shard, the low one multiplied and rotated
+/// first (a plain XOR put every key whose halves are equal, or differ by a constant, in one
+/// shard).
 template <>
 struct ShardKeyTraits<absl::uint128> {
   static constexpr uint64_t ShardBits(absl::uint128 key) {
-    return absl::Uint128High64(key) ^ absl::Uint128Low64(key);
+    return absl::Uint128High64(key) ^
+           std::rotl(absl::Uint128Low64(key) * 0xc2b2ae3d27d4eb4fULL, 31);
   }
   using Hash = absl::Hash<absl::uint128>;
   static std::string ToString(absl::uint128 key) {
@@ -87,9 +91,14 @@ struct ShardStats {
 };
 
 namespace internal {
-/// The map whose DoFuncForAllEntries() is running on this thread (debug builds only).
-inline thread_local const void* tls_iterating_map = nullptr;
-[[noreturn]] void DieOnReentry(const char* method);
+/// The maps that hold a shard lock on this thread while user code runs (a callback of
+/// DoFuncForAllEntries() or VisitShared(), the scope of a ScopedShardedMapRef), with what holds
+/// it, innermost last (debug builds only; nesting deeper than this is not tracked).
+inline constexpr int kMaxTrackedMaps = 8;
+inline thread_local const void* tls_locked_maps[kMaxTrackedMaps] = {};
+inline thread_local const char* tls_lock_holders[kMaxTrackedMaps] = {};
+inline thread_local int tls_num_locked_maps = 0;
+[[noreturn]] void DieOnReentry(const char* method, const char* holder);
 }  // namespace internal
 
 /// A process-wide registry of values keyed by query id (or by any 'Key' that has a
@@ -100,9 +109,11 @@ inline thread_local const void* tls_iterating_map = nullptr;
 /// shard is chosen from ShardKeyTraits<Key>::ShardBits (for a UniqueId its 'hi' half), mixed, so
 /// sequential ids spread too; all fragment instances of a query (same 'hi') live in its shard.
 ///
-/// Thread-safety: all methods are thread-safe. Callbacks of DoFuncForAllEntries() run with a
-/// shard lock held: they must be short and must not touch this map (debug builds abort if they
-/// do). Snapshot() and ForEachUnlocked() run user code with no lock held.
+/// Thread-safety: all methods are thread-safe. Callbacks of DoFuncForAllEntries() and
+/// VisitShared(), and the scope of a ScopedShardedMapRef, run with a shard lock held: they must
+/// be short and must not touch this map, which would deadlock (debug builds abort instead,
+/// also through another map's callback in between). Snapshot() and ForEachUnlocked() run user
+/// code with no lock held.
 /// Lock order: a shard lock is a leaf. The map never holds two shard locks at once, and callers
 /// must not take other locks while holding one (the coordinator's lock order writes this out).
 /// T should be cheap to copy (a pointer or a shared_ptr): Get() and Snapshot() copy it out.
@@ -156,12 +167,17 @@ class ShardedQueryMap {
     /// No analysis here, in the destructor and in get(): which shard's lock is held depends on
     /// 'id' at run time, and the analysis can only name a lock known when compiling; the
     /// constructor/destructor pair is the (unannotatable) scope of that lock.
-    ScopedShardedMapRef(const Key& id, ShardedQueryMap* map) QR_NO_THREAD_SAFETY_ANALYSIS
-        : map_(map), shard_(&map->shards_[map->ShardIndex(id)]) {
+    /// Insert or change only 'id' (or keys of the same shard): a key of another shard put
+    /// here is not found by Get() and can be added a second time.
+    [[nodiscard]] ScopedShardedMapRef(const Key& id, ShardedQueryMap* map)
+        QR_NO_THREAD_SAFETY_ANALYSIS : map_(map),
+                                       shard_(&map->shards_[map->ShardIndex(id)]) {
       map_->CheckNotIterating("ScopedShardedMapRef");
       shard_->lock.lock();
+      LockedMapMarker::Push(map_, "ScopedShardedMapRef's scope");
     }
     ~ScopedShardedMapRef() QR_NO_THREAD_SAFETY_ANALYSIS {
+      LockedMapMarker::Pop(map_);
       shard_->PublishSize();
       shard_->lock.unlock();
     }
@@ -195,7 +211,7 @@ class ShardedQueryMap {
   /// A copy of the value registered for 'id', or nullopt. Holds the shard shared: concurrent
   /// Gets of one shard run in parallel (T's copy must be safe from several threads at once, as
   /// a pointer's or a shared_ptr's is).
-  [[gnu::always_inline]] std::optional<T> Get(const Key& id) const {
+  [[nodiscard, gnu::always_inline]] std::optional<T> Get(const Key& id) const {
     CheckNotIterating("Get");
     Shard& s = ShardFor(id);
     ReaderLockGuard l(&s.lock);
@@ -214,6 +230,7 @@ class ShardedQueryMap {
     CheckNotIterating("VisitShared");
     Shard& s = ShardFor(id);
     ReaderLockGuard l(&s.lock);
+    LockedMapMarker marker(this, "VisitShared callback");
     auto it = s.map.find(id);
     return fn(it == s.map.end() ? static_cast<const T*>(nullptr) : &it->second);
   }
@@ -250,7 +267,7 @@ class ShardedQueryMap {
   template <typename Fn>
   void DoFuncForAllEntries(Fn&& fn) {
     CheckNotIterating("DoFuncForAllEntries");
-    IterationMarker marker(this);
+    LockedMapMarker marker(this, "DoFuncForAllEntries callback");
     for (int i = 0; i < num_shards_; ++i) {
       Shard& s = shards_[i];
       WriterLockGuard l(&s.lock);  // 'fn' gets a mutable value.
@@ -260,7 +277,7 @@ class ShardedQueryMap {
 
   /// Copies every (id, value) out, one shard lock at a time. The result is not an atomic
   /// snapshot of the whole map: entries added or removed during the copy may be missed.
-  std::vector<std::pair<Key, T>> Snapshot() const {
+  [[nodiscard]] std::vector<std::pair<Key, T>> Snapshot() const {
     CheckNotIterating("Snapshot");
     std::vector<std::pair<Key, T>> out;
     out.reserve(Count() + 16);
@@ -279,7 +296,9 @@ class ShardedQueryMap {
     for (const auto& [id, value] : Snapshot()) fn(id, value);
   }
 
+  /// QR_REQUIRES: 0 <= shard < num_shards() (checked).
   ShardStats GetShardStats(int shard) const {
+    QR_CHECK(shard >= 0 && shard < num_shards_, "GetShardStats: no such shard");
     const Shard& s = shards_[shard];
     const uint64_t shared = s.lock.shared_acquisitions();
     return ShardStats{s.size.load(std::memory_order_relaxed), s.lock.acquisitions() + shared,
@@ -297,29 +316,45 @@ class ShardedQueryMap {
     void PublishSize() QR_REQUIRES(lock) { size.store(map.size(), std::memory_order_relaxed); }
   };
 
-  class IterationMarker {
+  /// Marks this thread as holding a shard lock of 'map' while user code runs (debug builds).
+  class LockedMapMarker {
    public:
-    explicit IterationMarker(const void* map) {
+    LockedMapMarker(const void* map, const char* holder) : map_(map) { Push(map, holder); }
+    ~LockedMapMarker() { Pop(map_); }
+    LockedMapMarker(const LockedMapMarker&) = delete;
+    LockedMapMarker& operator=(const LockedMapMarker&) = delete;
+
+    static void Push([[maybe_unused]] const void* map, [[maybe_unused]] const char* holder) {
 #ifndef NDEBUG
-      prev_ = internal::tls_iterating_map;
-      internal::tls_iterating_map = map;
+      const int n = internal::tls_num_locked_maps++;
+      if (n < internal::kMaxTrackedMaps) {
+        internal::tls_locked_maps[n] = map;
+        internal::tls_lock_holders[n] = holder;
+      }
 #endif
     }
-    ~IterationMarker() {
+    static void Pop([[maybe_unused]] const void* map) {
 #ifndef NDEBUG
-      internal::tls_iterating_map = prev_;
+      // Scopes end in reverse order, so this is the innermost one.
+      const int n = --internal::tls_num_locked_maps;
+      if (n < internal::kMaxTrackedMaps) internal::tls_locked_maps[n] = nullptr;
 #endif
     }
 
    private:
-    [[maybe_unused]] const void* prev_ = nullptr;
+    [[maybe_unused]] const void* const map_;
   };
 
   Shard& ShardFor(const Key& id) const { return shards_[ShardIndex(id)]; }
 
-  void CheckNotIterating(const char* method) const {
+  void CheckNotIterating([[maybe_unused]] const char* method) const {
 #ifndef NDEBUG
-    if (internal::tls_iterating_map == this) internal::DieOnReentry(method);
+    const int n = std::min(internal::tls_num_locked_maps, internal::kMaxTrackedMaps);
+    for (int i = 0; i < n; ++i) {
+      if (internal::tls_locked_maps[i] == this) {
+        internal::DieOnReentry(method, internal::tls_lock_holders[i]);
+      }
+    }
 #endif
   }
 

@@ -44,7 +44,7 @@ class QR_CAPABILITY("spinlock") SpinLock {
     CountAcquisition();
   }
 
-  bool try_lock() QR_TRY_ACQUIRE(true) {
+  [[nodiscard]] bool try_lock() QR_TRY_ACQUIRE(true) {
     uint32_t expected = kFree;
     if (state_.load(std::memory_order_relaxed) != kFree ||
         !state_.compare_exchange_strong(expected, kHeld, std::memory_order_acquire,

@@ -47,7 +47,9 @@ std::string QuoteForError(std::string_view input, size_t max_len) {
   std::string out = "'";
   for (size_t i = 0; i < input.size() && i < max_len; ++i) {
     unsigned char c = static_cast<unsigned char>(input[i]);
-    if (c >= 0x20 && c < 0x7f && c != '\\') {
+    // The quote too: a value quoted in a log line cannot end its quotes early and forge
+    // what follows (a user named "x' from 203.0.113.9").
+    if (c >= 0x20 && c < 0x7f && c != '\\' && c != '\'') {
       out.push_back(static_cast<char>(c));
     } else {
       out += "\\x";

@@ -70,27 +70,28 @@ inline Status AlreadyExists(std::string msg) {
 }
 inline Status Internal(std::string msg) { return Status(StatusCode::kInternal, std::move(msg)); }
 
-/// Either a value of T or a non-OK Status.
+/// Either a value of T or a non-OK Status. value() of an error, and a StatusOr made from an OK
+/// status, abort with the reason (in every build: reading an absent value is never silent).
 template <typename T>
 class [[nodiscard]] StatusOr {
  public:
   StatusOr(Status status) : status_(std::move(status)) {  // NOLINT: implicit by design
-    QR_DCHECK(!status_.ok(), "StatusOr constructed from an OK status without a value");
+    QR_CHECK(!status_.ok(), "StatusOr constructed from an OK status without a value");
   }
   StatusOr(T value) : value_(std::move(value)) {}  // NOLINT: implicit by design
 
   bool ok() const { return status_.ok(); }
   const Status& status() const { return status_; }
   const T& value() const& {
-    QR_DCHECK(ok(), status_.ToString());
+    QR_CHECK(ok(), status_.ToString());
     return *value_;
   }
   T& value() & {
-    QR_DCHECK(ok(), status_.ToString());
+    QR_CHECK(ok(), status_.ToString());
     return *value_;
   }
   T&& value() && {
-    QR_DCHECK(ok(), status_.ToString());
+    QR_CHECK(ok(), status_.ToString());
     return std::move(*value_);
   }
   const T& operator*() const& { return value(); }

@@ -1,7 +1,9 @@
 #include "util/unique-id.h"
 
+#include <pthread.h>
 #include <sys/random.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -27,15 +29,33 @@ void FillFromOs(void* buf, size_t len) {
   }
 }
 
+/// Bumped in the child of every fork(): a thread's generator and secure pool, inherited from
+/// the parent, would otherwise give the child the very ids and secrets the parent gets next.
+std::atomic<uint64_t> fork_generation{0};
+[[maybe_unused]] const bool fork_handler_registered = [] {
+  pthread_atfork(nullptr, nullptr,
+                 [] { fork_generation.fetch_add(1, std::memory_order_relaxed); });
+  return true;
+}();
+
+std::mt19937_64 SeededGenerator() {
+  // The generator's whole 312-word state, through a seed_seq of 8 words from the OS.
+  uint32_t seed[8];
+  FillFromOs(seed, sizeof(seed));
+  std::seed_seq seq(std::begin(seed), std::end(seed));
+  return std::mt19937_64(seq);
+}
+
 std::mt19937_64& ThreadGenerator() {
-  // Seeded once per thread from the OS entropy source (the generator's whole 312-word state,
-  // through a seed_seq of 8 words); afterwards pure user-space arithmetic, no system call per id.
-  thread_local std::mt19937_64 gen = [] {
-    uint32_t seed[8];
-    FillFromOs(seed, sizeof(seed));
-    std::seed_seq seq(std::begin(seed), std::end(seed));
-    return std::mt19937_64(seq);
-  }();
+  // Seeded once per thread (and again after a fork) from the OS entropy source; otherwise pure
+  // user-space arithmetic and one relaxed load, no system call per id.
+  thread_local std::mt19937_64 gen = SeededGenerator();
+  thread_local uint64_t generation = fork_generation.load(std::memory_order_relaxed);
+  const uint64_t now = fork_generation.load(std::memory_order_relaxed);
+  if (generation != now) {
+    gen = SeededGenerator();
+    generation = now;
+  }
   return gen;
 }
 
@@ -72,9 +92,12 @@ uint64_t RandomU64() { return ThreadGenerator()(); }
 uint64_t SecureRandomU64() {
   thread_local uint64_t pool[64];
   thread_local int next = 64;
-  if (next == 64) {
+  thread_local uint64_t generation = 0;
+  const uint64_t now = fork_generation.load(std::memory_order_relaxed);
+  if (next == 64 || generation != now) {
     FillFromOs(pool, sizeof(pool));
     next = 0;
+    generation = now;
   }
   return pool[next++];
 }

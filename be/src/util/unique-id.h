@@ -41,7 +41,8 @@ struct UniqueIdHash {
 };
 
 /// A new random query id. Uses a per-thread Mersenne Twister seeded once from the OS, so no
-/// system call is made per id. The low 32 bits of 'lo' are zero.
+/// system call is made per id. The low 32 bits of 'lo' are zero. A child of fork() draws new
+/// seeds (its ids are not its parent's).
 /// Thread-safety: thread-safe.
 UniqueId GenerateQueryId();
 
@@ -75,6 +76,7 @@ uint64_t RandomU64();
 
 /// A random 64-bit value from the OS's cryptographic generator, for secrets such as the nextUri
 /// slug. Served from a per-thread pool refilled by getrandom(2): one system call per 64 values.
+/// A child of fork() refills its pool (it never serves the values its parent serves).
 uint64_t SecureRandomU64();
 
 /// "%016x:%016x", lowercase.
