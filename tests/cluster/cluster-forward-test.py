@@ -46,8 +46,11 @@ SECRET = "forward-test-secret-0123456789abcdef"
 
 
 def Coordinator(daemon, work, tag, etcd, cluster, extra=()):
+    # The members are on loopback: without authentication they answer only to the names they
+    # are told (--http_allowed_hosts), here the balancer's.
     return Member(daemon, work, tag, etcd, cluster,
-                  extra=("--cluster_forward_timeout_ms=3000", *extra), user=USER)
+                  extra=("--cluster_forward_timeout_ms=3000",
+                         f"--http_allowed_hosts={LB.split(':')[0]}", *extra), user=USER)
 
 
 def target_of(uri, base):

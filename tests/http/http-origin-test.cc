@@ -19,6 +19,25 @@ HttpRequest Request(http::verb method, std::vector<std::pair<std::string, std::s
   return req;
 }
 
+TEST(HttpOriginTest, AllowedHostsAreLocalhostIpAddressesAndTheListedNames) {
+  const std::vector<std::string> none;
+  for (const char* host : {"", "127.0.0.1", "127.0.0.1:8080", "192.168.1.9:1", "[::1]",
+                           "[::1]:8080", "[2001:db8::1]:443", "localhost", "LocalHost:99",
+                           "localhost.", "a.b.localhost:8080"}) {
+    EXPECT_TRUE(IsAllowedHost(host, none)) << host;
+  }
+  for (const char* host : {"example.com", "example.com:8080", "localhost.example.com",
+                           "xlocalhost", "[::1", "[bad]:80", "1.2.3.4.5", "evil\"><x",
+                           ".localhost"}) {
+    EXPECT_FALSE(IsAllowedHost(host, none)) << host;
+  }
+  const std::vector<std::string> listed = {"db.internal", "Coordinator"};
+  EXPECT_TRUE(IsAllowedHost("DB.Internal:8443", listed));
+  EXPECT_TRUE(IsAllowedHost("coordinator", listed));
+  EXPECT_FALSE(IsAllowedHost("db.internal.example", listed));
+  EXPECT_TRUE(IsAllowedHost("anything.at.all:1", {"*"}));
+}
+
 TEST(HttpOriginTest, ForeignOriginOnAStateChangingRequestIsRefused) {
   for (http::verb v : {http::verb::post, http::verb::delete_, http::verb::put, http::verb::patch}) {
     std::string why;

@@ -3,9 +3,16 @@
 
 #include "http/password-file.h"
 
+#include <stdlib.h>
+#include <sys/stat.h>
+
+#include <filesystem>
+#include <fstream>
 #include <string>
 
 #include <gtest/gtest.h>
+
+#include "testutil/log-capture.h"
 
 namespace qr {
 namespace {
@@ -110,6 +117,22 @@ TEST(PasswordFileTest, LoadNamesAMissingFile) {
   EXPECT_NE(s.message().find("cannot read the password file '/nonexistent/users.passwd'"),
             std::string::npos)
       << s.message();
+}
+
+// A file every local user may read gives away its hashes: loaded, with a WARNING saying so.
+TEST(PasswordFileTest, AWorldReadableFileLoadsWithAWarning) {
+  std::string dir = (std::filesystem::temp_directory_path() / "qr-passwd-test.XXXXXX").string();
+  ASSERT_NE(mkdtemp(dir.data()), nullptr);
+  const std::string path = dir + "/users.passwd";
+  std::ofstream(path) << Entry("alice", "pw") << "\n";
+  for (const mode_t mode : {mode_t{0600}, mode_t{0644}}) {
+    ASSERT_EQ(chmod(path.c_str(), mode), 0);
+    testing::LogCapture log;
+    PasswordFile file;
+    ASSERT_TRUE(PasswordFile::Load(path, &file).ok());
+    EXPECT_EQ(log.Matching("readable by every user").size(), mode == 0644 ? 1u : 0u) << mode;
+  }
+  std::filesystem::remove_all(dir);
 }
 
 TEST(PasswordFileTest, MakeEntryValidatesItsInput) {

@@ -10,6 +10,7 @@
 
 #include <boost/asio/ssl/context.hpp>
 #include <gtest/gtest.h>
+#include <openssl/ssl.h>
 
 #include "testutil/test-cert.h"
 
@@ -48,6 +49,28 @@ TEST_F(TlsContextTest, AcceptsAMatchingPair) {
   Status s = CreateTlsServerContext(cert_.cert_file, cert_.key_file, &ctx);
   ASSERT_TRUE(s.ok()) << s.message();
   EXPECT_NE(ctx, nullptr);
+}
+
+// TLS 1.2 offers forward-secret key exchange and AEAD ciphers only; TLS 1.3 keeps its own.
+TEST_F(TlsContextTest, OnlyForwardSecretAeadCiphers) {
+  std::shared_ptr<boost::asio::ssl::context> ctx;
+  ASSERT_TRUE(CreateTlsServerContext(cert_.cert_file, cert_.key_file, &ctx).ok());
+  STACK_OF(SSL_CIPHER)* ciphers = SSL_CTX_get_ciphers(ctx->native_handle());
+  ASSERT_NE(ciphers, nullptr);
+  int tls12 = 0, tls13 = 0;
+  for (int i = 0; i < sk_SSL_CIPHER_num(ciphers); ++i) {
+    const SSL_CIPHER* c = sk_SSL_CIPHER_value(ciphers, i);
+    const std::string name = SSL_CIPHER_get_name(c);
+    if (std::string(SSL_CIPHER_get_version(c)) == "TLSv1.3") {
+      ++tls13;
+      continue;
+    }
+    ++tls12;
+    EXPECT_EQ(SSL_CIPHER_get_kx_nid(c), NID_kx_ecdhe) << name;
+    EXPECT_EQ(SSL_CIPHER_is_aead(c), 1) << name;
+  }
+  EXPECT_GE(tls12, 2);
+  EXPECT_GE(tls13, 1);
 }
 
 TEST_F(TlsContextTest, MissingFilesAreNamed) {

@@ -335,6 +335,19 @@ TEST_F(AuthTest, MetricsCountVerificationsCacheHitsAndFailures) {
   EXPECT_NE(r.body.find("\nqr_auth_rate_limited_total 0\n"), std::string::npos);
 }
 
+// A forwarded-user header is checked before any password: refused at once, and logged at most
+// once per 10 s (with a count), or any client could write a WARNING line per request.
+TEST_F(AuthTest, RefusedForwardedUsersAreLoggedOncePerInterval) {
+  testing::LogCapture log;
+  TestHttpClient http(port_);
+  for (int i = 0; i < 50; ++i) {
+    const TestResponse r = http.Get("/v1/info", {{"X-Qr-Forwarded-Principal", "x"}});
+    ASSERT_EQ(r.status, 401) << r.body;
+    EXPECT_NE(r.body.find("forwarded user of this request is refused"), std::string::npos);
+  }
+  EXPECT_EQ(log.Matching("Refused a forwarded user").size(), 1u);
+}
+
 TEST_F(AuthTest, ReloadReadsNewUsersAndKeepsTheOldOnesOnError) {
   TestHttpClient http(port_);
   ASSERT_EQ(http.Get("/v1/info", As("bob")).status, 200);

@@ -224,6 +224,14 @@ TEST_F(ProtocolTest, DefaultUserServesRequestsWithoutOne) {
 // Paging
 
 TEST_F(ProtocolTest, NextUriIsAbsoluteAndBuiltFromTheHostHeader) {
+  // A name in Host: the server on loopback without authentication answers only to the names
+  // listed (ALoopbackServerWithoutAuthenticationAnswersOnlyItsNames below).
+  CoordinatorServer::Options o = DefaultOptions();
+  o.http_allowed_hosts = "coordinator.example";
+  server_->Shutdown(0);
+  server_ = StartServer(std::move(o));
+  ASSERT_NE(server_, nullptr);
+  port_ = server_->port();
   TestHttpClient http(port_);
   TestRequest post;
   post.method = "POST";
@@ -265,7 +273,14 @@ TEST_F(ProtocolTest, NextUriIsAbsoluteAndBuiltFromTheHostHeader) {
 }
 
 TEST_F(ProtocolTest, NextUriUsesTheServersAddressWhenHostIsMissingOrUnsafe) {
-  // No Host header at all (HTTP/1.0), and a Host that must not be echoed into a URI.
+  // No Host header at all (HTTP/1.0), and a Host that must not be echoed into a URI (let
+  // through: any name allowed).
+  CoordinatorServer::Options o = DefaultOptions();
+  o.http_allowed_hosts = "*";
+  server_->Shutdown(0);
+  server_ = StartServer(std::move(o));
+  ASSERT_NE(server_, nullptr);
+  port_ = server_->port();
   for (const std::string& host_line :
        std::vector<std::string>{"", "Host: evil\"><x\r\n"}) {
     TestHttpClient http(port_);
@@ -491,6 +506,57 @@ TEST_F(ProtocolTest, StatsCarryTheProcessedRows) {
   EXPECT_GT(stats["processedBytes"].get<int64_t>(), 0);
   EXPECT_EQ(stats["queued"], false);
   EXPECT_GE(stats["elapsedTimeMillis"].get<int64_t>(), 0);
+}
+
+// DNS rebinding: a page whose own name an attacker points at 127.0.0.1 reaches a server on
+// loopback as the same origin, and the browser names it in Host. Without authentication such
+// a server answers only to localhost, IP addresses and --http_allowed_hosts.
+TEST_F(ProtocolTest, ALoopbackServerWithoutAuthenticationAnswersOnlyItsNames) {
+  auto get = [](int port, const std::string& host) {
+    TestHttpClient http(port);
+    TestRequest req;
+    req.target = "/v1/info";
+    req.host = host;
+    return http.Send(req);
+  };
+  for (const std::string host : {"127.0.0.1:1", "localhost", "LOCALHOST:8080", "localhost.",
+                                 "app.localhost:80", "[::1]:8080", "10.1.2.3"}) {
+    EXPECT_EQ(get(port_, host).status, 200) << host;
+  }
+  for (const std::string host : {"rebind.attacker.example:8080", "localhost.attacker.example",
+                                 "[not-an-address]", "coordinator.example"}) {
+    const TestResponse r = get(port_, host);
+    EXPECT_EQ(r.status, 403) << host;
+    EXPECT_NE(r.body.find("--http_allowed_hosts"), std::string::npos) << r.body;
+  }
+  // A state-changing request too, whatever its Origin says.
+  {
+    TestHttpClient http(port_);
+    TestRequest post;
+    post.method = "POST";
+    post.target = "/v1/statement";
+    post.body = "SELECT 1";
+    post.host = "rebind.attacker.example:8080";
+    post.headers = {{"X-Trino-User", "u"}, {"Origin", "http://rebind.attacker.example:8080"}};
+    EXPECT_EQ(http.Send(post).status, 403);
+  }
+  // Listed names are answered, in any case and with any port; others still are not.
+  CoordinatorServer::Options o = DefaultOptions();
+  o.http_allowed_hosts = " coordinator.example ,db.internal";
+  auto listed = StartServer(std::move(o));
+  ASSERT_NE(listed, nullptr);
+  EXPECT_EQ(get(listed->port(), "Coordinator.Example:8443").status, 200);
+  EXPECT_EQ(get(listed->port(), "db.internal").status, 200);
+  EXPECT_EQ(get(listed->port(), "localhost").status, 200);
+  EXPECT_EQ(get(listed->port(), "other.internal").status, 403);
+  listed->Shutdown(0);
+  // A name that is no host name is refused at start-up.
+  CoordinatorServer::Options bad = DefaultOptions();
+  bad.http_allowed_hosts = "http://coordinator.example";
+  CoordinatorServer server(std::move(bad));
+  const Status s = server.Start();
+  EXPECT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("--http_allowed_hosts"), std::string::npos) << s.message();
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 #include "http/http-origin.h"
 
+#include <boost/asio/ip/address.hpp>
 #include <boost/beast/core/string.hpp>
 
 #include "util/status.h"
@@ -51,6 +52,38 @@ bool IsCrossOriginWrite(const HttpRequest& req, std::string* why) {
          "); state-changing requests are accepted from this server's own pages and from "
          "clients that send no Origin";
   return true;
+}
+
+bool IsAllowedHost(std::string_view host, const std::vector<std::string>& allowed) {
+  if (host.empty()) return true;
+  // host[:port], [v6][:port].
+  std::string_view name = host;
+  if (name.front() == '[') {
+    const size_t close = name.find(']');
+    if (close == std::string_view::npos) return false;
+    boost::system::error_code ec;
+    boost::asio::ip::make_address_v6(std::string(name.substr(1, close - 1)), ec);
+    return !ec;
+  }
+  name = name.substr(0, name.find(':'));
+  boost::system::error_code ec;
+  boost::asio::ip::make_address_v4(std::string(name), ec);
+  if (!ec) return true;
+  if (!name.empty() && name.back() == '.') name.remove_suffix(1);  // "localhost."
+  auto iequals = [](std::string_view a, std::string_view b) {
+    return boost::beast::iequals(boost::beast::string_view(a.data(), a.size()),
+                                 boost::beast::string_view(b.data(), b.size()));
+  };
+  constexpr std::string_view kLocalhost = "localhost";
+  if (iequals(name, kLocalhost) ||
+      (name.size() > kLocalhost.size() + 1 &&
+       iequals(name.substr(name.size() - kLocalhost.size() - 1), ".localhost"))) {
+    return true;
+  }
+  for (const std::string& a : allowed) {
+    if (a == "*" || iequals(name, a)) return true;
+  }
+  return false;
 }
 
 }  // namespace qr

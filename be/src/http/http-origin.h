@@ -2,6 +2,7 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "http/webserver.h"
 
@@ -24,5 +25,15 @@ bool IsStateChangingMethod(const HttpRequest& req);
 /// needs no CORS preflight), so without this a hostile page could submit or cancel queries
 /// as whoever last logged in from that browser.
 bool IsCrossOriginWrite(const HttpRequest& req, std::string* why);
+
+/// Whether a request whose Host header is 'host' (host[:port]; empty: none, as HTTP/1.0 may
+/// send) may be served by a server that answers to the names 'allowed': an IP address,
+/// "localhost" (and "*.localhost", which resolve to loopback), or a name of 'allowed'
+/// (case-insensitive, any port; "*" allows every name).
+///
+/// The defence against DNS rebinding: a hostile page whose own name an attacker points at
+/// 127.0.0.1 reaches a server on loopback as the same origin (the Origin check above sees its
+/// Host equal to its Origin), and reads what it answers; the browser sends that name as Host.
+bool IsAllowedHost(std::string_view host, const std::vector<std::string>& allowed);
 
 }  // namespace qr

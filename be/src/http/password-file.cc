@@ -1,5 +1,7 @@
 #include "http/password-file.h"
 
+#include <sys/stat.h>
+
 #include <cerrno>
 #include <charconv>
 #include <cstring>
@@ -10,6 +12,8 @@
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <openssl/rand.h>
+
+#include <glog/logging.h>
 
 #include "http/base64.h"
 
@@ -135,7 +139,16 @@ Status PasswordFile::Load(const std::string& path, PasswordFile* out) {
   std::ostringstream content;
   content << in.rdbuf();
   if (in.bad()) return InvalidArgument("error reading the password file " + path);
-  return Parse(content.str(), path, out);
+  QR_RETURN_IF_ERROR(Parse(content.str(), path, out));
+  struct stat st;
+  if (stat(path.c_str(), &st) == 0 && (st.st_mode & S_IROTH) != 0) {
+    LOG(WARNING) << "The password file " << QuoteForError(path, 256)
+                 << " is readable by every user of this machine (mode "
+                 << std::oct << (st.st_mode & 07777) << std::dec
+                 << "): anyone here can copy its hashes and guess passwords offline; "
+                    "chmod o-r it";
+  }
+  return Status::OK();
 }
 
 const PasswordEntry* PasswordFile::Find(std::string_view user) const {

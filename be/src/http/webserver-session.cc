@@ -139,11 +139,18 @@ void Webserver::Impl::Session<Stream>::OnReadHeader(const beast::error_code& ec)
 template <class Stream>
 void Webserver::Impl::Session<Stream>::Admit() {
   // Before authentication: a forged request costs no password verification.
+  const Options& o = server_->options;
+  if (o.allowed_hosts && !IsAllowedHost(req_.Header("Host"), *o.allowed_hosts)) {
+    return WriteResponse(HttpResponse::Text(
+        403, "Host " + QuoteForError(req_.Header("Host"), 200) +
+                 " is not a name this server answers to: use localhost or an IP address, or "
+                 "list the name in --http_allowed_hosts (a defence against DNS rebinding, on by "
+                 "default for a server on loopback without authentication)\n"));
+  }
   std::string forged;
   if (IsCrossOriginWrite(req_, &forged)) {
     return WriteResponse(HttpResponse::Text(403, std::move(forged) + "\n"));
   }
-  const Options& o = server_->options;
   if (o.authenticate &&
       std::find(o.open_paths.begin(), o.open_paths.end(), req_.path) == o.open_paths.end()) {
     if (!Authenticate() || !Authorize()) return;

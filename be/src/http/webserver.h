@@ -195,6 +195,9 @@ class Webserver {
     std::function<bool(HttpRequest& req, HttpResponse* denied)> authorize;
     /// Exact paths served without 'authenticate' (e.g. "/healthz").
     std::vector<std::string> open_paths;
+    /// When set, a request whose Host is not allowed by IsAllowedHost() (http-origin.h) gets
+    /// a 403 before anything else (a DNS rebinding defence); unset: any Host.
+    std::optional<std::vector<std::string>> allowed_hosts;
     /// When set, every connection speaks TLS (HTTPS) with this context (see
     /// CreateTlsServerContext()); plain HTTP otherwise.
     std::shared_ptr<boost::asio::ssl::context> tls_context;

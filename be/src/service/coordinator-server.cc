@@ -7,6 +7,7 @@
 #include <utility>
 
 
+#include <boost/asio/ip/address.hpp>
 #include <glog/logging.h>
 
 #include "cluster/etcd-client.h"
@@ -39,6 +40,37 @@ int64_t NowMs() {
       .count();
 }
 
+/// Sets 'http->allowed_hosts' from --http_allowed_hosts ('list'), or to none beyond
+/// localhost and IP addresses on a loopback server without authentication ('auth').
+Status ConfigureAllowedHosts(const std::string& list, bool auth, Webserver::Options* http) {
+  std::vector<std::string> hosts;
+  for (size_t begin = 0; begin <= list.size();) {
+    size_t end = list.find(',', begin);
+    if (end == std::string::npos) end = list.size();
+    std::string name = list.substr(begin, end - begin);
+    name.erase(0, name.find_first_not_of(" \t"));
+    name.erase(name.find_last_not_of(" \t") + 1);
+    if (!name.empty()) {
+      if (name.find_first_of(":/[]@ ") != std::string::npos) {
+        return InvalidArgument("--http_allowed_hosts: " + QuoteForError(name, 100) +
+                               " is not a host name (list names without port or scheme)");
+      }
+      hosts.push_back(std::move(name));
+    }
+    begin = end + 1;
+  }
+  boost::system::error_code ec;
+  const boost::asio::ip::address bind = boost::asio::ip::make_address(http->bind_address, ec);
+  // On loopback without authentication, any page a local browser opens could otherwise
+  // point its own name at 127.0.0.1 and read every answer as the same origin. With
+  // authentication the browser has no credentials for that name; on other addresses names
+  // are the operator's to list.
+  if (!hosts.empty() || (!ec && bind.is_loopback() && !auth)) {
+    http->allowed_hosts = std::move(hosts);
+  }
+  return Status::OK();
+}
+
 }  // namespace
 
 bool CoordinatorServer::ApplyForwardedClient(HttpRequest& req, HttpResponse* denied) const {
@@ -53,12 +85,30 @@ bool CoordinatorServer::ApplyForwardedClient(HttpRequest& req, HttpResponse* den
     return true;
   }
   const std::string why = std::string("its signature is ") + PrincipalCheckName(check);
-  LOG(WARNING) << "Refused a forwarded client address (" << kForwardedClientHeader << ") from "
-               << req.remote_address << " on " << QuoteForError(req.method_string, 16) << " "
-               << QuoteForError(req.target, 200) << ": " << why;
+  if (int64_t since = 0; ShouldLogForwardedRefusal(&since)) {
+    LOG(WARNING) << "Refused a forwarded client address (" << kForwardedClientHeader
+                 << ") from " << req.remote_address << " on "
+                 << QuoteForError(req.method_string, 16) << " "
+                 << QuoteForError(req.target, 200) << ": " << why << " (" << since
+                 << " more forwarded headers refused since the last such line)";
+  }
   *denied = HttpResponse::Text(
       401, "The forwarded client address of this request is refused: " + why + "\n");
   return false;
+}
+
+bool CoordinatorServer::ShouldLogForwardedRefusal(int64_t* since) const {
+  constexpr int64_t kIntervalMs = 10000;
+  const int64_t now = NowMs();
+  int64_t last = forwarded_refusal_logged_ms_.load(std::memory_order_relaxed);
+  if ((last != INT64_MIN && now - last < kIntervalMs) ||
+      !forwarded_refusal_logged_ms_.compare_exchange_strong(last, now,
+                                                            std::memory_order_relaxed)) {
+    forwarded_refusals_unlogged_.fetch_add(1, std::memory_order_relaxed);
+    return false;
+  }
+  *since = forwarded_refusals_unlogged_.exchange(0, std::memory_order_relaxed);
+  return true;
 }
 
 AuthVerdict CoordinatorServer::CheckForwardedPrincipal(HttpRequest& req,
@@ -79,9 +129,12 @@ AuthVerdict CoordinatorServer::CheckForwardedPrincipal(HttpRequest& req,
     }
     why = std::string("its signature is ") + PrincipalCheckName(check);
   }
-  LOG(WARNING) << "Refused a forwarded user (" << kForwardedPrincipalHeader << ") from "
-               << req.remote_address << " on " << QuoteForError(req.method_string, 16) << " "
-               << QuoteForError(req.target, 200) << ": " << why;
+  if (int64_t since = 0; ShouldLogForwardedRefusal(&since)) {
+    LOG(WARNING) << "Refused a forwarded user (" << kForwardedPrincipalHeader << ") from "
+                 << req.remote_address << " on " << QuoteForError(req.method_string, 16)
+                 << " " << QuoteForError(req.target, 200) << ": " << why << " (" << since
+                 << " more forwarded headers refused since the last such line)";
+  }
   *denied = HttpResponse::Text(401, "The forwarded user of this request is refused: " + why +
                                         "\n");
   return AuthVerdict::kDeny;
@@ -110,6 +163,7 @@ Status CoordinatorServer::ConfigureSecurity(Webserver::Options* http) {
     QR_RETURN_IF_ERROR(CreateTlsServerContext(o.tls_cert_file, o.tls_key_file, &http->tls_context));
   }
   const bool auth = !o.auth_password_file.empty();
+  QR_RETURN_IF_ERROR(ConfigureAllowedHosts(o.http_allowed_hosts, auth, http));
   access_control_ = std::make_unique<AccessControl>(auth, o.admin_users);
   if (!auth) {
     if (!cluster_secret_.empty()) {

@@ -73,6 +73,10 @@ class CoordinatorServer {
     /// Comma-separated addresses and CIDRs of proxies whose X-Forwarded-For names the client
     /// (IpNetworks::Parse(); empty: none). Checked by Start().
     std::string http_trusted_proxies;
+    /// Comma-separated host names requests may name in Host besides localhost and IP
+    /// addresses ("*": any). Checked (a DNS rebinding defence) when given, and on a server
+    /// bound to loopback without authentication whatever it is (IsAllowedHost()).
+    std::string http_allowed_hosts;
     /// Allow password authentication without TLS (credentials in clear text).
     bool allow_insecure_auth = false;
     /// Both set: serve HTTPS only.
@@ -195,7 +199,13 @@ class CoordinatorServer {
   /// member. False when the header is present but refused (401 in '*denied', logged). Without a
   /// secret the header cannot be checked and is ignored.
   bool ApplyForwardedClient(HttpRequest& req, HttpResponse* denied) const;
+  /// Whether to log this refusal of a forwarded header: at most one line per 10 s, saying
+  /// how many were refused since ('*since'). They are refused before any password check, so
+  /// a client could otherwise write a WARNING line per request for nothing.
+  bool ShouldLogForwardedRefusal(int64_t* since) const;
   std::string cluster_secret_;
+  mutable std::atomic<int64_t> forwarded_refusal_logged_ms_{INT64_MIN};
+  mutable std::atomic<int64_t> forwarded_refusals_unlogged_{0};
   /// The forwarder's TLS client context (cluster only).
   std::shared_ptr<boost::asio::ssl::context> cluster_tls_context_;
   /// Its pool's connections live on the webserver's io_contexts: closed after the webserver

@@ -178,6 +178,12 @@ DEFINE_bool(metrics_per_shard, false,
             "/metrics also lists each registry shard's entries and lock counters (5 series per "
             "shard of each registry: 2,560 lines with 256 shards); by default only "
             "per-registry aggregates.");
+DEFINE_string(http_allowed_hosts, "",
+              "Comma-separated host names clients may send in Host besides localhost and IP "
+              "addresses ('*': any). When set, a request naming another host gets 403; when "
+              "empty, that check is made only by a server bound to loopback without "
+              "authentication (a defence against DNS rebinding: a page whose own name an "
+              "attacker points at 127.0.0.1 would otherwise read the server's answers).");
 DEFINE_string(http_trusted_proxies, "",
               "Comma-separated addresses and CIDRs (IPv4, IPv6) of proxies trusted to name the "
               "client in X-Forwarded-For: failed logins of a request through one of them count "

@@ -72,6 +72,7 @@ DECLARE_int32(auth_max_pending_verifications);
 DECLARE_bool(http_trust_forwarded_headers);
 DECLARE_bool(metrics_per_shard);
 DECLARE_string(http_trusted_proxies);
+DECLARE_string(http_allowed_hosts);
 DECLARE_string(etcd_endpoints);
 DECLARE_string(cluster_name);
 DECLARE_string(advertised_uri);

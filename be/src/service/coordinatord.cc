@@ -96,6 +96,7 @@ CoordinatorServer::Options OptionsFromFlags() {
   o.protocol.default_user = FLAGS_default_user;
   o.protocol.trust_forwarded_headers = FLAGS_http_trust_forwarded_headers;
   o.http_trusted_proxies = FLAGS_http_trusted_proxies;
+  o.http_allowed_hosts = FLAGS_http_allowed_hosts;
   o.protocol.max_session_properties = FLAGS_max_session_properties;
   o.admin_users = FLAGS_admin_users;
   o.auth_password_file = FLAGS_auth_password_file;

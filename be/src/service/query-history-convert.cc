@@ -52,6 +52,8 @@ QueryHistoryRecord MakeHistoryRecord(const ClientRequestState& req,
 std::shared_ptr<ClientRequestState> RestoreFromHistory(QueryHistoryRecord record) {
   using State = ClientRequestState::State;
   SessionInfo session;
+  // Not recorded: the least (an EXPLAIN of it from /query_plan runs with this session).
+  session.sees_all_queries = false;
   session.user = std::move(record.user);
   session.source = std::move(record.source);
   session.client_info = std::move(record.client_info);
