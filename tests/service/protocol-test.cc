@@ -16,7 +16,18 @@ namespace {
 
 using nlohmann::json;
 
-class ProtocolTest : public DefaultServerTest {};
+class ProtocolTest : public DefaultServerTest {
+ protected:
+  /// Restarts the server answering to 'hosts' (--http_allowed_hosts).
+  void RestartWithAllowedHosts(const std::string& hosts) {
+    CoordinatorServer::Options o = DefaultOptions();
+    o.http_allowed_hosts = hosts;
+    server_->Shutdown(0);
+    server_ = StartServer(std::move(o));
+    ASSERT_NE(server_, nullptr);
+    port_ = server_->port();
+  }
+};
 
 /// The fields docs/protocol.md requires in every stats object.
 const std::vector<std::string> kStatsFields = {
@@ -226,12 +237,7 @@ TEST_F(ProtocolTest, DefaultUserServesRequestsWithoutOne) {
 TEST_F(ProtocolTest, NextUriIsAbsoluteAndBuiltFromTheHostHeader) {
   // A name in Host: the server on loopback without authentication answers only to the names
   // listed (ALoopbackServerWithoutAuthenticationAnswersOnlyItsNames below).
-  CoordinatorServer::Options o = DefaultOptions();
-  o.http_allowed_hosts = "coordinator.example";
-  server_->Shutdown(0);
-  server_ = StartServer(std::move(o));
-  ASSERT_NE(server_, nullptr);
-  port_ = server_->port();
+  RestartWithAllowedHosts("coordinator.example");
   TestHttpClient http(port_);
   TestRequest post;
   post.method = "POST";
@@ -275,12 +281,7 @@ TEST_F(ProtocolTest, NextUriIsAbsoluteAndBuiltFromTheHostHeader) {
 TEST_F(ProtocolTest, NextUriUsesTheServersAddressWhenHostIsMissingOrUnsafe) {
   // No Host header at all (HTTP/1.0), and a Host that must not be echoed into a URI (let
   // through: any name allowed).
-  CoordinatorServer::Options o = DefaultOptions();
-  o.http_allowed_hosts = "*";
-  server_->Shutdown(0);
-  server_ = StartServer(std::move(o));
-  ASSERT_NE(server_, nullptr);
-  port_ = server_->port();
+  RestartWithAllowedHosts("*");
   for (const std::string& host_line :
        std::vector<std::string>{"", "Host: evil\"><x\r\n"}) {
     TestHttpClient http(port_);

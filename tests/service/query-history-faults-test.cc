@@ -134,6 +134,12 @@ class QueryHistoryFaultsTest : public HistoryDirTest {
     std::sort(out.begin(), out.end());
     return out;
   }
+  /// The directory holds 'segments' segments, whose records are SmallRecord(n) for 'ids'.
+  void ExpectSegmentsHolding(size_t segments, const std::vector<uint64_t>& ids) {
+    EXPECT_EQ(Segments().size(), segments);
+    HistoryReadStats stats;
+    EXPECT_EQ(ReadBack(&stats), ids);
+  }
   /// The query ids' 'lo' of every record read back, oldest first; 'stats' what was found.
   std::vector<uint64_t> ReadBack(HistoryReadStats* stats) {
     std::vector<QueryHistoryRecord> records;
@@ -202,9 +208,7 @@ TEST_F(QueryHistoryFaultsTest, AFailedSyncMovesTheWriterToANewSegment) {
   Write(h.get(), 3);  // in the new segment
   EXPECT_EQ(h->GetStats().segments_created, 2);
   h.reset();
-  EXPECT_EQ(Segments().size(), 2u);
-  HistoryReadStats stats;
-  EXPECT_EQ(ReadBack(&stats), (std::vector<uint64_t>{1, 2, 3}));
+  ExpectSegmentsHolding(2, {1, 2, 3});
 }
 
 // A failed sync of a segment that is also full rotates once: the failure is not left to
@@ -229,27 +233,18 @@ TEST_F(QueryHistoryFaultsTest, AFailedSyncOfAFullSegmentRotatesOnce) {
   Write(h.get(), 3);  // the second segment is not full: no rotation
   EXPECT_EQ(h->GetStats().segments_created, 2);
   h.reset();
-  EXPECT_EQ(Segments().size(), 2u);
-  HistoryReadStats stats;
-  EXPECT_EQ(ReadBack(&stats), (std::vector<uint64_t>{1, 2, 3}));
+  ExpectSegmentsHolding(2, {1, 2, 3});
 }
 
 // A large batch (the queue after a stall) is written in pieces of about kMaxWriteBytes, each
 // indexed where it went: one write of the whole batch took and kept its size in memory.
 TEST_F(QueryHistoryFaultsTest, ALargeBatchIsWrittenInPieces) {
-  Mutex mu;
-  bool release = false;
-  CondVar released;
-  std::atomic<int> stalled{0};
+  WriteGate gate;
   QueryHistory::Options o = Options();
-  o.before_write_for_testing = [&] {
-    if (stalled.fetch_add(1) > 0) return;  // only the first batch waits
-    MutexLock l(&mu);
-    while (!release) released.Wait(&mu);
-  };
+  o.before_write_for_testing = gate.Hook();
   auto h = Open(o);
   ASSERT_TRUE(h->Append(SmallRecord(0)));
-  ASSERT_TRUE(WaitFor([&] { return stalled.load() == 1; }));
+  ASSERT_TRUE(gate.WaitStalled());
   // 40 MB queued behind the stalled write: one batch for the writer.
   const auto statement = std::make_shared<const std::string>(1 << 20, 'x');
   for (uint64_t n = 1; n <= 40; ++n) {
@@ -257,11 +252,7 @@ TEST_F(QueryHistoryFaultsTest, ALargeBatchIsWrittenInPieces) {
     r.statement = statement;
     ASSERT_TRUE(h->Append(std::move(r)));
   }
-  {
-    MutexLock l(&mu);
-    release = true;
-  }
-  released.NotifyAll();
+  gate.Release();
   h->Flush();
   EXPECT_LE(ops_->largest_write(), QueryHistory::kMaxWriteBytes + (2 << 20));
   EXPECT_GE(h->GetStats().batches, 4) << "the stalled record, and 40 MB in pieces of 16";

@@ -460,22 +460,15 @@ TEST_F(QueryHistoryTest, RetentionByAgeRunsWhileOpenAndClosesAnOldSegment) {
 }
 
 TEST_F(QueryHistoryTest, FullQueueDropsAndCountsWithAWarning) {
-  Mutex mu;
-  bool release = false;
-  CondVar released;
-  std::atomic<int> stalled{0};
+  WriteGate gate;
   QueryHistory::Options o = Options();
   o.queue_capacity = 2;
-  o.before_write_for_testing = [&] {
-    stalled.fetch_add(1);
-    MutexLock l(&mu);
-    while (!release) released.Wait(&mu);
-  };
+  o.before_write_for_testing = gate.Hook();
   testing::LogCapture log;
   auto h = Open(o);
   ASSERT_TRUE(h->Append(MakeRecord(0)));
   // The writer took record 0 and is stuck "writing" it: the queue has room for two more.
-  ASSERT_TRUE(WaitFor([&] { return stalled.load() == 1; }));
+  ASSERT_TRUE(gate.WaitStalled());
   EXPECT_TRUE(h->Append(MakeRecord(1)));
   EXPECT_TRUE(h->Append(MakeRecord(2)));
   EXPECT_FALSE(h->Append(MakeRecord(3)));
@@ -483,11 +476,7 @@ TEST_F(QueryHistoryTest, FullQueueDropsAndCountsWithAWarning) {
   EXPECT_EQ(h->GetStats().dropped, 2);
   EXPECT_EQ(h->GetStats().queue_length, 2);
   EXPECT_EQ(log.Matching("records dropped so far").size(), 1u);  // the first drop warns
-  {
-    MutexLock l(&mu);
-    release = true;
-  }
-  released.NotifyAll();
+  gate.Release();
   h->Flush();
   EXPECT_EQ(h->GetStats().records, 3);
   h.reset();

@@ -1,22 +1,23 @@
+// The query history's writer: appends, group commit, syncs, rotation and retention. Reading
+// it back is query-history-read.cc.
+
 #include "service/query-history.h"
 
 #include <fcntl.h>
 #include <sys/file.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
-#include <charconv>
-#include <cinttypes>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <optional>
 #include <utility>
 
 #include <glog/logging.h>
+
+#include "service/query-history-segments.h"
 
 namespace qr {
 namespace {
@@ -24,106 +25,12 @@ namespace {
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
-constexpr char kPrefix[] = "history-";
-constexpr char kSuffix[] = ".log";
+using history_internal::kMaxSegmentOffset;
+using history_internal::ListSegments;
+using history_internal::Segment;
+
 /// flock()ed by the process that has the directory open.
 constexpr char kLockFileName[] = "LOCK";
-constexpr size_t kSegmentDigits = 20;
-constexpr size_t kSegmentNameBytes = sizeof(kPrefix) - 1 + kSegmentDigits + sizeof(kSuffix) - 1;
-/// The index keeps a segment's number and a record's offset in 32 bits.
-constexpr uint64_t kMaxSegmentSequence = UINT32_MAX;
-constexpr uint64_t kMaxSegmentOffset = UINT32_MAX;
-
-std::string SegmentName(uint64_t sequence) {
-  char name[64];
-  snprintf(name, sizeof(name), "%s%020" PRIu64 "%s", kPrefix, sequence, kSuffix);
-  return name;
-}
-
-/// A segment file of the history, by sequence number.
-struct Segment {
-  uint64_t sequence;
-  fs::path path;
-};
-
-/// The segments in 'dir', oldest first; files of other names are left alone. A segment's
-/// name whose number the index cannot hold (above kMaxSegmentSequence), or that is not a
-/// regular file (a directory, a FIFO), is not a segment this history wrote: it is skipped
-/// with a warning, never read, deleted or counted.
-Status ListSegments(const std::string& dir, std::vector<Segment>* out) {
-  std::error_code ec;
-  fs::directory_iterator it(dir, ec);
-  if (ec) {
-    return Internal("cannot list the query history directory " + dir + ": " + ec.message());
-  }
-  for (const fs::directory_entry& entry : it) {
-    const std::string name = entry.path().filename().string();
-    if (name.size() != kSegmentNameBytes || !name.starts_with(kPrefix) ||
-        !name.ends_with(kSuffix)) {
-      continue;
-    }
-    const std::string_view number =
-        std::string_view(name).substr(sizeof(kPrefix) - 1, kSegmentDigits);
-    uint64_t sequence = 0;
-    const auto [end, err] =
-        std::from_chars(number.data(), number.data() + number.size(), sequence);
-    if (err == std::errc::invalid_argument || end != number.data() + number.size()) continue;
-    std::error_code type_ec;
-    if (err != std::errc() || sequence > kMaxSegmentSequence ||
-        !entry.is_regular_file(type_ec)) {
-      LOG(WARNING) << "Query history: " << entry.path().string()
-                   << " is named like a segment but is not one this history writes (a number "
-                      "above "
-                   << kMaxSegmentSequence << ", or not a regular file); left alone";
-      continue;
-    }
-    out->push_back({sequence, entry.path()});
-  }
-  std::sort(out->begin(), out->end(),
-            [](const Segment& a, const Segment& b) { return a.sequence < b.sequence; });
-  return Status::OK();
-}
-
-/// Decodes the last 'keep' intact records of one segment's bytes, in order: every frame's
-/// checksums are verified first (that finds torn tails and corruption), and only the records
-/// kept are decoded.
-void DecodeSegment(std::string_view data, size_t keep, std::vector<QueryHistoryRecord>* out,
-                   HistoryReadStats* stats, const fs::path& path) {
-  std::vector<size_t> offsets;
-  size_t offset = 0;
-  while (offset < data.size()) {
-    size_t consumed = 0;
-    HistoryFrameResult r = CheckHistoryFrame(data.substr(offset), &consumed);
-    if (r == HistoryFrameResult::kTruncated) {
-      ++stats->torn_tails;
-      LOG(WARNING) << "Query history " << path.string() << ": torn tail at byte " << offset
-                   << " of " << data.size() << " (a write cut short), skipped";
-      break;
-    }
-    if (r == HistoryFrameResult::kCorrupt) {
-      ++stats->corrupt_segments;
-      LOG(WARNING) << "Query history " << path.string() << ": corrupt record at byte "
-                   << offset << " of " << data.size() << "; the rest of the segment is skipped";
-      break;
-    }
-    offsets.push_back(offset);
-    offset += consumed;
-  }
-  const size_t first = offsets.size() > keep ? offsets.size() - keep : 0;
-  for (size_t i = first; i < offsets.size(); ++i) {
-    QueryHistoryRecord record;
-    size_t consumed = 0;
-    if (DecodeHistoryFrame(data.substr(offsets[i]), &record, &consumed) !=
-        HistoryFrameResult::kOk) {
-      // The checksum matched but the payload does not parse: not written by this version.
-      ++stats->corrupt_segments;
-      LOG(WARNING) << "Query history " << path.string() << ": undecodable record at byte "
-                   << offsets[i] << ", skipped";
-      continue;
-    }
-    out->push_back(std::move(record));
-  }
-}
 
 }  // namespace
 
@@ -135,124 +42,7 @@ bool ParseHistorySyncMode(std::string_view text, HistorySyncMode* mode) {
   return true;
 }
 
-Status ReadQueryHistory(const std::string& dir, size_t max_records,
-                        std::vector<QueryHistoryRecord>* out, HistoryReadStats* stats) {
-  std::vector<Segment> segments;
-  QR_RETURN_IF_ERROR(ListSegments(dir, &segments));
-  // Newest segment first; each one's records are prepended to what is already collected.
-  std::vector<std::vector<QueryHistoryRecord>> newest_first;
-  size_t collected = 0;
-  for (auto it = segments.rbegin(); it != segments.rend() && collected < max_records; ++it) {
-    // One read of the whole segment (an istreambuf_iterator copy ran at ~100 MB/s).
-    std::ifstream in(it->path, std::ios::binary | std::ios::ate);
-    std::string data(in ? static_cast<size_t>(in.tellg()) : 0, '\0');
-    in.seekg(0);
-    if (!in || !in.read(data.data(), static_cast<std::streamsize>(data.size()))) {
-      return Internal("cannot read query history segment " + it->path.string());
-    }
-    ++stats->segments;
-    stats->bytes += static_cast<int64_t>(data.size());
-    std::vector<QueryHistoryRecord> records;
-    DecodeSegment(data, max_records - collected, &records, stats, it->path);
-    collected += records.size();
-    newest_first.push_back(std::move(records));
-  }
-  for (auto it = newest_first.rbegin(); it != newest_first.rend(); ++it) {
-    for (auto& record : *it) out->push_back(std::move(record));
-  }
-  if (out->size() > max_records) out->erase(out->begin(), out->end() - max_records);
-  stats->records += static_cast<int64_t>(out->size());
-  return Status::OK();
-}
-
 QueryHistory::SegmentFile::~SegmentFile() { close(fd); }
-
-bool HistoryFileOps::ReadFile(const std::string& path, std::string* data, std::string* error) {
-  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    *error = strerror(errno);
-    return false;
-  }
-  struct stat st;
-  bool ok = fstat(fd, &st) == 0;
-  if (ok) {
-    data->resize(static_cast<size_t>(st.st_size));
-    size_t done = 0;
-    while (ok && done < data->size()) {
-      const ssize_t n = pread(fd, data->data() + done, data->size() - done,
-                              static_cast<off_t>(done));
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) {
-        // A short file (truncated meanwhile): what there is.
-        if (n == 0) data->resize(done);
-        ok = n == 0;
-        break;
-      }
-      done += static_cast<size_t>(n);
-    }
-  }
-  if (!ok) *error = strerror(errno);
-  close(fd);
-  return ok;
-}
-
-Status QueryHistory::BuildIndex() {
-  std::vector<Segment> segments;
-  QR_RETURN_IF_ERROR(ListSegments(options_.dir, &segments));
-  std::string data;
-  for (const Segment& segment : segments) {
-    std::string error;
-    if (!ops_->ReadFile(segment.path.string(), &data, &error)) {
-      // One bad file (a failing sector, a restore with the wrong owner) costs its records,
-      // not the daemon's start.
-      ++index_stats_.unreadable_segments;
-      LOG(ERROR) << "Query history: cannot read " << segment.path.string() << " (" << error
-                 << "); its records are not listed, and retention deletes it in turn";
-      continue;
-    }
-    ++index_stats_.segments;
-    index_stats_.bytes += static_cast<int64_t>(data.size());
-    size_t offset = 0;
-    int64_t undecodable = 0;
-    size_t first_undecodable = 0;
-    while (offset < data.size()) {
-      size_t consumed = 0;
-      const std::string_view rest = std::string_view(data).substr(offset);
-      const HistoryFrameResult r = CheckHistoryFrame(rest, &consumed);
-      HistoryRecordSummary summary;
-      if (r == HistoryFrameResult::kOk && !SummarizeHistoryFrame(rest, consumed, &summary)) {
-        // Whole but not readable by this version (a newer one wrote it): skipped, counted
-        // and logged once per segment below.
-        if (undecodable++ == 0) first_undecodable = offset;
-        offset += consumed;
-        continue;
-      }
-      if (r == HistoryFrameResult::kTruncated) {
-        ++index_stats_.torn_tails;
-        LOG(WARNING) << "Query history " << segment.path.string() << ": torn tail at byte "
-                     << offset << " of " << data.size() << " (a write cut short), skipped";
-        break;
-      }
-      if (r == HistoryFrameResult::kCorrupt) {
-        if (undecodable == 0) ++index_stats_.corrupt_segments;
-        LOG(WARNING) << "Query history " << segment.path.string() << ": corrupt record at byte "
-                     << offset << " of " << data.size() << "; the rest of the segment is skipped";
-        break;
-      }
-      index_.Load(summary, segment.sequence, offset, consumed);
-      ++index_stats_.records;
-      offset += consumed;
-    }
-    if (undecodable > 0) {
-      ++index_stats_.corrupt_segments;
-      LOG(WARNING) << "Query history " << segment.path.string() << ": " << undecodable
-                   << " records this version cannot decode (the first at byte "
-                   << first_undecodable << "), skipped";
-    }
-  }
-  index_.FinishLoad();  // in submit order from here on
-  return Status::OK();
-}
 
 ssize_t HistoryFileOps::Write(int fd, const void* data, size_t size) {
   return write(fd, data, size);
@@ -515,7 +305,7 @@ bool QueryHistory::WriteBatch(const std::string& buffer, uint64_t* segment, uint
       // new segment (this one synced first, as a rotation does).
       const bool kept = written == 0 || ftruncate(file_->fd, segment_size_) == 0;
       LOG(ERROR) << "Query history: writing " << buffer.size() << " bytes to segment "
-                 << SegmentName(next_sequence_ - 1) << " failed: " << strerror(err)
+                 << HistorySegmentName(next_sequence_ - 1) << " failed: " << strerror(err)
                  << "; the batch is dropped"
                  << (kept ? "" : ", and the next one starts a new segment");
       if (!kept) Rotate();
@@ -547,7 +337,7 @@ bool QueryHistory::Sync(const SegmentFile& file) {
 }
 
 Status QueryHistory::OpenSegment() {
-  const fs::path path = fs::path(options_.dir) / SegmentName(next_sequence_);
+  const fs::path path = fs::path(options_.dir) / HistorySegmentName(next_sequence_);
   int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC, 0640);
   ++next_sequence_;  // a failed attempt's name is not retried
   if (fd < 0) {
