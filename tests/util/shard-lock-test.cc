@@ -85,8 +85,10 @@ TEST(ShardLockTest, ReadersHoldTheLockTogether) {
   EXPECT_TRUE(both_seen.load()) << "the second reader could not enter while the first held it";
 }
 
+// Through the reader slots (ReadBias::kNever): the writer sleeps on a slot.
 TEST(ShardLockTest, WriterWaitsForReadersAndReadersForWriter) {
   ShardLock lock;
+  lock.set_read_bias(ReadBias::kNever);
   std::atomic<bool> release_reader{false}, writer_in{false};
   std::atomic<bool> reader_in{false};
   std::thread reader([&] {
@@ -144,6 +146,7 @@ TEST(ShardLockTest, SharedAcquisitionCountIsMonotonicAndExact) {
   constexpr int kReaders = 3;
   constexpr int kReads = 20000;
   ShardLock lock;
+  lock.set_read_bias(ReadBias::kNever);  // Every read counted per lock.
   std::atomic<int> readers_running{kReaders};
   std::atomic<bool> writer_done{false};
   uint64_t writes = 0;  // Written by the writer thread, read after it is joined.
@@ -180,6 +183,7 @@ TEST(ShardLockTest, SharedAcquisitionCountIsMonotonicAndExact) {
 
 TEST(ShardLockTest, CountsSharedAndExclusiveAcquisitions) {
   ShardLock lock;
+  lock.set_read_bias(ReadBias::kNever);
   for (int i = 0; i < 5; ++i) {
     ReaderLockGuard l(&lock);
   }
@@ -192,6 +196,138 @@ TEST(ShardLockTest, CountsSharedAndExclusiveAcquisitions) {
   EXPECT_GE(ShardLock::NumSlots(), 1u);
   EXPECT_LE(ShardLock::NumSlots(), ShardLock::kMaxSlots);
   EXPECT_EQ(ShardLock::NumSlots() & (ShardLock::NumSlots() - 1), 0u) << "a power of two";
+}
+
+/// Reads 'lock' shared until it is read-biased (a slot read re-biases a lock that no writer
+/// has revoked lately), then once more: a thread's first read of a read-biased lock takes a
+/// slot and registers the thread.
+::testing::AssertionResult ReadUntilBiased(ShardLock* lock) {
+  ::testing::AssertionResult biased = WaitFor(
+      [&] {
+        ReaderLockGuard l(lock);
+        return lock->read_biased();
+      },
+      kWaitForTimeout, "the lock to turn read-biased");
+  { ReaderLockGuard l(lock); }
+  return biased;
+}
+
+TEST(ShardLockTest, ReadBiasComesWithoutWritersAndAWriterRevokesIt) {
+  if (!ShardLock::ReadBiasSupported()) GTEST_SKIP() << "no membarrier(PRIVATE_EXPEDITED) here";
+  ShardLock lock;
+  ASSERT_TRUE(ReadUntilBiased(&lock));
+  const uint64_t slot_reads = lock.shared_acquisitions();
+  const uint64_t biased_before = ShardLock::biased_reads();
+  for (int i = 0; i < 10; ++i) {
+    const uint32_t slot = lock.lock_shared();
+    EXPECT_EQ(slot, ShardLock::kBiasedSlot);
+    lock.unlock_shared(slot);
+  }
+  EXPECT_EQ(lock.shared_acquisitions(), slot_reads) << "biased reads take no slot";
+  EXPECT_GE(ShardLock::biased_reads(), biased_before + 10);
+  {
+    WriterLockGuard l(&lock);
+    EXPECT_FALSE(lock.read_biased());
+  }
+  EXPECT_EQ(lock.bias_revocations(), 1u);
+  // Only after the inhibition (a few ms) does the lock turn read-biased again.
+  EXPECT_TRUE(ReadUntilBiased(&lock));
+
+  // A lock that must count every read never turns read-biased.
+  ShardLock counted;
+  counted.set_read_bias(ReadBias::kNever);
+  for (int i = 0; i < 1000; ++i) ReaderLockGuard l(&counted);
+  EXPECT_FALSE(counted.read_biased());
+  EXPECT_EQ(counted.shared_acquisitions(), 1000u);
+}
+
+// A read-biased reader holds the lock with nothing but its thread's hold word: try_lock fails
+// (and leaves the reader's hold valid for the next writer), a writer waits until it leaves,
+// and a second lock read meanwhile (nested) takes a slot.
+TEST(ShardLockTest, WriterWaitsForAReadBiasedReader) {
+  if (!ShardLock::ReadBiasSupported()) GTEST_SKIP() << "no membarrier(PRIVATE_EXPEDITED) here";
+  ShardLock lock, other;
+  ASSERT_TRUE(ReadUntilBiased(&lock));
+  ASSERT_TRUE(ReadUntilBiased(&other));
+  std::atomic<bool> reader_in{false}, release_reader{false}, writer_in{false};
+  std::atomic<uint32_t> reader_slot{0}, nested_slot{0};
+  std::thread reader([&] {
+    // A thread's first read of a read-biased lock takes a slot and registers the thread.
+    { ReaderLockGuard first(&lock); }
+    const uint32_t slot = lock.lock_shared();
+    reader_slot.store(slot);
+    const uint32_t nested = other.lock_shared();  // One biased hold per thread: a slot.
+    nested_slot.store(nested);
+    other.unlock_shared(nested);
+    reader_in.store(true);
+    EXPECT_TRUE(WaitFor([&] { return release_reader.load(); }));
+    lock.unlock_shared(slot);
+  });
+  EXPECT_TRUE(WaitFor([&] { return reader_in.load(); }));
+  EXPECT_EQ(reader_slot.load(), ShardLock::kBiasedSlot);
+  EXPECT_NE(nested_slot.load(), ShardLock::kBiasedSlot);
+  if (lock.try_lock()) {
+    lock.unlock();
+    ADD_FAILURE() << "try_lock succeeded while a read-biased reader is inside";
+  }
+  EXPECT_EQ(lock.bias_revocations(), 0u) << "a failed try_lock revokes nothing";
+  std::thread writer([&] {
+    lock.lock();
+    writer_in.store(true);
+    lock.unlock();
+  });
+  // The writer revokes the bias, then waits for the reader's hold to go.
+  EXPECT_TRUE(WaitFor([&] { return !lock.read_biased(); }));
+  EXPECT_FALSE(writer_in.load());
+  release_reader.store(true);
+  reader.join();
+  EXPECT_TRUE(WaitFor([&] { return writer_in.load(); }));
+  writer.join();
+  EXPECT_EQ(lock.bias_revocations(), 1u);
+}
+
+// Writers keep a == b; readers, read-biased whenever the lock is, must never see them differ.
+// The writer waits until the readers have re-biased the lock before each write, so every
+// write revokes a bias with readers inside or arriving (each bias lasts a few ms: the
+// inhibition doubles each round, 2 + 4 + ... + 2^kRounds ms in all).
+TEST(ShardLockTest, ReadBiasedReadersNeverSeeAHalfDoneWrite) {
+  if (!ShardLock::ReadBiasSupported()) GTEST_SKIP() << "no membarrier(PRIVATE_EXPEDITED) here";
+  constexpr int kReaders = 3, kRounds = 8;
+  ShardLock lock;
+  uint64_t a = 0, b = 0;
+  std::atomic<uint64_t> torn{0}, reads{0};
+  std::atomic<bool> stop{false};
+  const uint64_t biased_before = ShardLock::biased_reads();
+  std::vector<std::thread> readers;
+  for (int t = 0; t < kReaders; ++t) {
+    readers.emplace_back([&] {
+      while (!stop.load(std::memory_order_relaxed)) {
+        ReaderLockGuard l(&lock);
+        // A hold long enough that a writer usually arrives while some reader is inside.
+        const uint64_t a_seen = a;
+        for (int i = 0; i < 200; ++i) reads.fetch_add(1, std::memory_order_relaxed);
+        if (a_seen != b) torn.fetch_add(1);
+      }
+    });
+  }
+  int rounds = 0;
+  for (; rounds < kRounds; ++rounds) {
+    // EXPECT, not ASSERT, while threads are joinable.
+    if (!WaitFor([&] { return lock.read_biased(); })) {
+      ADD_FAILURE() << "the readers never re-biased the lock in round " << rounds;
+      break;
+    }
+    WriterLockGuard l(&lock);
+    ++a;
+    ++b;
+  }
+  stop.store(true);
+  for (auto& th : readers) th.join();
+  EXPECT_EQ(torn.load(), 0u);
+  EXPECT_EQ(a, static_cast<uint64_t>(kRounds));
+  EXPECT_EQ(lock.bias_revocations(), static_cast<uint64_t>(kRounds));
+  EXPECT_GT(ShardLock::biased_reads(), biased_before) << "some reads were read-biased";
+  EXPECT_GT(reads.load(), 0u);
 }
 
 }  // namespace

@@ -172,7 +172,8 @@ TEST(ShardedQueryMapTest, AddGetDelete) {
 }
 
 TEST(ShardedQueryMapTest, VisitSharedSeesTheEntryUnderTheSharedLock) {
-  ShardedQueryMap<std::shared_ptr<std::atomic<int>>> map(4);
+  // ReadBias::kNever: every lookup is counted in its shard's statistics.
+  ShardedQueryMap<std::shared_ptr<std::atomic<int>>> map(4, ReadBias::kNever);
   ASSERT_TRUE(map.Add(Id(4), std::make_shared<std::atomic<int>>(1)).ok());
   const int before = static_cast<int>(map.GetShardStats(map.ShardIndex(Id(4))).shared_acquisitions);
   // 'fn' may change what the value points to atomically, and its result is returned.

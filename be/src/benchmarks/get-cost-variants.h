@@ -17,6 +17,9 @@
 //                the floor of a release committed per CPU through rseq, one locked RMW per Get
 //   kExitPacked  kExit with each CPU's counters of all shards side by side (four shards per
 //                line), so that a Get touches 16 KiB fewer lines over 256 shards
+//   kBiased      a read-biased reader (asymmetric Dekker: a writer would pay a membarrier()):
+//                load the shard's bias flag, store the shard into a thread-local hold word, a
+//                compiler barrier only, load the flag again, find, copy out, clear the hold
 //
 // The differences between neighbours are what each step costs. Lookups only: Add and Delete
 // take no lock (they run before the timing, single-threaded), so these variants are not
@@ -36,7 +39,7 @@
 
 namespace qr::bench {
 
-enum class GetSteps { kShard, kSlot, kEnter, kExit, kExitPlain, kExitPacked };
+enum class GetSteps { kShard, kSlot, kEnter, kExit, kExitPlain, kExitPacked, kBiased };
 
 template <typename T, GetSteps kUpTo, typename Inner>
 class GetCostMap {
@@ -54,6 +57,15 @@ class GetCostMap {
   [[gnu::always_inline]] bool Get(const UniqueId& id, T* out) const {
     const uint64_t index = ShardIndex(id);
     Shard& s = shards_[index];
+    if constexpr (kUpTo == GetSteps::kBiased) {
+      if (s.writer.load(std::memory_order_relaxed) == 0) [[unlikely]] LOG(FATAL) << "unbiased";
+      tls_hold_.store(&s, std::memory_order_relaxed);
+      asm volatile("" ::: "memory");
+      if (s.writer.load(std::memory_order_relaxed) == 0) [[unlikely]] LOG(FATAL) << "unbiased";
+      const bool found = Find(s, id, out);
+      tls_hold_.store(nullptr, std::memory_order_release);
+      return found;
+    }
     uint32_t slot = 0;
     if constexpr (kUpTo >= GetSteps::kSlot) {
       slot = CurrentSlot(s);
@@ -96,7 +108,8 @@ class GetCostMap {
   };
   // ShardLock's fields that the reader path touches, then the map, as in ShardedQueryMap.
   struct alignas(128) Shard {
-    std::atomic<uint32_t> writer{0};
+    // kBiased reads it as the bias flag (1: biased).
+    std::atomic<uint32_t> writer{kUpTo == GetSteps::kBiased ? 1u : 0u};
     const uint32_t slot_mask = ShardLock::NumSlots() - 1;
     const std::unique_ptr<Slot[]> slots{new Slot[ShardLock::NumSlots()]};
     Inner map;
@@ -127,6 +140,7 @@ class GetCostMap {
   }
   Shard& ShardFor(const UniqueId& id) const { return shards_[ShardIndex(id)]; }
 
+  static inline thread_local constinit std::atomic<const Shard*> tls_hold_{nullptr};
   const uint64_t mask_;
   const int shard_bits_;
   std::unique_ptr<Shard[]> shards_;

@@ -20,8 +20,8 @@
 namespace qr::bench {
 
 /// The bare inner map of a sharded variant.
-template <class T, class Inner>
-struct BareOf<ShardedQueryMapVariant<T, Inner>> {
+template <class T, class Inner, ReadBias kBias>
+struct BareOf<ShardedQueryMapVariant<T, Inner, kBias>> {
   using type = BareMap<T, Inner>;
 };
 template <class T, class Lock, class Inner>
@@ -64,6 +64,8 @@ std::vector<Variant> AllVariants() {
         "ShardedQueryMap" + std::to_string(n), n));
   }
   v.push_back(MakeVariant<ShardedQueryMapVariant<Value, StdMap<Value>>>("ShardedQueryMap256Std", 256));
+  v.push_back(MakeVariant<ShardedQueryMapVariant<Value, FlatMap<Value>, ReadBias::kNever>>(
+      "ShardedQueryMap256Slots", 256));
   // The previous default: the same shards and inner map, every access under the exclusive
   // SpinLock (lookups too), which moves the shard's cache line to each reading core.
   v.push_back(MakeVariant<ShardedLockMap<Value, SpinLock, FlatMap<Value>>>("SpinLockShards256",
@@ -86,6 +88,8 @@ std::vector<Variant> AllVariants() {
       "GetCostExitPlain256", 256, false));
   v.push_back(MakeVariant<GetCostMap<Value, GetSteps::kExitPacked, FlatMap<Value>>>(
       "GetCostExitPacked256", 256, false));
+  v.push_back(MakeVariant<GetCostMap<Value, GetSteps::kBiased, FlatMap<Value>>>(
+      "GetCostBiased256", 256, false));
   // Readers that write no shared line (seqlock-map.h): per-shard version-validated reads,
   // epoch-style table reclamation. Not the default; issue 20, item 3.
   v.push_back(MakeVariant<SeqlockMap<Value>>("SeqlockMap256", 256));

@@ -211,11 +211,13 @@ struct NoLock {
 };
 
 /// The real thing: ShardedQueryMap (a ShardLock per shard) with the given inner map; the
-/// variants ShardedQueryMap{N} (flat inner map) and ShardedQueryMap256Std (std::unordered_map).
-template <typename T, typename Inner>
+/// variants ShardedQueryMap{N} (flat inner map), ShardedQueryMap256Std (std::unordered_map)
+/// and ShardedQueryMap256Slots (ReadBias::kNever: every read through the reader slots, the
+/// default before read bias).
+template <typename T, typename Inner, ReadBias kBias = ReadBias::kAdaptive>
 class ShardedQueryMapVariant {
  public:
-  explicit ShardedQueryMapVariant(int num_shards) : map_(num_shards) {}
+  explicit ShardedQueryMapVariant(int num_shards) : map_(num_shards, kBias) {}
 
   bool Add(const UniqueId& id, T v) { return map_.Add(id, std::move(v)).ok(); }
   [[gnu::always_inline]] bool Get(const UniqueId& id, T* out) const {

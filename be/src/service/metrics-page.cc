@@ -169,6 +169,7 @@ RegistryStats ReadStats(const char* registry, const Map& map) {
     r.total.shared_acquisitions += s.shared_acquisitions;
     r.total.contended_acquisitions += s.contended_acquisitions;
     r.total.sleeps += s.sleeps;
+    r.total.bias_revocations += s.bias_revocations;
     r.largest_shard = std::max(r.largest_shard, s.entries);
     r.shards.push_back(s);
   }
@@ -239,9 +240,18 @@ void AppendRegistryMetrics(const QueryCoordinator& coordinator, const QueryExecM
                  "Acquisitions of a registry's shard locks.", registries,
                  &ShardStats::acquisitions, out);
   RegistryFamily("qr_registry_lock_shared_acquisitions_total", "counter",
-                 "Shared acquisitions (lookups) of a registry's shard locks, included in "
-                 "qr_registry_lock_acquisitions_total.",
+                 "Shared acquisitions (lookups) of a registry's shard locks through their "
+                 "reader slots, included in qr_registry_lock_acquisitions_total (read-biased "
+                 "ones are in qr_shard_lock_biased_reads_total).",
                  registries, &ShardStats::shared_acquisitions, out);
+  RegistryFamily("qr_registry_lock_bias_revocations_total", "counter",
+                 "Times a writer found a registry's shard lock read-biased and revoked the "
+                 "bias (one membarrier() system call each).",
+                 registries, &ShardStats::bias_revocations, out);
+  Scalar("qr_shard_lock_biased_reads_total", "counter",
+         "Read-biased shared acquisitions of every shard lock of the process (lookups that "
+         "took no reader slot).",
+         static_cast<int64_t>(ShardLock::biased_reads()), out);
   RegistryFamily("qr_registry_lock_contended_acquisitions_total", "counter",
                  "Acquisitions of a registry's shard locks that found the lock held.",
                  registries, &ShardStats::contended_acquisitions, out);
@@ -255,8 +265,8 @@ void AppendRegistryMetrics(const QueryCoordinator& coordinator, const QueryExecM
                 "Acquisitions of a registry shard's lock.", registries,
                 &ShardStats::acquisitions, out);
     ShardFamily("qr_registry_shard_lock_shared_acquisitions_total", "counter",
-                "Shared acquisitions (lookups) of a registry shard's lock, included in "
-                "qr_registry_shard_lock_acquisitions_total.",
+                "Shared acquisitions (lookups) of a registry shard's lock through its reader "
+                "slots, included in qr_registry_shard_lock_acquisitions_total.",
                 registries, &ShardStats::shared_acquisitions, out);
     ShardFamily("qr_registry_shard_contended_acquisitions_total", "counter",
                 "Acquisitions of a registry shard's lock that found it held.", registries,

@@ -1,12 +1,27 @@
 #include "util/shard-lock.h"
 
+#include <linux/membarrier.h>
+#include <pthread.h>
+#include <sched.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <bit>
+#include <cerrno>
 #include <thread>
 
+#include "util/check.h"
 #include "util/futex.h"
 
 namespace qr {
+namespace internal {
+// Their holds name no lock but are never null (a thread holding them takes slots).
+constinit BiasedReader g_unregistered_reader{.hold{&g_unregistered_reader}};
+constinit BiasedReader g_retired_reader{.hold{&g_retired_reader}};
+}  // namespace internal
+
 namespace {
 
 using internal::CpuRelax;
@@ -18,6 +33,88 @@ static_assert(std::endian::native == std::endian::little,
 /// The low 32 bits of a slot's 'exited' counter: the futex word (it changes on every release).
 std::atomic<uint32_t>* ExitedWord(std::atomic<uint64_t>* exited) {
   return reinterpret_cast<std::atomic<uint32_t>*>(exited);
+}
+
+using internal::BiasedReader;
+
+int Membarrier(int cmd) { return static_cast<int>(syscall(__NR_membarrier, cmd, 0, 0)); }
+
+/// Every thread's read-biased hold record, newest first; records are never freed.
+std::atomic<BiasedReader*> g_biased_readers{nullptr};
+
+
+/// Hands the exiting thread's record to the next thread that reads read-biased.
+void ReleaseBiasedReader(void* record) {
+  auto* r = static_cast<BiasedReader*>(record);
+  internal::tls_biased_reader = &internal::g_retired_reader;
+  r->in_use.store(false, std::memory_order_release);
+}
+
+pthread_key_t BiasedReaderKey() {
+  static const pthread_key_t key = [] {
+    pthread_key_t k;
+    QR_CHECK(pthread_key_create(&k, &ReleaseBiasedReader) == 0, "pthread_key_create");
+    return k;
+  }();
+  return key;
+}
+
+}  // namespace
+
+BiasedReader* ShardLock::RegisterBiasedReader() {
+  const pthread_key_t key = BiasedReaderKey();
+  BiasedReader* r = g_biased_readers.load(std::memory_order_acquire);
+  for (; r != nullptr; r = r->next) {
+    bool free = false;
+    if (!r->in_use.load(std::memory_order_relaxed) &&
+        r->in_use.compare_exchange_strong(free, true, std::memory_order_acquire)) {
+      break;
+    }
+  }
+  if (r == nullptr) {
+    r = new BiasedReader;  // Never freed: a revoking writer may be reading it.
+    r->in_use.store(true, std::memory_order_relaxed);
+    BiasedReader* head = g_biased_readers.load(std::memory_order_relaxed);
+    do {
+      r->next = head;
+    } while (!g_biased_readers.compare_exchange_weak(head, r, std::memory_order_release,
+                                                     std::memory_order_relaxed));
+  }
+  QR_CHECK(pthread_setspecific(key, r) == 0, "pthread_setspecific");
+  internal::tls_biased_reader = r;
+  return r;
+}
+
+namespace {
+
+int64_t MonotonicNs() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
+}
+
+/// After a revocation a lock stays unbiased for kInhibitNs << shift, the shift growing by
+/// kInhibitShiftStep (up to kMaxInhibitShift: ~1 s) each time the bias lasted less than
+/// kShortBiasNs: a shard written every few ms reaches the longest inhibition in 3 revocations.
+constexpr int64_t kInhibitNs = 1'000'000;
+constexpr uint32_t kInhibitShiftStep = 3;
+constexpr uint32_t kMaxInhibitShift = 10;
+constexpr int64_t kShortBiasNs = 100'000'000;
+/// A revoking writer waiting for a read-biased reader: yields this many times, then polls.
+constexpr int kYieldRounds = 64;
+constexpr long kHoldPollNs = 50'000;
+
+/// Makes every CPU running a thread of this process pass a full memory barrier.
+void HeavyBarrier() {
+  if (Membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) == 0) return;
+  // A child of fork() may have lost the registration: register again, else fall back to the
+  // global command (slower, needs no registration).
+  if (Membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED) == 0 &&
+      Membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) == 0) {
+    return;
+  }
+  QR_CHECK(Membarrier(MEMBARRIER_CMD_GLOBAL) == 0,
+           "membarrier() failed while revoking a ShardLock's read bias");
 }
 
 uint32_t ComputeNumSlots() {
@@ -34,7 +131,94 @@ uint32_t ShardLock::NumSlots() {
   return n;
 }
 
-ShardLock::ShardLock() : slot_mask_(NumSlots() - 1), slots_(new Slot[NumSlots()]) {}
+ShardLock::ShardLock()
+    : rebias_after_ns_(ReadBiasSupported() ? 0 : kNeverNs),
+      slot_mask_(NumSlots() - 1),
+      slots_(new Slot[NumSlots()]) {}
+
+bool ShardLock::ReadBiasSupported() {
+  static const bool supported = [] {
+    const int cmds = Membarrier(MEMBARRIER_CMD_QUERY);
+    return cmds > 0 && (cmds & MEMBARRIER_CMD_PRIVATE_EXPEDITED) != 0 &&
+           Membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED) == 0;
+  }();
+  return supported;
+}
+
+uint64_t ShardLock::biased_reads() {
+  uint64_t n = 0;
+  for (const BiasedReader* r = g_biased_readers.load(std::memory_order_acquire); r != nullptr;
+       r = r->next) {
+    n += r->reads.load(std::memory_order_relaxed);
+  }
+  return n;
+}
+
+void ShardLock::RefreshRebiasClock() {
+  internal::tls_rebias_clock_countdown = kClockRefreshEvery;
+  internal::tls_rebias_clock_ns = MonotonicNs();
+}
+
+void ShardLock::MaybeRebias() {
+  // Nested holds take slots while biased; a writer flagged now would revoke at once.
+  if (bias_.load(std::memory_order_relaxed) != 0 ||
+      writer_.load(std::memory_order_relaxed) != kNoWriter) {
+    return;
+  }
+  const int64_t now = MonotonicNs();
+  internal::tls_rebias_clock_ns = now;
+  if (now < rebias_after_ns_.load(std::memory_order_relaxed)) return;
+  // This thread holds the lock through a slot, so no writer is past its drain: the writer
+  // that comes next reads the flag after this thread's exit and revokes it.
+  biased_at_ns_.store(now, std::memory_order_relaxed);
+  // Release: pairs with a read-biased reader's acquire check of the flag (this thread's hold
+  // happens after the last writer's unlock).
+  bias_.store(1, std::memory_order_release);
+}
+
+bool ShardLock::RevokeBias(bool wait) {
+  bias_.store(0, kHoldOrder);
+  // The writer half of the asymmetric Dekker: a reader whose hold store this barrier did not
+  // make visible runs its check of the flag after it, and sees the flag down.
+  HeavyBarrier();
+  // Acquire (seq_cst under TSan): a reader's release of its hold happens before our changes.
+  constexpr std::memory_order kScanOrder =
+      kHoldOrder == std::memory_order_seq_cst ? std::memory_order_seq_cst
+                                              : std::memory_order_acquire;
+  for (const BiasedReader* r = g_biased_readers.load(std::memory_order_acquire); r != nullptr;
+       r = r->next) {
+    if (r->hold.load(kScanOrder) != this) continue;
+    if (!wait) {
+      // try_lock fails: the bias goes back up, since a writer that finds it down does not look
+      // for read-biased holds, and this one is still inside. Readers since the store above took
+      // slots; the writers' lock is still held, so no writer can be past its drain meanwhile.
+      bias_.store(1, std::memory_order_release);
+      return false;
+    }
+    // A read-biased hold is one lookup's copy-out or one short callback; its thread may have
+    // been preempted, so spin a little, then give the CPU away until it lets go. It never
+    // wakes anyone (its release is a plain store), so there is nothing to sleep on.
+    for (int i = 0; r->hold.load(kScanOrder) == this; ++i) {
+      if (i < SpinLock::kSpinRounds) {
+        CpuRelax();
+      } else if (i < SpinLock::kSpinRounds + kYieldRounds) {
+        sched_yield();
+      } else {
+        const timespec pause{0, kHoldPollNs};
+        nanosleep(&pause, nullptr);
+      }
+    }
+  }
+  bias_revocations_.fetch_add(1, std::memory_order_relaxed);
+  const int64_t now = MonotonicNs();
+  if (now - biased_at_ns_.load(std::memory_order_relaxed) < kShortBiasNs) {
+    inhibit_shift_ = std::min(inhibit_shift_ + kInhibitShiftStep, kMaxInhibitShift);
+  } else {
+    inhibit_shift_ = 0;
+  }
+  rebias_after_ns_.store(now + (kInhibitNs << inhibit_shift_), std::memory_order_relaxed);
+  return true;
+}
 
 uint32_t ShardLock::AssignThreadSlot() {
   static std::atomic<uint32_t> next{0};

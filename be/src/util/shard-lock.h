@@ -15,6 +15,42 @@
 
 namespace qr {
 
+class ShardLock;
+
+/// Whether a ShardLock may switch to read-biased mode (see ShardLock).
+enum class ReadBias {
+  /// Read-biased while no writer came for a while (the default).
+  kAdaptive,
+  /// Always through the reader slots: shared_acquisitions() counts every read.
+  kNever,
+};
+
+namespace internal {
+/// One thread's read-biased hold (ShardLock): the lock it holds shared without a reader slot,
+/// or null. Owned by one thread at a time, reused after the thread exits, never freed.
+struct alignas(64) BiasedReader {
+  /// The ShardLock held read-biased, or null; the two sentinel records below hold themselves.
+  std::atomic<const void*> hold{nullptr};
+  /// Read-biased acquisitions made through this record (its owners' own counter: relaxed
+  /// load and store, no read-modify-write).
+  std::atomic<uint64_t> reads{0};
+  std::atomic<bool> in_use{false};
+  /// The next record of the process-wide list (set before publication, then immutable).
+  BiasedReader* next = nullptr;
+};
+/// The record of a thread that has none yet, and of one whose exit began: its hold is never
+/// null, so lock_shared() takes a slot (and registers a thread that has none).
+extern BiasedReader g_unregistered_reader;
+extern BiasedReader g_retired_reader;
+/// The calling thread's record (never null).
+inline thread_local constinit BiasedReader* tls_biased_reader = &g_unregistered_reader;
+/// The thread's clock for re-bias checks (CLOCK_MONOTONIC ns), refreshed every
+/// ShardLock::kClockRefreshEvery slot reads: a slot read compares it with the lock's
+/// inhibition instead of reading the clock.
+inline thread_local constinit int64_t tls_rebias_clock_ns = 0;
+inline thread_local constinit uint32_t tls_rebias_clock_countdown = 1;
+}  // namespace internal
+
 /// The lock of one registry shard: exclusive for writers, shared for readers, and built so that
 /// a reader writes no cache line that another core's reader writes.
 ///
@@ -40,14 +76,40 @@ namespace qr {
 /// one atomic increment and one read of a line that only writers write. A reader that meets a
 /// writer waits on the writers' SpinLock (WaitUntilFree: spin, then futex).
 ///
+/// Read bias. While no writer comes, the slots' two locked increments are most of a lookup's
+/// cost (docs/benchmarks.md). A lock that saw no writer for a while turns read-biased: a reader
+/// then stores the lock's address into its thread's own hold word (internal::BiasedReader),
+/// reads the 'bias' flag again and goes in: a plain store and two loads, no locked
+/// instruction, no line another core writes. The store-then-load needs no fence on the reader's
+/// side because the writer pays for both (asymmetric Dekker): a writer that finds the lock
+/// biased lowers the flag, calls membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED), which runs a
+/// full memory barrier on every CPU running a thread of this process, and then waits until no
+/// thread's hold word names this lock. So either the writer sees a reader's hold, or the reader
+/// sees the flag down and goes through a slot instead. A revocation costs the writer ~1-5 us
+/// (the system call and the other CPUs' interrupts), so the lock stays unbiased for a while
+/// after each (1 ms, doubled each time a bias did not last 100 ms, up to ~1 s): a shard written
+/// often stays on the slots, one written seldom reads without locked instructions. Readers
+/// re-bias it from the slot path (a thread-local clock compared per read, read every 64th),
+/// only while holding it through a slot and while no writer is flagged. A thread holds at most
+/// one lock read-biased at a time (nested holds go through slots). Without membarrier (older
+/// kernels, seccomp) no lock ever turns read-biased. Read-biased acquisitions are counted per
+/// thread (biased_reads(), process-wide), not per lock; ReadBias::kNever keeps every read on the
+/// slots and in shared_acquisitions().
+///
 /// Writers have priority: a flagged writer makes new readers wait, so a stream of readers can
 /// never starve a writer. Not recursive in either mode; a reader must not take the lock
 /// exclusively (it would wait for itself).
 /// Thread-safety: thread-safe. Satisfies Lockable (lock/unlock/try_lock); the shared side is
-/// lock_shared()/unlock_shared(slot) (the slot number lock_shared() returned).
+/// lock_shared()/unlock_shared(slot) (the slot number lock_shared() returned), released by the
+/// thread that took it.
 class QR_CAPABILITY("mutex") ShardLock {
  public:
   ShardLock();
+  /// Before any concurrent use: ReadBias::kNever keeps every read on the reader slots.
+  void set_read_bias(ReadBias bias) {
+    rebias_after_ns_.store(bias == ReadBias::kAdaptive && ReadBiasSupported() ? 0 : kNeverNs,
+                           std::memory_order_relaxed);
+  }
   ShardLock(const ShardLock&) = delete;
   ShardLock& operator=(const ShardLock&) = delete;
 
@@ -59,6 +121,9 @@ class QR_CAPABILITY("mutex") ShardLock {
     for (uint32_t i = 0; i <= slot_mask_; ++i) {
       if (!Drained(slots_[i])) WaitForReaders(i);
     }
+    // After the slots: a slot reader that re-biased the lock has left by now, and its store of
+    // the flag is visible (its exit's increment was read above).
+    if (bias_.load(std::memory_order_relaxed) != 0) [[unlikely]] RevokeBias(/*wait=*/true);
   }
 
   /// Takes the lock exclusively only if no writer holds it and no reader is inside.
@@ -66,14 +131,14 @@ class QR_CAPABILITY("mutex") ShardLock {
   [[nodiscard]] bool try_lock() QR_TRY_ACQUIRE(true) QR_NO_THREAD_SAFETY_ANALYSIS {
     if (!writer_lock_.try_lock()) return false;
     writer_.store(kWriterActive, std::memory_order_seq_cst);
-    for (uint32_t i = 0; i <= slot_mask_; ++i) {
-      if (!Drained(slots_[i])) {
-        writer_.store(kNoWriter, std::memory_order_release);  // Readers that backed off retry.
-        writer_lock_.unlock();
-        return false;
-      }
+    bool free = true;
+    for (uint32_t i = 0; i <= slot_mask_ && free; ++i) free = Drained(slots_[i]);
+    if (free && bias_.load(std::memory_order_relaxed) != 0) free = RevokeBias(/*wait=*/false);
+    if (!free) {
+      writer_.store(kNoWriter, std::memory_order_release);  // Readers that backed off retry.
+      writer_lock_.unlock();
     }
-    return true;
+    return free;
   }
 
   // No analysis inside: releases the writers' SpinLock that lock() or try_lock() left held.
@@ -85,16 +150,43 @@ class QR_CAPABILITY("mutex") ShardLock {
 
   /// Takes the lock shared; returns the slot to hand to unlock_shared().
   [[nodiscard, gnu::always_inline]] uint32_t lock_shared() QR_ACQUIRE_SHARED() {
+    // Read-biased first: announce the hold, then check the flag. When the lock is not biased
+    // this costs two plain stores to this thread's own line, cheaper than loading the flag
+    // first on the biased path (docs/benchmarks.md, "Read bias").
+    internal::BiasedReader* r = internal::tls_biased_reader;
+    if (r->hold.load(std::memory_order_relaxed) == nullptr) [[likely]] {
+      r->hold.store(this, kHoldOrder);
+      // The reader half of the asymmetric Dekker: a compiler barrier only (see RevokeBias).
+      std::atomic_signal_fence(std::memory_order_seq_cst);
+      // Acquire: a writer's changes happen before the slot reader's re-bias seen here.
+      if (bias_.load(kBiasCheckOrder) != 0) [[likely]] {
+        CountBiasedRead(r);
+        return kBiasedSlot;
+      }
+      r->hold.store(nullptr, std::memory_order_relaxed);
+    } else if (r == &internal::g_unregistered_reader) [[unlikely]] {
+      RegisterBiasedReader();  // The next lock_shared() of this thread may go read-biased.
+    }
     const uint32_t slot = CurrentSlot();
     // seq_cst: ordered before the read of the flag (the reader half of Dekker).
     slots_[slot].entered.fetch_add(1, std::memory_order_seq_cst);
     if (writer_.load(std::memory_order_seq_cst) != kNoWriter) [[unlikely]] {
       LockSharedSlow(slot);
     }
+    if (internal::tls_rebias_clock_ns >= rebias_after_ns_.load(std::memory_order_relaxed))
+        [[unlikely]] {
+      MaybeRebias();
+    }
+    if (--internal::tls_rebias_clock_countdown == 0) [[unlikely]] RefreshRebiasClock();
     return slot;
   }
 
   [[gnu::always_inline]] void unlock_shared(uint32_t slot) QR_RELEASE_SHARED() {
+    if (slot == kBiasedSlot) {
+      // Release: what this reader read happens before a revoking writer's changes.
+      internal::tls_biased_reader->hold.store(nullptr, std::memory_order_release);
+      return;
+    }
     // seq_cst: a writer that read a stale count and goes to sleep must see this increment in
     // its futex check, or this thread must see its "sleeping" flag and wake it.
     slots_[slot].exited.fetch_add(1, std::memory_order_seq_cst);
@@ -119,11 +211,34 @@ class QR_CAPABILITY("mutex") ShardLock {
     return writer_lock_.sleeps() + writer_sleeps_.load(std::memory_order_relaxed);
   }
 
+  /// Read-biased shared acquisitions of every ShardLock of the process (not in
+  /// shared_acquisitions()). Never decreases; may lag a reader that is still counting.
+  static uint64_t biased_reads();
+  /// Times a writer found this lock read-biased and revoked the bias.
+  uint64_t bias_revocations() const { return bias_revocations_.load(std::memory_order_relaxed); }
+  /// True while the lock is read-biased (a snapshot; for tests and statistics).
+  bool read_biased() const { return bias_.load(std::memory_order_relaxed) != 0; }
+  /// True if this process can revoke a read bias (membarrier with PRIVATE_EXPEDITED).
+  static bool ReadBiasSupported();
+
   /// Reader slots per lock: the CPU count rounded up to a power of two, at most kMaxSlots.
   static uint32_t NumSlots();
   static constexpr uint32_t kMaxSlots = 16;
+  /// What lock_shared() returns for a read-biased hold (never a slot number).
+  static constexpr uint32_t kBiasedSlot = ~0u;
+  /// Slot reads of one thread between two reads of its re-bias clock.
+  static constexpr uint32_t kClockRefreshEvery = 64;
 
  private:
+#if defined(__SANITIZE_THREAD__)
+  // ThreadSanitizer does not see membarrier(): sequentially consistent on both sides, so that
+  // the handshake is one it checks.
+  static constexpr std::memory_order kHoldOrder = std::memory_order_seq_cst;
+  static constexpr std::memory_order kBiasCheckOrder = std::memory_order_seq_cst;
+#else
+  static constexpr std::memory_order kHoldOrder = std::memory_order_relaxed;
+  static constexpr std::memory_order kBiasCheckOrder = std::memory_order_acquire;
+#endif
   static constexpr uint32_t kNoWriter = 0;
   static constexpr uint32_t kWriterActive = 1;
   static constexpr uint32_t kWriterSleeping = 2;
@@ -168,6 +283,26 @@ class QR_CAPABILITY("mutex") ShardLock {
   static inline thread_local uint32_t tls_slot_ = kUnassigned;
   // Steps out of the shared hold and back in: invisible to the analysis by design.
   void LockSharedSlow(uint32_t slot) QR_NO_THREAD_SAFETY_ANALYSIS;
+  /// A slot reader whose clock passed the inhibition: re-biases the lock if no writer is
+  /// flagged and the inhibition is over by the real clock; registers the thread's record.
+  void MaybeRebias();
+  static void RefreshRebiasClock();
+  /// Gives the calling thread its read-biased hold record (a free one, else a new one).
+  static internal::BiasedReader* RegisterBiasedReader();
+  static constexpr int64_t kNeverNs = INT64_MAX;
+  /// reads += 1 by the record's owner: others only load it, so a plain increment (one
+  /// instruction) is enough; TSan sees an atomic one.
+  [[gnu::always_inline]] static void CountBiasedRead(internal::BiasedReader* r) {
+#if defined(__x86_64__) && !defined(__SANITIZE_THREAD__)
+    asm volatile("incq %0" : "+m"(*reinterpret_cast<uint64_t*>(&r->reads)));
+#else
+    r->reads.store(r->reads.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+#endif
+  }
+  /// Writer, holding writer_lock_ with the slots drained: lowers the bias, makes every CPU
+  /// pass a memory barrier, then waits until no thread holds the lock read-biased ('wait'), or
+  /// returns false if one does (try_lock). The bias stays down either way.
+  bool RevokeBias(bool wait);
   void WaitForReaders(uint32_t slot);
   void WakeWriterIfDrained(uint32_t slot);
 
@@ -176,6 +311,17 @@ class QR_CAPABILITY("mutex") ShardLock {
   /// kNoWriter, kWriterActive, or kWriterSleeping (a writer sleeps until a slot drains).
   /// Written by writers only, so readers keep this line shared in their caches.
   std::atomic<uint32_t> writer_{kNoWriter};
+  /// 1 while read-biased. Raised by a slot reader (MaybeRebias), lowered by a writer; written
+  /// once per bias period at most, so it stays shared in the readers' caches.
+  std::atomic<uint32_t> bias_{0};
+  /// CLOCK_MONOTONIC ns before which readers must not re-bias: set by a revoking writer;
+  /// kNeverNs without membarrier or with ReadBias::kNever.
+  std::atomic<int64_t> rebias_after_ns_;
+  /// When the current bias was raised (written by the raising reader, read by the revoker).
+  std::atomic<int64_t> biased_at_ns_{0};
+  /// Doublings of the inhibition after a revocation (writers only, under writer_lock_).
+  uint32_t inhibit_shift_ = 0;
+  std::atomic<uint64_t> bias_revocations_{0};
   std::atomic<uint64_t> reader_waits_{0};
   /// Steps back of readers that met a writer (counted in 'exited' but not acquisitions).
   std::atomic<uint64_t> reader_backoffs_{0};

@@ -88,6 +88,9 @@ struct ShardStats {
   uint64_t shared_acquisitions = 0;
   uint64_t contended_acquisitions = 0;
   uint64_t sleeps = 0;
+  /// Times a writer found the shard's lock read-biased and revoked the bias (a membarrier()).
+  /// Read-biased lookups are not in shared_acquisitions: see ShardLock::biased_reads().
+  uint64_t bias_revocations = 0;
 };
 
 namespace internal {
@@ -136,13 +139,17 @@ class ShardedQueryMap {
 
   /// QR_REQUIRES: ValidateNumShards(num_shards) is OK (checked: a bad value aborts with the
   /// reason; the daemon validates its --registry_num_shards flag when parsing flags).
-  explicit ShardedQueryMap(int num_shards = kDefaultNumShards)
+  /// 'read_bias': whether a shard that writers leave alone for a while may serve lookups
+  /// read-biased (ShardLock); ReadBias::kNever counts every lookup in its shard's statistics.
+  explicit ShardedQueryMap(int num_shards = kDefaultNumShards,
+                           ReadBias read_bias = ReadBias::kAdaptive)
       : num_shards_(num_shards),
         mask_(static_cast<uint64_t>(num_shards) - 1),
         shard_bits_(std::countr_zero(static_cast<uint64_t>(num_shards))) {
     Status s = ValidateNumShards(num_shards);
     QR_CHECK(s.ok(), s.message());
     shards_ = std::make_unique<Shard[]>(num_shards);
+    for (int i = 0; i < num_shards; ++i) shards_[i].lock.set_read_bias(read_bias);
   }
   ShardedQueryMap(const ShardedQueryMap&) = delete;
   ShardedQueryMap& operator=(const ShardedQueryMap&) = delete;
@@ -302,7 +309,8 @@ class ShardedQueryMap {
     const Shard& s = shards_[shard];
     const uint64_t shared = s.lock.shared_acquisitions();
     return ShardStats{s.size.load(std::memory_order_relaxed), s.lock.acquisitions() + shared,
-                      shared, s.lock.contended_acquisitions(), s.lock.sleeps()};
+                      shared, s.lock.contended_acquisitions(), s.lock.sleeps(),
+                      s.lock.bias_revocations()};
   }
 
  private:
