@@ -46,6 +46,10 @@ std::atomic<BiasedReader*> g_biased_readers{nullptr};
 /// Hands the exiting thread's record to the next thread that reads read-biased.
 void ReleaseBiasedReader(void* record) {
   auto* r = static_cast<BiasedReader*>(record);
+  // A thread cannot exit inside a lookup; a leaked ReaderLockGuard would make every writer of
+  // its lock wait forever.
+  QR_DCHECK(r->hold.load(std::memory_order_relaxed) == nullptr,
+            "a thread exited holding a ShardLock read-biased");
   internal::tls_biased_reader = &internal::g_retired_reader;
   r->in_use.store(false, std::memory_order_release);
 }
@@ -107,8 +111,9 @@ constexpr long kHoldPollNs = 50'000;
 /// Makes every CPU running a thread of this process pass a full memory barrier.
 void HeavyBarrier() {
   if (Membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) == 0) return;
-  // A child of fork() may have lost the registration: register again, else fall back to the
-  // global command (slower, needs no registration).
+  // The registration is per address space (fork() copies it); should it be gone, register
+  // again, else fall back to the global command (slower, needs no registration). Without any
+  // barrier a revocation cannot be made safe: abort rather than let a writer in beside a reader.
   if (Membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED) == 0 &&
       Membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) == 0) {
     return;

@@ -13,6 +13,14 @@
 #include "spinlock.h"
 #include "thread-annotations.h"
 
+#if defined(__SANITIZE_THREAD__)
+#define QR_SHARD_LOCK_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define QR_SHARD_LOCK_TSAN 1
+#endif
+#endif
+
 namespace qr {
 
 class ShardLock;
@@ -87,7 +95,7 @@ inline thread_local constinit uint32_t tls_rebias_clock_countdown = 1;
 /// thread's hold word names this lock. So either the writer sees a reader's hold, or the reader
 /// sees the flag down and goes through a slot instead. A revocation costs the writer ~1-5 us
 /// (the system call and the other CPUs' interrupts), so the lock stays unbiased for a while
-/// after each (1 ms, doubled each time a bias did not last 100 ms, up to ~1 s): a shard written
+/// after each (1 ms, x8 each time a bias did not last 100 ms, up to ~1 s): a shard written
 /// often stays on the slots, one written seldom reads without locked instructions. Readers
 /// re-bias it from the slot path (a thread-local clock compared per read, read every 64th),
 /// only while holding it through a slot and while no writer is flagged. A thread holds at most
@@ -163,7 +171,7 @@ class QR_CAPABILITY("mutex") ShardLock {
         CountBiasedRead(r);
         return kBiasedSlot;
       }
-      r->hold.store(nullptr, std::memory_order_relaxed);
+      r->hold.store(nullptr, std::memory_order_release);  // Release: see kHoldOrder.
     } else if (r == &internal::g_unregistered_reader) [[unlikely]] {
       RegisterBiasedReader();  // The next lock_shared() of this thread may go read-biased.
     }
@@ -230,13 +238,16 @@ class QR_CAPABILITY("mutex") ShardLock {
   static constexpr uint32_t kClockRefreshEvery = 64;
 
  private:
-#if defined(__SANITIZE_THREAD__)
+#ifdef QR_SHARD_LOCK_TSAN
   // ThreadSanitizer does not see membarrier(): sequentially consistent on both sides, so that
   // the handshake is one it checks.
   static constexpr std::memory_order kHoldOrder = std::memory_order_seq_cst;
   static constexpr std::memory_order kBiasCheckOrder = std::memory_order_seq_cst;
 #else
-  static constexpr std::memory_order kHoldOrder = std::memory_order_relaxed;
+  // Release, not relaxed (a plain store either way on x86): a revoking writer that reads this
+  // hold instead of the null stored by the thread's previous release must still see that
+  // release's reads happen before its changes (a later relaxed store would break the chain).
+  static constexpr std::memory_order kHoldOrder = std::memory_order_release;
   static constexpr std::memory_order kBiasCheckOrder = std::memory_order_acquire;
 #endif
   static constexpr uint32_t kNoWriter = 0;
@@ -293,7 +304,7 @@ class QR_CAPABILITY("mutex") ShardLock {
   /// reads += 1 by the record's owner: others only load it, so a plain increment (one
   /// instruction) is enough; TSan sees an atomic one.
   [[gnu::always_inline]] static void CountBiasedRead(internal::BiasedReader* r) {
-#if defined(__x86_64__) && !defined(__SANITIZE_THREAD__)
+#if defined(__x86_64__) && !defined(QR_SHARD_LOCK_TSAN)
     asm volatile("incq %0" : "+m"(*reinterpret_cast<uint64_t*>(&r->reads)));
 #else
     r->reads.store(r->reads.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);

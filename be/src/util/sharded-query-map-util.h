@@ -83,7 +83,8 @@ struct ShardKeyTraits<absl::uint128> {
 struct ShardStats {
   uint64_t entries = 0;
   /// Acquisitions of the shard's lock: exclusive (Add, Delete, ScopedShardedMapRef,
-  /// DoFuncForAllEntries) plus shared (Get, Snapshot); the shared ones alone below.
+  /// DoFuncForAllEntries) plus shared (Get, VisitShared, Snapshot) through the reader slots;
+  /// the shared ones alone below. Read-biased lookups are not in either (ShardLock).
   uint64_t acquisitions = 0;
   uint64_t shared_acquisitions = 0;
   uint64_t contended_acquisitions = 0;
