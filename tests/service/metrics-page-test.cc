@@ -156,7 +156,8 @@ TEST_F(MetricsPageTest, EveryLineIsExpositionFormatWithTheDocumentedFamilies) {
        {"qr_queries_submitted_total", "qr_queries_finished_total", "qr_queries_failed_total",
         "qr_queries_canceled_total", "qr_http_responses_total",
         "qr_registry_lock_acquisitions_total", "qr_registry_lock_contended_acquisitions_total",
-        "qr_registry_lock_sleeps_total", "qr_long_query_parks_total",
+        "qr_registry_lock_sleeps_total", "qr_registry_lock_bias_revocations_total",
+        "qr_shard_lock_biased_reads_total", "qr_long_query_parks_total",
         "process_cpu_seconds_total"}) {
     EXPECT_EQ(e.types[counter], "counter") << counter;
   }

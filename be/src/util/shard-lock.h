@@ -39,8 +39,8 @@ namespace internal {
 struct alignas(64) BiasedReader {
   /// The ShardLock held read-biased, or null; the two sentinel records below hold themselves.
   std::atomic<const void*> hold{nullptr};
-  /// Read-biased acquisitions made through this record (its owners' own counter: relaxed
-  /// load and store, no read-modify-write).
+  /// Read-biased acquisitions made through this record, incremented by its owner only (a
+  /// plain increment, no locked instruction); others only load it.
   std::atomic<uint64_t> reads{0};
   std::atomic<bool> in_use{false};
   /// The next record of the process-wide list (set before publication, then immutable).
@@ -86,15 +86,15 @@ inline thread_local constinit uint32_t tls_rebias_clock_countdown = 1;
 ///
 /// Read bias. While no writer comes, the slots' two locked increments are most of a lookup's
 /// cost (docs/benchmarks.md). A lock that saw no writer for a while turns read-biased: a reader
-/// then stores the lock's address into its thread's own hold word (internal::BiasedReader),
-/// reads the 'bias' flag again and goes in: a plain store and two loads, no locked
-/// instruction, no line another core writes. The store-then-load needs no fence on the reader's
+/// stores the lock's address into its thread's own hold word (internal::BiasedReader), reads
+/// the 'bias' flag and, if it is up, goes in: a plain store and a load, no locked instruction,
+/// no line another core writes (if it is down, the reader clears its hold and takes a slot). The store-then-load needs no fence on the reader's
 /// side because the writer pays for both (asymmetric Dekker): a writer that finds the lock
 /// biased lowers the flag, calls membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED), which runs a
 /// full memory barrier on every CPU running a thread of this process, and then waits until no
 /// thread's hold word names this lock. So either the writer sees a reader's hold, or the reader
-/// sees the flag down and goes through a slot instead. A revocation costs the writer ~1-5 us
-/// (the system call and the other CPUs' interrupts), so the lock stays unbiased for a while
+/// sees the flag down and goes through a slot instead. A revocation costs the writer ~1 us
+/// (the system call and the other CPUs' interrupts; docs/benchmarks.md), so the lock stays unbiased for a while
 /// after each (1 ms, x8 each time a bias did not last 100 ms, up to ~1 s): a shard written
 /// often stays on the slots, one written seldom reads without locked instructions. Readers
 /// re-bias it from the slot path (a thread-local clock compared per read, read every 64th),
@@ -311,8 +311,9 @@ class QR_CAPABILITY("mutex") ShardLock {
 #endif
   }
   /// Writer, holding writer_lock_ with the slots drained: lowers the bias, makes every CPU
-  /// pass a memory barrier, then waits until no thread holds the lock read-biased ('wait'), or
-  /// returns false if one does (try_lock). The bias stays down either way.
+  /// pass a memory barrier, then waits until no thread holds the lock read-biased ('wait'; the
+  /// bias stays down for the inhibition), or, if one does, raises the bias again and returns
+  /// false (try_lock).
   bool RevokeBias(bool wait);
   void WaitForReaders(uint32_t slot);
   void WakeWriterIfDrained(uint32_t slot);
