@@ -10,9 +10,12 @@
 #include <set>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include <gtest/gtest.h>
+
+#include "testutil/wait.h"
 
 namespace qr {
 namespace {
@@ -345,6 +348,64 @@ TEST(ShardedQueryMapTest, StressAgainstPerThreadModels) {
   uint64_t acquisitions = 0;
   for (int i = 0; i < map.num_shards(); ++i) acquisitions += map.GetShardStats(i).acquisitions;
   EXPECT_GE(acquisitions, uint64_t{kThreads} * kOpsPerThread);
+}
+
+// Get and VisitShared run their lookup once per way into the shard (read-biased, or through a
+// reader slot): both must hold the shard against a writer. A writer changes a pair's two
+// halves under ScopedShardedMapRef; before each write it waits until a reader
+// went read-biased since the previous one, so every write revokes a bias with readers inside
+// or arriving (the inhibition grows x8 per round: 1 + 8 + 64 + 512 ms). A VisitShared callback
+// reads one half, waits, then reads the other: halves that differ mean a write ran while it
+// held the shard (and TSan reports the race).
+TEST(ShardedQueryMapTest, ReadBiasedLookupsNeverSeeAHalfDoneWrite) {
+  if (!ShardLock::ReadBiasSupported()) GTEST_SKIP() << "no membarrier(PRIVATE_EXPEDITED) here";
+  constexpr int kReaders = 2, kRounds = 4;
+  using Pair = std::pair<uint64_t, uint64_t>;
+  ShardedQueryMap<Pair> map(1);
+  const UniqueId id = Id(7);
+  ASSERT_TRUE(map.Add(id, Pair{0, 0}).ok());
+  std::atomic<uint64_t> torn{0}, lookups{0};
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> readers;
+  for (int t = 0; t < kReaders; ++t) {
+    readers.emplace_back([&, t] {
+      for (uint64_t n = 0; !stop.load(std::memory_order_relaxed); ++n) {
+        bool whole;
+        if ((n + t) % 2 == 0) {
+          const std::optional<Pair> v = map.Get(id);
+          whole = v.has_value() && v->first == v->second;
+        } else {
+          whole = map.VisitShared(id, [](const Pair* p) {
+            const uint64_t first = p->first;
+            // A longer hold, so that a writer often arrives while a reader is inside.
+            for (int i = 0; i < 2000; ++i) asm volatile("");
+            return first == p->second;
+          });
+        }
+        if (!whole) torn.fetch_add(1);
+        lookups.fetch_add(1, std::memory_order_relaxed);
+      }
+    });
+  }
+  for (int round = 1; round <= kRounds; ++round) {
+    // EXPECT, not ASSERT, while threads are joinable.
+    const uint64_t biased = ShardLock::biased_reads();
+    if (!WaitFor([&] { return ShardLock::biased_reads() > biased; })) {
+      ADD_FAILURE() << "no lookup went read-biased before round " << round;
+      break;
+    }
+    ShardedQueryMap<Pair>::ScopedShardedMapRef ref(id, &map);
+    Pair& v = ref->find(id)->second;
+    v.first = round;
+    v.second = round;
+  }
+  stop.store(true);
+  for (auto& th : readers) th.join();
+  EXPECT_EQ(torn.load(), 0u);
+  EXPECT_EQ(map.Get(id), (Pair{kRounds, kRounds}));
+  EXPECT_EQ(map.GetShardStats(0).bias_revocations, static_cast<uint64_t>(kRounds))
+      << "every write found the shard read-biased";
+  EXPECT_GT(lookups.load(), 0u);
 }
 
 // A query's owner (a cluster member id, in 'lo') never moves it to another shard: the

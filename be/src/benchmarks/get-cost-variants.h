@@ -45,7 +45,7 @@ template <typename T, GetSteps kUpTo, typename Inner>
 class GetCostMap {
  public:
   explicit GetCostMap(int num_shards)
-      : mask_(static_cast<uint64_t>(num_shards) - 1),
+      : pick_shard_(num_shards),
         shard_bits_(std::countr_zero(static_cast<uint64_t>(num_shards))),
         shards_(std::make_unique<Shard[]>(num_shards)),
         packed_(std::make_unique<PackedSlot[]>(static_cast<size_t>(num_shards) *
@@ -136,12 +136,12 @@ class GetCostMap {
     return found;
   }
   uint64_t ShardIndex(const UniqueId& id) const {
-    return std::rotl(id.hi * ShardedQueryMap<T>::kFibonacci, shard_bits_) & mask_;
+    return pick_shard_(id.hi);
   }
   Shard& ShardFor(const UniqueId& id) const { return shards_[ShardIndex(id)]; }
 
   static inline thread_local constinit std::atomic<const Shard*> tls_hold_{nullptr};
-  const uint64_t mask_;
+  const FibonacciShardPicker pick_shard_;
   const int shard_bits_;
   std::unique_ptr<Shard[]> shards_;
   std::unique_ptr<PackedSlot[]> packed_;

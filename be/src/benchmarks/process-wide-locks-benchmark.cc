@@ -106,8 +106,7 @@ template <typename Lock>
 class ExclusiveQueryRegistry {
  public:
   explicit ExclusiveQueryRegistry(int num_shards)
-      : mask_(static_cast<uint64_t>(num_shards) - 1),
-        shard_bits_(std::countr_zero(static_cast<uint64_t>(num_shards))),
+      : pick_shard_(num_shards),
         shards_(std::make_unique<Shard[]>(num_shards)) {}
 
   QueryState* Create(const UniqueId& id, const QueryContext& ctx) {
@@ -151,11 +150,10 @@ class ExclusiveQueryRegistry {
     std::unordered_map<UniqueId, Slot, UniqueIdHash> map;
   };
   Shard& ShardFor(const UniqueId& id) {
-    return shards_[std::rotl(id.hi * ShardedQueryMap<int>::kFibonacci, shard_bits_) & mask_];
+    return shards_[pick_shard_(id.hi)];
   }
 
-  const uint64_t mask_;
-  const int shard_bits_;
+  const FibonacciShardPicker pick_shard_;
   std::unique_ptr<Shard[]> shards_;
 };
 

@@ -142,8 +142,7 @@ class ShardedLockMap {
  public:
   explicit ShardedLockMap(int num_shards)
       : num_shards_(num_shards),
-        mask_(static_cast<uint64_t>(num_shards) - 1),
-        shard_bits_(std::countr_zero(static_cast<uint64_t>(num_shards))),
+        pick_shard_(num_shards),
         shards_(std::make_unique<Shard[]>(num_shards)) {}
 
   bool Add(const UniqueId& id, T v) {
@@ -191,12 +190,11 @@ class ShardedLockMap {
   };
   // The same choice as ShardedQueryMap::ShardIndex.
   Shard& ShardFor(const UniqueId& id) const {
-    return shards_[std::rotl(id.hi * ShardedQueryMap<T>::kFibonacci, shard_bits_) & mask_];
+    return shards_[pick_shard_(id.hi)];
   }
 
   const int num_shards_;
-  const uint64_t mask_;
-  const int shard_bits_;
+  const FibonacciShardPicker pick_shard_;
   std::unique_ptr<Shard[]> shards_;
 };
 

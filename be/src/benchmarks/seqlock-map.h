@@ -199,8 +199,7 @@ class SeqlockMap {
   /// 'num_shards': a power of two. 'initial_capacity': slots of each shard's first table
   /// (a power of two >= 4).
   explicit SeqlockMap(int num_shards, uint64_t initial_capacity = 8)
-      : mask_(static_cast<uint64_t>(num_shards) - 1),
-        shard_bits_(std::countr_zero(static_cast<uint64_t>(num_shards))),
+      : pick_shard_(num_shards),
         initial_capacity_(std::bit_ceil(std::max<uint64_t>(initial_capacity, 4))),
         shards_(std::make_unique<Shard[]>(num_shards)),
         num_shards_(num_shards) {
@@ -495,11 +494,10 @@ class SeqlockMap {
   }
 
   [[gnu::always_inline]] Shard& ShardFor(const UniqueId& id) const {
-    return shards_[std::rotl(id.hi * ShardedQueryMap<T>::kFibonacci, shard_bits_) & mask_];
+    return shards_[pick_shard_(id.hi)];
   }
 
-  const uint64_t mask_;
-  const int shard_bits_;
+  const FibonacciShardPicker pick_shard_;
   const uint64_t initial_capacity_;
   const std::unique_ptr<Shard[]> shards_;
   const int num_shards_;

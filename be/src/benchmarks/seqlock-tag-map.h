@@ -71,8 +71,7 @@ class SeqlockTagMap {
   /// 'num_shards': a power of two. 'initial_capacity': slots of each shard's first table
   /// (rounded up to a power of two >= 8, one group).
   explicit SeqlockTagMap(int num_shards, uint64_t initial_capacity = 8)
-      : mask_(static_cast<uint64_t>(num_shards) - 1),
-        shard_bits_(std::countr_zero(static_cast<uint64_t>(num_shards))),
+      : pick_shard_(num_shards),
         shards_(std::make_unique<Shard[]>(num_shards)),
         num_shards_(num_shards) {
     const uint64_t capacity = std::bit_ceil(std::max<uint64_t>(initial_capacity, kGroup));
@@ -424,14 +423,13 @@ class SeqlockTagMap {
   }
 
   [[gnu::always_inline]] const Shard& ShardFor(const UniqueId& id) const {
-    return shards_[std::rotl(id.hi * ShardedQueryMap<T>::kFibonacci, shard_bits_) & mask_];
+    return shards_[pick_shard_(id.hi)];
   }
   Shard& ShardFor(const UniqueId& id) {
-    return shards_[std::rotl(id.hi * ShardedQueryMap<T>::kFibonacci, shard_bits_) & mask_];
+    return shards_[pick_shard_(id.hi)];
   }
 
-  const uint64_t mask_;
-  const int shard_bits_;
+  const FibonacciShardPicker pick_shard_;
   const std::unique_ptr<Shard[]> shards_;
   const int num_shards_;
 };

@@ -256,7 +256,7 @@ void ShardLock::LockSharedSlow(uint32_t slot) {
     // Step back so the writer can proceed (waking it if it sleeps on this slot). Counted as a
     // back-off before the exit (see shared_acquisitions()).
     reader_backoffs_.fetch_add(1, std::memory_order_relaxed);
-    unlock_shared(slot);
+    unlock_shared_slot(slot);
     // Wait for the writer: spin on the flag a little, then queue on the writers' lock, which
     // sleeps in the kernel and is released when the writer is done.
     for (int i = 0; i < SpinLock::kSpinRounds &&

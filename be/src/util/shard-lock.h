@@ -88,14 +88,15 @@ inline thread_local constinit uint32_t tls_rebias_clock_countdown = 1;
 /// cost (docs/benchmarks.md). A lock that saw no writer for a while turns read-biased: a reader
 /// stores the lock's address into its thread's own hold word (internal::BiasedReader), reads
 /// the 'bias' flag and, if it is up, goes in: a plain store and a load, no locked instruction,
-/// no line another core writes (if it is down, the reader clears its hold and takes a slot). The store-then-load needs no fence on the reader's
-/// side because the writer pays for both (asymmetric Dekker): a writer that finds the lock
-/// biased lowers the flag, calls membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED), which runs a
-/// full memory barrier on every CPU running a thread of this process, and then waits until no
-/// thread's hold word names this lock. So either the writer sees a reader's hold, or the reader
-/// sees the flag down and goes through a slot instead. A revocation costs the writer ~1 us
-/// (the system call and the other CPUs' interrupts; docs/benchmarks.md), so the lock stays unbiased for a while
-/// after each (1 ms, x8 each time a bias did not last 100 ms, up to ~1 s): a shard written
+/// no line another core writes (if it is down, the reader clears its hold and takes a slot).
+/// The store-then-load needs no fence on the reader's side because the writer pays for both
+/// (asymmetric Dekker): a writer that finds the lock biased lowers the flag, calls
+/// membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED), which runs a full memory barrier on every CPU
+/// running a thread of this process, and then waits until no thread's hold word names this
+/// lock. So either the writer sees a reader's hold, or the reader sees the flag down and goes
+/// through a slot instead. A revocation costs the writer ~1 us (the system call and the other
+/// CPUs' interrupts; docs/benchmarks.md), so the lock stays unbiased for a while after each
+/// (1 ms, x8 each time a bias did not last 100 ms, up to ~1 s): a shard written
 /// often stays on the slots, one written seldom reads without locked instructions. Readers
 /// re-bias it from the slot path (a thread-local clock compared per read, read every 64th),
 /// only while holding it through a slot and while no writer is flagged. A thread holds at most
@@ -108,8 +109,9 @@ inline thread_local constinit uint32_t tls_rebias_clock_countdown = 1;
 /// never starve a writer. Not recursive in either mode; a reader must not take the lock
 /// exclusively (it would wait for itself).
 /// Thread-safety: thread-safe. Satisfies Lockable (lock/unlock/try_lock); the shared side is
-/// lock_shared()/unlock_shared(slot) (the slot number lock_shared() returned), released by the
-/// thread that took it.
+/// lock_shared()/unlock_shared(slot) (the slot number lock_shared() returned), or its two
+/// halves (try_lock_shared_biased(), else lock_shared_slot(), each with its own unlock),
+/// released by the thread that took it.
 class QR_CAPABILITY("mutex") ShardLock {
  public:
   ShardLock();
@@ -156,11 +158,35 @@ class QR_CAPABILITY("mutex") ShardLock {
     writer_lock_.unlock();
   }
 
-  /// Takes the lock shared; returns the slot to hand to unlock_shared().
-  [[nodiscard, gnu::always_inline]] uint32_t lock_shared() QR_ACQUIRE_SHARED() {
-    // Read-biased first: announce the hold, then check the flag. When the lock is not biased
-    // this costs two plain stores to this thread's own line, cheaper than loading the flag
-    // first on the biased path (docs/benchmarks.md, "Read bias").
+  /// Takes the lock shared; returns the slot to hand to unlock_shared(): kBiasedSlot for a
+  /// read-biased hold, else a reader slot.
+  // No analysis inside: one of the two halves below takes the lock.
+  [[nodiscard, gnu::always_inline]] uint32_t lock_shared() QR_ACQUIRE_SHARED()
+      QR_NO_THREAD_SAFETY_ANALYSIS {
+    return try_lock_shared_biased() != nullptr ? kBiasedSlot : lock_shared_slot();
+  }
+
+  // No analysis inside: releases the half that lock_shared() took.
+  [[gnu::always_inline]] void unlock_shared(uint32_t slot) QR_RELEASE_SHARED()
+      QR_NO_THREAD_SAFETY_ANALYSIS {
+    if (slot == kBiasedSlot) {
+      unlock_shared_biased(internal::tls_biased_reader);
+    } else {
+      unlock_shared_slot(slot);
+    }
+  }
+
+  /// The read-biased half of lock_shared(): the calling thread's hold record if the thread now
+  /// holds the lock read-biased (hand it to unlock_shared_biased()), null if it holds nothing
+  /// and must take a slot (lock_shared_slot()). For callers that run their critical section
+  /// once per half, so that the read-biased one keeps no slot number, tests none at the
+  /// release and finds its record in a register (ShardedQueryMap's lookups;
+  /// docs/benchmarks.md, "Read bias").
+  [[nodiscard, gnu::always_inline]] internal::BiasedReader* try_lock_shared_biased()
+      QR_TRY_ACQUIRE_SHARED(true) {
+    // Announce the hold, then check the flag. When the lock is not biased this costs two
+    // plain stores to this thread's own line, cheaper than loading the flag first on the
+    // biased path (docs/benchmarks.md, "Read bias").
     internal::BiasedReader* r = internal::tls_biased_reader;
     if (r->hold.load(std::memory_order_relaxed) == nullptr) [[likely]] {
       r->hold.store(this, kHoldOrder);
@@ -169,12 +195,26 @@ class QR_CAPABILITY("mutex") ShardLock {
       // Acquire: a writer's changes happen before the slot reader's re-bias seen here.
       if (bias_.load(kBiasCheckOrder) != 0) [[likely]] {
         CountBiasedRead(r);
-        return kBiasedSlot;
+        return r;
       }
       r->hold.store(nullptr, std::memory_order_release);  // Release: see kHoldOrder.
     } else if (r == &internal::g_unregistered_reader) [[unlikely]] {
       RegisterBiasedReader();  // The next lock_shared() of this thread may go read-biased.
     }
+    return nullptr;
+  }
+
+  /// Releases a hold of try_lock_shared_biased(), on the thread that took it ('hold' is what
+  /// that returned).
+  [[gnu::always_inline]] void unlock_shared_biased(internal::BiasedReader* hold)
+      QR_RELEASE_SHARED() {
+    // Release: what this reader read happens before a revoking writer's changes.
+    hold->hold.store(nullptr, std::memory_order_release);
+  }
+
+  /// The slot half of lock_shared(): takes a reader slot (waiting for a writer if one is
+  /// flagged) and returns its number, for unlock_shared_slot().
+  [[nodiscard, gnu::always_inline]] uint32_t lock_shared_slot() QR_ACQUIRE_SHARED() {
     const uint32_t slot = CurrentSlot();
     // seq_cst: ordered before the read of the flag (the reader half of Dekker).
     slots_[slot].entered.fetch_add(1, std::memory_order_seq_cst);
@@ -189,12 +229,8 @@ class QR_CAPABILITY("mutex") ShardLock {
     return slot;
   }
 
-  [[gnu::always_inline]] void unlock_shared(uint32_t slot) QR_RELEASE_SHARED() {
-    if (slot == kBiasedSlot) {
-      // Release: what this reader read happens before a revoking writer's changes.
-      internal::tls_biased_reader->hold.store(nullptr, std::memory_order_release);
-      return;
-    }
+  /// Releases a hold of lock_shared_slot().
+  [[gnu::always_inline]] void unlock_shared_slot(uint32_t slot) QR_RELEASE_SHARED() {
     // seq_cst: a writer that read a stale count and goes to sleep must see this increment in
     // its futex check, or this thread must see its "sleeping" flag and wake it.
     slots_[slot].exited.fetch_add(1, std::memory_order_seq_cst);

@@ -78,6 +78,29 @@ struct ShardKeyTraits<absl::uint128> {
   }
 };
 
+/// The shard of a key's shard bits among a power of two of shards: the top log2(num_shards)
+/// bits of bits * 2^64/phi (Fibonacci hashing). Two instructions (a multiply and a shift)
+/// instead of a full mix; sequential ids spread as evenly as random ones (the multiplier's top
+/// bits depend on every input bit). The inner map's hash mixes the whole key again, so the
+/// shard's fixed top bits do not bias it.
+class FibonacciShardPicker {
+ public:
+  static constexpr uint64_t kFibonacci = 0x9e3779b97f4a7c15ULL;
+  /// QR_REQUIRES: num_shards is a power of two (ValidateNumShards()).
+  explicit FibonacciShardPicker(int num_shards)
+      // One shard: a multiplier of 0, since a shift by 64 would be undefined.
+      : multiplier_(num_shards == 1 ? 0 : kFibonacci),
+        shift_(num_shards == 1 ? 0 : 64 - std::countr_zero(static_cast<uint64_t>(num_shards))) {}
+  /// In [0, num_shards).
+  [[gnu::always_inline]] uint64_t operator()(uint64_t bits) const {
+    return (bits * multiplier_) >> shift_;
+  }
+
+ private:
+  const uint64_t multiplier_;
+  const int shift_;
+};
+
 /// Statistics of one shard of a ShardedQueryMap. Read without the shard lock: each number is
 /// exact when read but the set is not a consistent snapshot.
 struct ShardStats {
@@ -145,8 +168,7 @@ class ShardedQueryMap {
   explicit ShardedQueryMap(int num_shards = kDefaultNumShards,
                            ReadBias read_bias = ReadBias::kAdaptive)
       : num_shards_(num_shards),
-        mask_(static_cast<uint64_t>(num_shards) - 1),
-        shard_bits_(std::countr_zero(static_cast<uint64_t>(num_shards))) {
+        pick_shard_(num_shards) {
     Status s = ValidateNumShards(num_shards);
     QR_CHECK(s.ok(), s.message());
     shards_ = std::make_unique<Shard[]>(num_shards);
@@ -157,15 +179,11 @@ class ShardedQueryMap {
 
   int num_shards() const { return num_shards_; }
 
-  /// The shard that owns 'id': the top log2(num_shards) bits of bits * 2^64/phi (Fibonacci
-  /// hashing), 'bits' being ShardKeyTraits<Key>::ShardBits(id) ('hi' for a UniqueId). Three
-  /// instructions instead of a full mix; sequential ids spread as evenly as random ones (the
-  /// multiplier's top bits depend on every input bit). The inner map's hash mixes the whole
-  /// key again, so the shard's fixed top bits do not bias it.
+  /// The shard that owns 'id': FibonacciShardPicker of ShardKeyTraits<Key>::ShardBits(id)
+  /// ('hi' for a UniqueId).
   [[gnu::always_inline]] int ShardIndex(const Key& id) const {
-    return static_cast<int>(std::rotl(Traits::ShardBits(id) * kFibonacci, shard_bits_) & mask_);
+    return static_cast<int>(pick_shard_(Traits::ShardBits(id)));
   }
-  static constexpr uint64_t kFibonacci = 0x9e3779b97f4a7c15ULL;
 
   /// RAII lock of the shard owning an id; '->' and '*' give that shard's inner map.
   /// Keep it short-lived: no I/O, no other locks, no allocation-heavy work while it lives.
@@ -221,11 +239,12 @@ class ShardedQueryMap {
   /// a pointer's or a shared_ptr's is).
   [[nodiscard, gnu::always_inline]] std::optional<T> Get(const Key& id) const {
     CheckNotIterating("Get");
-    Shard& s = ShardFor(id);
-    ReaderLockGuard l(&s.lock);
-    auto it = s.map.find(id);
-    if (it == s.map.end()) return std::nullopt;
-    return it->second;
+    return ReadShard(ShardFor(id),
+                     [&id](const Map& map) __attribute__((always_inline)) -> std::optional<T> {
+                       auto it = map.find(id);
+                       if (it == map.end()) return std::nullopt;
+                       return it->second;
+                     });
   }
 
   /// Calls 'fn(const T* value)' with the shard held shared, 'value' pointing at the entry of
@@ -236,11 +255,12 @@ class ShardedQueryMap {
   template <typename Fn>
   [[gnu::always_inline]] decltype(auto) VisitShared(const Key& id, Fn&& fn) const {
     CheckNotIterating("VisitShared");
-    Shard& s = ShardFor(id);
-    ReaderLockGuard l(&s.lock);
-    LockedMapMarker marker(this, "VisitShared callback");
-    auto it = s.map.find(id);
-    return fn(it == s.map.end() ? static_cast<const T*>(nullptr) : &it->second);
+    return ReadShard(ShardFor(id),
+                     [&](const Map& map) __attribute__((always_inline)) -> decltype(auto) {
+                       LockedMapMarker marker(this, "VisitShared callback");
+                       auto it = map.find(id);
+                       return fn(it == map.end() ? static_cast<const T*>(nullptr) : &it->second);
+                     });
   }
 
   /// Removes 'id', moving its value into 'removed' if not null. NotFound if absent.
@@ -325,6 +345,37 @@ class ShardedQueryMap {
     void PublishSize() QR_REQUIRES(lock) { size.store(map.size(), std::memory_order_relaxed); }
   };
 
+  /// Returns 'read(const Map&)' run on 's''s map with 's' held shared. 'read' is inlined
+  /// twice (always_inline on the callers' lambdas), once per way in: read-biased
+  /// (ShardLock::try_lock_shared_biased()), which then keeps no slot number, tests none at the
+  /// release and keeps the thread's record in a register, or through a reader slot. With the
+  /// shard choice, 97 instructions per Get became 85 (docs/benchmarks.md, "The read-biased
+  /// Get, trimmed").
+  // No analysis: each branch holds s.lock shared around read(s.map) and releases it in a
+  // guard's destructor, which the analysis cannot pair with the acquisition.
+  template <typename Read>
+  [[gnu::always_inline]] static decltype(auto) ReadShard(Shard& s, Read&& read)
+      QR_NO_THREAD_SAFETY_ANALYSIS {
+    if (internal::BiasedReader* hold = s.lock.try_lock_shared_biased()) [[likely]] {
+      struct Release {
+        ShardLock& lock;
+        internal::BiasedReader* const hold;
+        [[gnu::always_inline]] ~Release() QR_NO_THREAD_SAFETY_ANALYSIS {
+          lock.unlock_shared_biased(hold);
+        }
+      } release{s.lock, hold};
+      return read(std::as_const(s.map));
+    }
+    struct ReleaseSlot {
+      ShardLock& lock;
+      const uint32_t slot;
+      [[gnu::always_inline]] ~ReleaseSlot() QR_NO_THREAD_SAFETY_ANALYSIS {
+        lock.unlock_shared_slot(slot);
+      }
+    } release{s.lock, s.lock.lock_shared_slot()};
+    return read(std::as_const(s.map));
+  }
+
   /// Marks this thread as holding a shard lock of 'map' while user code runs (debug builds).
   class LockedMapMarker {
    public:
@@ -354,7 +405,10 @@ class ShardedQueryMap {
     [[maybe_unused]] const void* const map_;
   };
 
-  Shard& ShardFor(const Key& id) const { return shards_[ShardIndex(id)]; }
+  // Indexed by the unsigned number (no sign extension of ShardIndex()'s int).
+  [[gnu::always_inline]] Shard& ShardFor(const Key& id) const {
+    return shards_[pick_shard_(Traits::ShardBits(id))];
+  }
 
   void CheckNotIterating([[maybe_unused]] const char* method) const {
 #ifndef NDEBUG
@@ -368,8 +422,7 @@ class ShardedQueryMap {
   }
 
   const int num_shards_;
-  const uint64_t mask_;
-  const int shard_bits_;
+  const FibonacciShardPicker pick_shard_;
   std::unique_ptr<Shard[]> shards_;
 };
 

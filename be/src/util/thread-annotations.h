@@ -25,6 +25,8 @@
 #define QR_RELEASE_SHARED(...) QR_THREAD_ANNOTATION(release_shared_capability(__VA_ARGS__))
 #define QR_RELEASE_GENERIC(...) QR_THREAD_ANNOTATION(release_generic_capability(__VA_ARGS__))
 #define QR_TRY_ACQUIRE(...) QR_THREAD_ANNOTATION(try_acquire_capability(__VA_ARGS__))
+#define QR_TRY_ACQUIRE_SHARED(...) \
+  QR_THREAD_ANNOTATION(try_acquire_shared_capability(__VA_ARGS__))
 #define QR_EXCLUDES(...) QR_THREAD_ANNOTATION(locks_excluded(__VA_ARGS__))
 #define QR_ASSERT_CAPABILITY(x) QR_THREAD_ANNOTATION(assert_capability(x))
 #define QR_RETURN_CAPABILITY(x) QR_THREAD_ANNOTATION(lock_returned(x))
