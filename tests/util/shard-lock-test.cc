@@ -241,6 +241,42 @@ TEST(ShardLockTest, ReadBiasComesWithoutWritersAndAWriterRevokesIt) {
   EXPECT_EQ(counted.shared_acquisitions(), 1000u);
 }
 
+// The two halves of lock_shared() that ShardedQueryMap's lookups use: a read-biased lock gives
+// a read-biased hold (a writer cannot get in beside it), a second lock read meanwhile gets no
+// read-biased hold but a slot, and after the release a writer gets in.
+TEST(ShardLockTest, TheTwoHalvesOfASharedHold) {
+  if (!ShardLock::ReadBiasSupported()) GTEST_SKIP() << "no membarrier(PRIVATE_EXPEDITED) here";
+  ShardLock lock, other;
+  ASSERT_TRUE(ReadUntilBiased(&lock));
+  ASSERT_TRUE(ReadUntilBiased(&other));
+  const auto try_write = [&] {
+    bool got = false;
+    std::thread([&] {
+      if (lock.try_lock()) {
+        lock.unlock();
+        got = true;
+      }
+    }).join();
+    return got;
+  };
+  if (internal::BiasedReader* hold = lock.try_lock_shared_biased()) {
+    EXPECT_FALSE(try_write()) << "a writer got in beside a read-biased hold";
+    if (internal::BiasedReader* nested = other.try_lock_shared_biased()) {
+      other.unlock_shared_biased(nested);
+      ADD_FAILURE() << "a second read-biased hold on one thread";
+    }
+    const uint64_t slot_reads = other.shared_acquisitions();
+    const uint32_t slot = other.lock_shared_slot();
+    other.unlock_shared_slot(slot);
+    EXPECT_EQ(other.shared_acquisitions(), slot_reads + 1);
+    lock.unlock_shared_biased(hold);
+  } else {
+    ADD_FAILURE() << "a read-biased lock gave no read-biased hold";
+  }
+  EXPECT_TRUE(try_write());
+  EXPECT_EQ(lock.bias_revocations(), 1u);
+}
+
 // A read-biased reader holds the lock with nothing but its thread's hold word: try_lock fails
 // (and leaves the reader's hold valid for the next writer), a writer waits until it leaves,
 // and a second lock read meanwhile (nested) takes a slot.
