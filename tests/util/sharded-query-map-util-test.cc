@@ -231,6 +231,61 @@ TEST(ShardedQueryMapTest, DoFuncForAllEntriesVisitsEveryEntry) {
   EXPECT_EQ(map.Get(Id(10)), 20) << "the callback may modify values in place";
 }
 
+// VisitAllShared reads every shard under its shared hold: no exclusive acquisition, and no
+// revocation of a read bias, where DoFuncForAllEntries (a write of every shard) revokes them.
+TEST(ShardedQueryMapTest, VisitAllSharedVisitsEveryEntryAndRevokesNoBias) {
+  constexpr int kShards = 4;
+  IntMap map(kShards);
+  for (int i = 1; i <= 200; ++i) ASSERT_TRUE(map.Add(Id(i), i).ok());
+  auto exclusive = [&] {
+    uint64_t n = 0;
+    for (int i = 0; i < kShards; ++i) {
+      const ShardStats st = map.GetShardStats(i);
+      n += st.acquisitions - st.shared_acquisitions;
+    }
+    return n;
+  };
+  auto revocations = [&] {
+    uint64_t n = 0;
+    for (int i = 0; i < kShards; ++i) n += map.GetShardStats(i).bias_revocations;
+    return n;
+  };
+  if (ShardLock::ReadBiasSupported()) {
+    // Look up one id of each shard until its lookups go read-biased (a slot lookup raises the
+    // bias of a shard that no writer has revoked yet).
+    std::vector<UniqueId> per_shard(kShards, UniqueId{0, 0});
+    for (int i = 1; i <= 200; ++i) per_shard[map.ShardIndex(Id(i))] = Id(i);
+    for (const UniqueId& id : per_shard) {
+      ASSERT_NE(id.hi, 0u) << "200 ids fill every shard";
+      const uint64_t biased = ShardLock::biased_reads();
+      ASSERT_TRUE(WaitFor([&] {
+        (void)map.Get(id);
+        return ShardLock::biased_reads() > biased;
+      })) << "shard " << map.ShardIndex(id) << " never went read-biased";
+    }
+  }
+  const uint64_t exclusive_before = exclusive(), revocations_before = revocations();
+  int64_t sum = 0;
+  int visits = 0;
+  map.VisitAllShared([&](const UniqueId& id, const int& v) {
+    EXPECT_EQ(static_cast<int>(id.hi), v);
+    EXPECT_EQ(map.ShardIndex(id), map.ShardIndex(Id(v)));
+    sum += v;
+    ++visits;
+  });
+  EXPECT_EQ(visits, 200);
+  EXPECT_EQ(sum, 200 * 201 / 2);
+  EXPECT_EQ(exclusive(), exclusive_before) << "no shard was taken exclusively";
+  EXPECT_EQ(revocations(), revocations_before) << "no read bias was revoked";
+  // The contrast: the mutable walk writes every shard, revoking each bias it finds (all four
+  // shards were read-biased above).
+  map.DoFuncForAllEntries([](const UniqueId&, int&) {});
+  EXPECT_EQ(exclusive(), exclusive_before + kShards);
+  if (ShardLock::ReadBiasSupported()) {
+    EXPECT_EQ(revocations(), revocations_before + kShards);
+  }
+}
+
 TEST(ShardedQueryMapTest, SnapshotCallbacksMayCallBackIntoTheMap) {
   IntMap map(16);
   for (int i = 1; i <= 100; ++i) ASSERT_TRUE(map.Add(Id(i), i).ok());
@@ -281,6 +336,8 @@ TEST(ShardedQueryMapDeathTest, ReentryFromDoFuncForAllEntriesAborts) {
         (void)map.Get(Id(1));
       },
       "ShardedQueryMap::Get called from inside a ScopedShardedMapRef's scope");
+  EXPECT_DEATH(map.VisitAllShared([&](const UniqueId& id, const int&) { (void)map.Delete(id); }),
+               "ShardedQueryMap::Delete called from inside a VisitAllShared callback");
   // Each scope ends its mark: the map is usable again after each.
   (void)map.VisitShared(Id(1), [](const int* v) { return v != nullptr; });
   {

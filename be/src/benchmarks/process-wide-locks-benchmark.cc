@@ -18,12 +18,16 @@
 //     iteration, uncontended Get (alone, and interleaved with its bare inner map: BM_GetVsBare;
 //     BM_GetRefVsBare does the same with a reference taken to what each Get found and dropped,
 //     on both sides, as the daemon's lookups do).
+//  4. BM_WalkAll<Mode>/entries:E: one walk over every entry (QueryExecMgr::GetAll's), with
+//     each shard held exclusively (DoFuncForAllEntries) or shared (VisitAllShared), over
+//     shards that all went read-biased before it, or that never do (*NeverBiased).
 // Every throughput benchmark reports ops_per_s, ns_per_op and ctx_switches_per_op counters;
 // scripts/bench.sh runs it and renders docs/benchmarks.md.
 //
 // --callgrind_variant=NAME runs only an uncontended Get loop for valgrind --tool=callgrind.
 
 #include <bit>
+#include <chrono>
 #include <cstdio>
 #include <memory>
 #include <mutex>
@@ -334,6 +338,71 @@ void RegisterLifecycleBenchmarks() {
   }
 }
 
+/// How a BM_WalkAll walk holds each shard.
+enum class WalkMode { kExclusive, kShared };
+
+/// BM_WalkAll<Mode>/entries:E: one walk over every entry of a 256-shard map of E entries
+/// (QueryExecMgr::GetAll's walk: a relaxed load per value), on a fresh map each time whose
+/// shards all went read-biased before the walk ('biased'), or that never turns read-biased.
+/// Exclusive is DoFuncForAllEntries (a write of every shard: it revokes each bias it finds),
+/// Shared is VisitAllShared. Reports the walk's wall time (manual time).
+void BM_WalkAll(benchmark::State& state, WalkMode mode, bool biased) {
+  const int entries = static_cast<int>(state.range(0));
+  std::vector<UniqueId> ids(entries);
+  for (UniqueId& id : ids) id = GenerateQueryId();
+  uint64_t revocations = 0, walks = 0;
+  for (auto _ : state) {
+    ShardedQueryMap<std::atomic<int>*> map(kDefaultNumShards,
+                                           biased ? ReadBias::kAdaptive : ReadBias::kNever);
+    std::atomic<int> value{1};
+    for (const UniqueId& id : ids) CHECK(map.Add(id, &value).ok());
+    // The first slot lookup of a shard raises its bias; the second goes in read-biased.
+    for (int round = 0; round < 2; ++round) {
+      for (const UniqueId& id : ids) benchmark::DoNotOptimize(map.Get(id));
+    }
+    int64_t sum = 0;
+    const auto start = std::chrono::steady_clock::now();
+    if (mode == WalkMode::kExclusive) {
+      map.DoFuncForAllEntries([&](const UniqueId&, std::atomic<int>*& v) {
+        sum += v->load(std::memory_order_relaxed);
+      });
+    } else {
+      map.VisitAllShared([&](const UniqueId&, std::atomic<int>* const& v) {
+        sum += v->load(std::memory_order_relaxed);
+      });
+    }
+    const auto end = std::chrono::steady_clock::now();
+    CHECK_EQ(sum, entries);
+    state.SetIterationTime(std::chrono::duration<double>(end - start).count());
+    for (int i = 0; i < map.num_shards(); ++i) revocations += map.GetShardStats(i).bias_revocations;
+    ++walks;
+  }
+  state.counters["revocations_per_walk"] =
+      walks == 0 ? 0 : static_cast<double>(revocations) / static_cast<double>(walks);
+}
+
+void RegisterWalkBenchmarks(const std::vector<int>& entries) {
+  for (int e : entries) {
+    for (bool biased : {true, false}) {
+      for (WalkMode mode : {WalkMode::kExclusive, WalkMode::kShared}) {
+        const std::string name =
+            std::string("BM_WalkAll<") +
+            (mode == WalkMode::kExclusive ? "DoFuncForAllEntries" : "VisitAllShared") +
+            (biased ? "" : "NeverBiased") + ">";
+        benchmark::RegisterBenchmark(name.c_str(),
+                                     [mode, biased](benchmark::State& st) {
+                                       BM_WalkAll(st, mode, biased);
+                                     })
+            ->Arg(e)
+            ->ArgName("entries")
+            ->UseManualTime()
+            ->Iterations(e >= 100000 ? 20 : 200)
+            ->Unit(benchmark::kMicrosecond);
+      }
+    }
+  }
+}
+
 /// BM_CacheLineRoundTrip<Machine>/pass:P/at:start|end: the cache-line round trip between the
 /// two CPUs at the start and at the end of pass P (MeasureCacheLineRoundTrip, 21 batches).
 void RegisterRoundTrip(int pass, const char* at) {
@@ -411,6 +480,7 @@ int main(int argc, char** argv) {
     RegisterRoundTrip(pass, "start");
     RegisterLifecycleBenchmarks();
     RegisterMapBenchmarks(options);
+    RegisterWalkBenchmarks(options.entries);
     RegisterRoundTrip(pass, "end");
   }
   benchmark::RunSpecifiedBenchmarks();

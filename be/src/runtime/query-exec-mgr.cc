@@ -102,9 +102,11 @@ void QueryExecMgr::ReleaseQueryState(QueryState* qs) {
 std::vector<QueryStateHandle> QueryExecMgr::GetAll() {
   std::vector<QueryStateHandle> out;
   out.reserve(registry_.Count() + 16);
-  // Take a reference to each under its shard lock (the callback does no allocation beyond
-  // the reserved vector's occasional growth), act on them after the locks are released.
-  registry_.DoFuncForAllEntries([&](const UniqueId&, QueryState*& qs) {
+  // Take a reference to each under its shard lock, held shared: the reference is a CAS on the
+  // state's count, so the walk excludes only the writers of one shard at a time and revokes no
+  // read bias (the callback does no allocation beyond the reserved vector's occasional growth).
+  // Act on the states after the locks are released.
+  registry_.VisitAllShared([&](const UniqueId&, QueryState* qs) {
     if (TryAddRef(qs)) out.emplace_back(this, qs);  // Skips a state being unregistered.
   });
   return out;

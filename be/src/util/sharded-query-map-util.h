@@ -290,8 +290,11 @@ class ShardedQueryMap {
     return n;
   }
 
-  /// Calls 'fn(const Key&, T&)' for every entry, holding each shard's lock while visiting
-  /// that shard. 'fn' must be short and must not call into this map.
+  /// Calls 'fn(const Key&, T&)' for every entry, holding each shard exclusively while
+  /// visiting that shard, so 'fn' may change the values. Each shard is a write: lookups of it
+  /// wait, and a read-biased shard has its bias revoked (up to num_shards() membarrier() calls
+  /// per walk); a walk that only reads should use VisitAllShared(). 'fn' must be short and must
+  /// not call into this map.
   template <typename Fn>
   void DoFuncForAllEntries(Fn&& fn) {
     CheckNotIterating("DoFuncForAllEntries");
@@ -303,8 +306,25 @@ class ShardedQueryMap {
     }
   }
 
-  /// Copies every (id, value) out, one shard lock at a time. The result is not an atomic
-  /// snapshot of the whole map: entries added or removed during the copy may be missed.
+  /// Calls 'fn(const Key&, const T&)' for every entry, holding each shard shared while
+  /// visiting it: beside that shard's lookups, never beside a writer of it. For walks that
+  /// only read the values or change what they point to atomically (taking a reference, as
+  /// QueryExecMgr::GetAll() does): unlike DoFuncForAllEntries(), it makes lookups wait for
+  /// nobody and revokes no shard's read bias (each revocation is a membarrier(), ~1 us or
+  /// more). 'fn' must be short and must not call into this map.
+  template <typename Fn>
+  void VisitAllShared(Fn&& fn) const {
+    CheckNotIterating("VisitAllShared");
+    LockedMapMarker marker(this, "VisitAllShared callback");
+    for (int i = 0; i < num_shards_; ++i) {
+      const Shard& s = shards_[i];
+      ReaderLockGuard l(&s.lock);
+      for (const auto& [id, value] : s.map) fn(id, value);
+    }
+  }
+
+  /// Copies every (id, value) out, one shard lock at a time (shared). The result is not an
+  /// atomic snapshot of the whole map: entries added or removed during the copy may be missed.
   [[nodiscard]] std::vector<std::pair<Key, T>> Snapshot() const {
     CheckNotIterating("Snapshot");
     std::vector<std::pair<Key, T>> out;
