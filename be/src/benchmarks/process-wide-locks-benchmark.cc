@@ -374,7 +374,9 @@ void BM_WalkAll(benchmark::State& state, WalkMode mode, bool biased) {
     const auto end = std::chrono::steady_clock::now();
     CHECK_EQ(sum, entries);
     state.SetIterationTime(std::chrono::duration<double>(end - start).count());
-    for (int i = 0; i < map.num_shards(); ++i) revocations += map.GetShardStats(i).bias_revocations;
+    for (int i = 0; i < map.num_shards(); ++i) {
+      revocations += map.GetShardStats(i).bias_revocations;
+    }
     ++walks;
   }
   state.counters["revocations_per_walk"] =

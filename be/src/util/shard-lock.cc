@@ -137,9 +137,9 @@ uint32_t ShardLock::NumSlots() {
 }
 
 ShardLock::ShardLock()
-    : rebias_after_ns_(ReadBiasSupported() ? 0 : kNeverNs),
-      slot_mask_(NumSlots() - 1),
-      slots_(new Slot[NumSlots()]) {}
+    : slot_mask_(NumSlots() - 1),
+      slots_(new Slot[NumSlots()]),
+      rebias_after_ns_(ReadBiasSupported() ? 0 : kNeverNs) {}
 
 bool ShardLock::ReadBiasSupported() {
   static const bool supported = [] {
@@ -164,10 +164,10 @@ void ShardLock::RefreshRebiasClock() {
   internal::tls_rebias_clock_ns = MonotonicNs();
 }
 
-void ShardLock::MaybeRebias() {
+void ShardLock::MaybeRebias(uint32_t slot) {
   // Nested holds take slots while biased; a writer flagged now would revoke at once.
   if (bias_.load(std::memory_order_relaxed) != 0 ||
-      writer_.load(std::memory_order_relaxed) != kNoWriter) {
+      slots_[slot].writer.load(std::memory_order_relaxed) != kNoWriter) {
     return;
   }
   const int64_t now = MonotonicNs();
@@ -260,16 +260,16 @@ void ShardLock::LockSharedSlow(uint32_t slot) {
     // Wait for the writer: spin on the flag a little, then queue on the writers' lock, which
     // sleeps in the kernel and is released when the writer is done.
     for (int i = 0; i < SpinLock::kSpinRounds &&
-                    writer_.load(std::memory_order_relaxed) != kNoWriter;
+                    s.writer.load(std::memory_order_relaxed) != kNoWriter;
          ++i) {
       CpuRelax();
     }
-    if (writer_.load(std::memory_order_relaxed) != kNoWriter) {
+    if (s.writer.load(std::memory_order_relaxed) != kNoWriter) {
       // Not counted as an exclusive acquisition or contention: reader_waits_ counted this wait.
       writer_lock_.WaitUntilFree();
     }
     s.entered.fetch_add(1, std::memory_order_seq_cst);
-    if (writer_.load(std::memory_order_seq_cst) == kNoWriter) return;
+    if (s.writer.load(std::memory_order_seq_cst) == kNoWriter) return;
   }
 }
 
@@ -281,7 +281,7 @@ void ShardLock::WaitForReaders(uint32_t slot) {
   }
   // A reader holds on: it may have been preempted, so sleep rather than burn the CPU it needs.
   for (;;) {
-    writer_.store(kWriterSleeping, std::memory_order_seq_cst);
+    s.writer.store(kWriterSleeping, std::memory_order_seq_cst);
     const uint64_t exited = s.exited.load(std::memory_order_seq_cst);
     if (s.entered.load(std::memory_order_seq_cst) == exited) break;
     // The release that empties the slot after the store above sees kWriterSleeping and wakes
@@ -290,7 +290,7 @@ void ShardLock::WaitForReaders(uint32_t slot) {
     Futex(ExitedWord(&s.exited), FUTEX_WAIT, static_cast<uint32_t>(exited));
   }
   // Readers' releases need not look for a sleeper any more.
-  writer_.store(kWriterActive, std::memory_order_seq_cst);
+  s.writer.store(kWriterActive, std::memory_order_seq_cst);
 }
 
 void ShardLock::WakeWriterIfDrained(uint32_t slot) {

@@ -69,7 +69,11 @@ inline thread_local constinit uint32_t tls_rebias_clock_countdown = 1;
 /// reader registers in one of a few reader slots, each on a cache line of its own, picked by
 /// the CPU it runs on, so readers on different cores never touch the same line and a slot's
 /// line stays in its core's cache. Writers (add, delete, a ScopedShardedMapRef) take the
-/// exclusive SpinLock, raise a flag that readers check, and wait for every slot to drain.
+/// exclusive SpinLock, raise the writer flag that every slot carries on its own line, and wait
+/// for every slot to drain. The flag sits on the slot's line because the writer must read that
+/// line anyway and its readers write it anyway: a write moves no line that only readers read
+/// (the lock's read-mostly line, with the bias and the slot array, is written only when the
+/// bias changes; the writers' SpinLock and counters are on a line of their own).
 ///
 /// A slot is two counters that only grow: 'entered' (shared acquisitions) and 'exited'
 /// (releases, and a reader's step back before a writer); entered - exited readers are inside,
@@ -80,9 +84,9 @@ inline thread_local constinit uint32_t tls_rebias_clock_countdown = 1;
 /// use sequentially consistent operations on (counter, flag), so at least one of them sees the
 /// other (the Dekker pattern). A writer waiting for a reader that was preempted sleeps in the
 /// kernel on the slot's 'exited' word (futex) after a short spin; a release wakes it only when
-/// the flag says a writer sleeps and the release emptied the slot, so an uncontended release is
-/// one atomic increment and one read of a line that only writers write. A reader that meets a
-/// writer waits on the writers' SpinLock (WaitUntilFree: spin, then futex).
+/// the slot's flag says a writer sleeps on it and the release emptied the slot, so an
+/// uncontended release is one atomic increment and one load, both on the slot's own line. A
+/// reader that meets a writer waits on the writers' SpinLock (WaitUntilFree: spin, then futex).
 ///
 /// Read bias. While no writer comes, the slots' two locked increments are most of a lookup's
 /// cost (docs/benchmarks.md). A lock that saw no writer for a while turns read-biased: a reader
@@ -126,8 +130,9 @@ class QR_CAPABILITY("mutex") ShardLock {
   // The analysis checks the callers; inside, the writers' SpinLock is held across calls.
   void lock() QR_ACQUIRE() QR_NO_THREAD_SAFETY_ANALYSIS {
     writer_lock_.lock();
-    // seq_cst: ordered before the reads of the slots below (the writer half of Dekker).
-    writer_.store(kWriterActive, std::memory_order_seq_cst);
+    // seq_cst: ordered before the reads of the slots below (the writer half of Dekker). Every
+    // slot is flagged before any is read, so no reader gets in anywhere while the writer waits.
+    FlagSlots();
     for (uint32_t i = 0; i <= slot_mask_; ++i) {
       if (!Drained(slots_[i])) WaitForReaders(i);
     }
@@ -140,12 +145,12 @@ class QR_CAPABILITY("mutex") ShardLock {
   // No analysis inside: the writers' SpinLock stays held on success, past the return.
   [[nodiscard]] bool try_lock() QR_TRY_ACQUIRE(true) QR_NO_THREAD_SAFETY_ANALYSIS {
     if (!writer_lock_.try_lock()) return false;
-    writer_.store(kWriterActive, std::memory_order_seq_cst);
+    FlagSlots();
     bool free = true;
     for (uint32_t i = 0; i <= slot_mask_ && free; ++i) free = Drained(slots_[i]);
     if (free && bias_.load(std::memory_order_relaxed) != 0) free = RevokeBias(/*wait=*/false);
     if (!free) {
-      writer_.store(kNoWriter, std::memory_order_release);  // Readers that backed off retry.
+      ClearSlots();  // Readers that backed off retry.
       writer_lock_.unlock();
     }
     return free;
@@ -153,8 +158,7 @@ class QR_CAPABILITY("mutex") ShardLock {
 
   // No analysis inside: releases the writers' SpinLock that lock() or try_lock() left held.
   void unlock() QR_RELEASE() QR_NO_THREAD_SAFETY_ANALYSIS {
-    // Release: the writer's changes are visible to a reader that sees the flag down.
-    writer_.store(kNoWriter, std::memory_order_release);
+    ClearSlots();
     writer_lock_.unlock();
   }
 
@@ -218,12 +222,12 @@ class QR_CAPABILITY("mutex") ShardLock {
     const uint32_t slot = CurrentSlot();
     // seq_cst: ordered before the read of the flag (the reader half of Dekker).
     slots_[slot].entered.fetch_add(1, std::memory_order_seq_cst);
-    if (writer_.load(std::memory_order_seq_cst) != kNoWriter) [[unlikely]] {
+    if (slots_[slot].writer.load(std::memory_order_seq_cst) != kNoWriter) [[unlikely]] {
       LockSharedSlow(slot);
     }
     if (internal::tls_rebias_clock_ns >= rebias_after_ns_.load(std::memory_order_relaxed))
         [[unlikely]] {
-      MaybeRebias();
+      MaybeRebias(slot);
     }
     if (--internal::tls_rebias_clock_countdown == 0) [[unlikely]] RefreshRebiasClock();
     return slot;
@@ -234,7 +238,7 @@ class QR_CAPABILITY("mutex") ShardLock {
     // seq_cst: a writer that read a stale count and goes to sleep must see this increment in
     // its futex check, or this thread must see its "sleeping" flag and wake it.
     slots_[slot].exited.fetch_add(1, std::memory_order_seq_cst);
-    if (writer_.load(std::memory_order_seq_cst) == kWriterSleeping) [[unlikely]] {
+    if (slots_[slot].writer.load(std::memory_order_seq_cst) == kWriterSleeping) [[unlikely]] {
       WakeWriterIfDrained(slot);
     }
   }
@@ -295,7 +299,26 @@ class QR_CAPABILITY("mutex") ShardLock {
     std::atomic<uint64_t> entered{0};
     /// Releases through this slot, including steps back. A writer sleeps on its low 32 bits.
     std::atomic<uint64_t> exited{0};
+    /// kNoWriter, kWriterActive, or kWriterSleeping (the writer sleeps until this slot
+    /// drains). Every slot has its own copy of the writers' flag, on the line its readers
+    /// write anyway and that the writer must read anyway: a write moves no line that only
+    /// readers read (docs/benchmarks.md, "The writer's flag in the reader slots").
+    std::atomic<uint32_t> writer{kNoWriter};
   };
+
+  /// Raises every slot's writer flag (seq_cst: before the writer reads any slot's counts).
+  void FlagSlots() {
+    for (uint32_t i = 0; i <= slot_mask_; ++i) {
+      slots_[i].writer.store(kWriterActive, std::memory_order_seq_cst);
+    }
+  }
+  /// Lowers every slot's writer flag. Release: the writer's changes are visible to a reader
+  /// that sees its slot's flag down.
+  void ClearSlots() {
+    for (uint32_t i = 0; i <= slot_mask_; ++i) {
+      slots_[i].writer.store(kNoWriter, std::memory_order_release);
+    }
+  }
 
   /// True if nobody held the slot at the moment 'entered' was read. 'exited' is read first:
   /// every exit it counts had its entry counted before, so equal counts leave nobody inside.
@@ -332,7 +355,7 @@ class QR_CAPABILITY("mutex") ShardLock {
   void LockSharedSlow(uint32_t slot) QR_NO_THREAD_SAFETY_ANALYSIS;
   /// A slot reader whose clock passed the inhibition: re-biases the lock if no writer is
   /// flagged and the inhibition is over by the real clock; registers the thread's record.
-  void MaybeRebias();
+  void MaybeRebias(uint32_t slot);
   static void RefreshRebiasClock();
   /// Gives the calling thread its read-biased hold record (a free one, else a new one).
   static internal::BiasedReader* RegisterBiasedReader();
@@ -354,17 +377,20 @@ class QR_CAPABILITY("mutex") ShardLock {
   void WaitForReaders(uint32_t slot);
   void WakeWriterIfDrained(uint32_t slot);
 
-  /// Serializes writers; a reader that meets a writer waits on it.
-  SpinLock writer_lock_;
-  /// kNoWriter, kWriterActive, or kWriterSleeping (a writer sleeps until a slot drains).
-  /// Written by writers only, so readers keep this line shared in their caches.
-  std::atomic<uint32_t> writer_{kNoWriter};
+  // The line lookups read: written only when the bias goes up or down, so it stays shared in
+  // the readers' caches while writers come and go (the writers' own state is on the next one).
   /// 1 while read-biased. Raised by a slot reader (MaybeRebias), lowered by a writer; written
-  /// once per bias period at most, so it stays shared in the readers' caches.
-  std::atomic<uint32_t> bias_{0};
+  /// once per bias period at most.
+  alignas(64) std::atomic<uint32_t> bias_{0};
+  const uint32_t slot_mask_;
+  const std::unique_ptr<Slot[]> slots_;
   /// CLOCK_MONOTONIC ns before which readers must not re-bias: set by a revoking writer;
   /// kNeverNs without membarrier or with ReadBias::kNever.
   std::atomic<int64_t> rebias_after_ns_;
+
+  /// Serializes writers; a reader that meets a writer waits on it. Its state and counters are
+  /// written by every writer: on a line of its own, away from what lookups read.
+  alignas(64) SpinLock writer_lock_;
   /// When the current bias was raised (written by the raising reader, read by the revoker).
   std::atomic<int64_t> biased_at_ns_{0};
   /// Doublings of the inhibition after a revocation (writers only, under writer_lock_).
@@ -376,8 +402,6 @@ class QR_CAPABILITY("mutex") ShardLock {
   /// The largest shared_acquisitions() reported, which keeps that counter monotonic.
   mutable std::atomic<uint64_t> max_reported_{0};
   std::atomic<uint64_t> writer_sleeps_{0};
-  const uint32_t slot_mask_;
-  const std::unique_ptr<Slot[]> slots_;
 };
 
 /// RAII shared hold of a ShardLock, visible to the thread-safety analysis.
