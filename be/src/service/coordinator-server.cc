@@ -423,6 +423,9 @@ void CoordinatorServer::StartMembership(const std::string& bound) {
   if (forwarder_) forwarder_->set_membership(membership_.get());
   if (cluster_view_) cluster_view_->set_membership(membership_.get());
   membership_->Start();
+  // Release: a request that sees it sees a started membership. Before, the HTTP threads read
+  // membership_ while this thread assigned it (ThreadSanitizer: /metrics polled at start-up).
+  membership_view_.store(membership_.get(), std::memory_order_release);
 }
 
 int CoordinatorServer::Shutdown(int64_t grace_ms) {
@@ -445,6 +448,7 @@ int CoordinatorServer::Shutdown(int64_t grace_ms) {
   // The engine before the coordinator: executor threads still finishing (canceled) queries
   // call the coordinator back through their result buffers until they are joined.
   engine_.reset();  // joins the executor threads; they release their query references
+  membership_view_.store(nullptr, std::memory_order_release);
   membership_.reset();  // after the executors: system.runtime.nodes reads it
   coordinator_.reset();
   history_.reset();  // writes and syncs the last records

@@ -145,8 +145,11 @@ class CoordinatorServer {
   const QueryHistory* history() const { return history_.get(); }
   /// What Start() read back from the query history.
   const HistoryReadStats& history_restored() const { return history_restored_; }
-  /// Null when the coordinator runs alone (no etcd endpoints) or before Start().
-  const Membership* membership() const { return membership_.get(); }
+  /// Null when the coordinator runs alone (no etcd endpoints) or before Start(). Safe from
+  /// the HTTP threads, which serve requests before Start() has made the membership.
+  const Membership* membership() const {
+    return membership_view_.load(std::memory_order_acquire);
+  }
   /// Null when the coordinator runs alone (or before Start()).
   Forwarder* forwarder() { return forwarder_.get(); }
   const Forwarder* forwarder() const { return forwarder_.get(); }
@@ -172,7 +175,11 @@ class CoordinatorServer {
   std::unique_ptr<MemoryBudget> result_memory_;
   std::unique_ptr<SpillBudget> spill_budget_;
   /// Lists the members in system.runtime.nodes: declared before the runtime tables.
+  /// Set once by Start(), after the webserver listens (the advertised URI needs its port).
   std::unique_ptr<Membership> membership_;
+  /// membership_.get(), published once it is wired up: the HTTP threads read this (/metrics,
+  /// the debug pages) while Start() may still be setting membership_.
+  std::atomic<const Membership*> membership_view_{nullptr};
   /// Joins the cluster when 'options_.cluster' names etcd endpoints.
   /// Builds the TLS context of https:// etcd endpoints into options_.cluster.etcd_tls.
   Status ConfigureEtcdTls();
