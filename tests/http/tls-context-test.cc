@@ -4,6 +4,7 @@
 
 #include <stdlib.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -49,6 +50,21 @@ TEST_F(TlsContextTest, AcceptsAMatchingPair) {
   Status s = CreateTlsServerContext(cert_.cert_file, cert_.key_file, &ctx);
   ASSERT_TRUE(s.ok()) << s.message();
   EXPECT_NE(ctx, nullptr);
+}
+
+TEST_F(TlsContextTest, ReportsTheCertificateItPresents) {
+  std::shared_ptr<boost::asio::ssl::context> ctx;
+  ASSERT_TRUE(CreateTlsServerContext(cert_.cert_file, cert_.key_file, &ctx).ok());
+  TlsCertificateInfo info;
+  Status s = GetTlsCertificateInfo(*ctx, &info);
+  ASSERT_TRUE(s.ok()) << s.message();
+  EXPECT_EQ(info.subject, "/O=server/CN=127.0.0.1");
+  // WriteSelfSignedCert(): valid for 86,400 s from when SetUp() ran.
+  const int64_t now_s = std::chrono::duration_cast<std::chrono::seconds>(
+                            std::chrono::system_clock::now().time_since_epoch())
+                            .count();
+  EXPECT_GT(info.not_after_unix_seconds, now_s + 86400 - 600);
+  EXPECT_LE(info.not_after_unix_seconds, now_s + 86400);
 }
 
 // TLS 1.2 offers forward-secret key exchange and AEAD ciphers only; TLS 1.3 keeps its own.

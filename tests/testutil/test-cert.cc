@@ -29,13 +29,16 @@ bool AddSan(X509* cert) {
   return ok;
 }
 
-bool BuildCert(EVP_PKEY* key, X509* cert) {
+bool BuildCert(EVP_PKEY* key, const std::string& organization, X509* cert) {
   X509_NAME* name = X509_get_subject_name(cert);
   return X509_set_version(cert, 2) == 1 &&
          ASN1_INTEGER_set(X509_get_serialNumber(cert), 1) == 1 &&
          X509_gmtime_adj(X509_getm_notBefore(cert), -3600) != nullptr &&
          X509_gmtime_adj(X509_getm_notAfter(cert), 86400) != nullptr &&
          X509_set_pubkey(cert, key) == 1 &&
+         X509_NAME_add_entry_by_txt(
+             name, "O", MBSTRING_ASC,
+             reinterpret_cast<const unsigned char*>(organization.c_str()), -1, -1, 0) == 1 &&
          X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC,
                                     reinterpret_cast<const unsigned char*>("127.0.0.1"), -1, -1,
                                     0) == 1 &&
@@ -57,7 +60,7 @@ bool WriteSelfSignedCert(const std::string& dir, const std::string& name, TestCe
                          std::string* error) {
   std::unique_ptr<EVP_PKEY, KeyFree> key(EVP_EC_gen("P-256"));
   std::unique_ptr<X509, CertFree> cert(X509_new());
-  if (!key || !cert || !BuildCert(key.get(), cert.get())) {
+  if (!key || !cert || !BuildCert(key.get(), name, cert.get())) {
     *error = "cannot generate a test certificate";
     return false;
   }

@@ -9,8 +9,9 @@
 namespace qr::testing {
 
 struct TestCert {
-  /// PEM files: the certificate (CN and subjectAltName IP 127.0.0.1, valid for a day) and
-  /// its EC P-256 private key.
+  /// PEM files: the certificate (subject O='name' and CN 127.0.0.1, so that two of them
+  /// trusted together are told apart; subjectAltName IP 127.0.0.1; valid for a day) and its
+  /// EC P-256 private key.
   std::string cert_file;
   std::string key_file;
 };

@@ -4,6 +4,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <ctime>
 
 #include <boost/asio/ssl/context.hpp>
 #include <boost/asio/ssl/error.hpp>
@@ -84,6 +85,22 @@ Status CreateTlsServerContext(const std::string& cert_file, const std::string& k
     return KeyMismatch(cert_file, key_file);
   }
   *out = std::move(ctx);
+  return Status::OK();
+}
+
+Status GetTlsCertificateInfo(const ssl::context& ctx, TlsCertificateInfo* out) {
+  // const_cast: OpenSSL 3's getter takes a const SSL_CTX*, Asio's native_handle() is non-const.
+  X509* cert = SSL_CTX_get0_certificate(const_cast<ssl::context&>(ctx).native_handle());
+  if (cert == nullptr) return Internal("the TLS context has no certificate");
+  tm t{};
+  if (ASN1_TIME_to_tm(X509_get0_notAfter(cert), &t) != 1) {
+    ERR_clear_error();
+    return Internal("cannot read the TLS certificate's notAfter time");
+  }
+  char* subject = X509_NAME_oneline(X509_get_subject_name(cert), nullptr, 0);
+  out->subject = subject != nullptr ? subject : "";
+  OPENSSL_free(subject);
+  out->not_after_unix_seconds = static_cast<int64_t>(timegm(&t));
   return Status::OK();
 }
 

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -18,5 +19,15 @@ namespace qr {
 /// Thread-safety: thread-safe; the context is immutable once built and shared by sessions.
 Status CreateTlsServerContext(const std::string& cert_file, const std::string& key_file,
                               std::shared_ptr<boost::asio::ssl::context>* out);
+
+/// The leaf certificate a server context presents: its subject (OpenSSL's one-line form) and
+/// the end of its validity (notAfter, seconds since the Unix epoch).
+struct TlsCertificateInfo {
+  std::string subject;
+  int64_t not_after_unix_seconds = 0;
+};
+/// The certificate of a context made by CreateTlsServerContext(); an error if it has none or
+/// its notAfter cannot be read.
+Status GetTlsCertificateInfo(const boost::asio::ssl::context& ctx, TlsCertificateInfo* out);
 
 }  // namespace qr

@@ -47,8 +47,8 @@ using IoSocket = tcp::socket::rebind_executor<IoExecutor>::other;
 /// Threading: I/O thread i runs iocs[i] alone. The acceptor hands each accepted connection to
 /// the next io_context in turn; everything of a connection then runs on that one thread.
 /// Other threads (executors completing long polls, password verification) post to it.
-/// Lock order: lifecycle_mu -> control->mu -> sessions_mu; address_mu is a leaf. None is held
-/// while a handler runs.
+/// Lock order: lifecycle_mu -> control->mu -> sessions_mu; address_mu and tls_mu are leaves.
+/// None is held while a handler runs.
 struct Webserver::Impl {
   class SessionBase;
   template <class Stream>
@@ -106,8 +106,8 @@ struct Webserver::Impl {
   void WarmUpIoContexts();
   /// (Re)opens the spare file descriptor if it is not held; false when that fails.
   bool TakeSpareFd();
-  /// A plain or TLS session (per options.tls_context) on an accepted socket
-  /// (webserver-session.cc).
+  /// A plain or TLS session (per options.tls_context; a TLS one with the current
+  /// 'tls_context') on an accepted socket (webserver-session.cc).
   std::shared_ptr<SessionBase> MakeSession(IoSocket socket, std::string remote_address);
   void RunIoThread(int index);
   /// Whether 'ioc' (may be null) is one of this server's.
@@ -155,6 +155,12 @@ struct Webserver::Impl {
   /// Protects 'sessions', the registry of open connections Stop() closes.
   Mutex sessions_mu;
   std::unordered_map<SessionBase*, std::weak_ptr<SessionBase>> sessions QR_GUARDED_BY(sessions_mu);
+
+  /// Protects 'tls_context'. A leaf.
+  Mutex tls_mu;
+  /// The context new TLS connections use (null for plain HTTP): options.tls_context until
+  /// Webserver::ReplaceTlsContext(). Each TLS session keeps the one it started with.
+  std::shared_ptr<asio::ssl::context> tls_context QR_GUARDED_BY(tls_mu);
 
   /// Protects 'connections_by_address'. A leaf.
   Mutex address_mu;

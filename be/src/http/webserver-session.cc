@@ -337,8 +337,13 @@ void Webserver::Impl::Session<Stream>::Complete(uint64_t seq, HttpResponse resp,
 std::shared_ptr<Webserver::Impl::SessionBase> Webserver::Impl::MakeSession(
     IoSocket socket, std::string remote_address) {
   if (options.tls_context) {
+    std::shared_ptr<asio::ssl::context> tls;
+    {
+      MutexLock l(&tls_mu);
+      tls = tls_context;
+    }
     return std::make_shared<Session<TlsStream>>(this, std::move(socket),
-                                                std::move(remote_address), *options.tls_context);
+                                                std::move(remote_address), std::move(tls));
   }
   return std::make_shared<Session<PlainStream>>(this, std::move(socket),
                                                 std::move(remote_address));

@@ -71,12 +71,14 @@ class Webserver::Impl::Session final : public SessionBase {
  public:
   static constexpr bool kTls = !std::is_same_v<Stream, webserver_session::PlainStream>;
 
-  /// 'tls' (only for TLS) is the server's context.
-  template <class... Tls>
-  Session(Impl* server, IoSocket socket, std::string remote_address, Tls&... tls)
+  /// 'tls' (TLS only; null for plain HTTP) is the server's context when the connection was
+  /// accepted: the session keeps it alive, so replacing the server's context leaves it alone.
+  Session(Impl* server, IoSocket socket, std::string remote_address,
+          std::shared_ptr<asio::ssl::context> tls = nullptr)
       : SessionBase(socket.get_executor()),
         server_(server),
-        stream_(std::move(socket), tls...),
+        tls_context_(std::move(tls)),
+        stream_(MakeStream(std::move(socket), tls_context_.get())),
         buffer_(server->options.max_header_bytes + kReadSlackBytes),
         peer_address_(std::move(remote_address)) {
     req_.remote_address = peer_address_;
@@ -138,7 +140,17 @@ class Webserver::Impl::Session final : public SessionBase {
   void LingerTcp();
   void DoDrain();
 
+  static Stream MakeStream(IoSocket socket, [[maybe_unused]] asio::ssl::context* tls) {
+    if constexpr (kTls) {
+      return Stream(std::move(socket), *tls);
+    } else {
+      return Stream(std::move(socket));
+    }
+  }
+
   Impl* const server_;
+  /// Declared before 'stream_', which uses it: destroyed after it.
+  const std::shared_ptr<asio::ssl::context> tls_context_;
   Stream stream_;
   /// What the read buffer holds beyond a whole head: one read (Beast reads up to 64 KiB at a
   /// time). A chunk-size line or a trailer section that does not end within it fails the

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <utility>
 
 #include <boost/asio/post.hpp>
 #include <glog/logging.h>
@@ -73,7 +74,10 @@ thread_local asio::io_context* tls_io_context = nullptr;
 }  // namespace
 
 Webserver::Impl::Impl(Options o)
-    : options(std::move(o)), iocs(MakeIoContexts(std::max(1, options.num_threads))) {}
+    : options(std::move(o)), iocs(MakeIoContexts(std::max(1, options.num_threads))) {
+  MutexLock l(&tls_mu);
+  tls_context = options.tls_context;
+}
 
 std::string EndpointString(const tcp::endpoint& ep) {
   std::string address = ep.address().to_string();
@@ -374,6 +378,21 @@ uint64_t Webserver::connections_accepted() const {
 
 uint64_t Webserver::connections_open() const {
   return impl_->connections_open.load(std::memory_order_relaxed);
+}
+
+Status Webserver::ReplaceTlsContext(std::shared_ptr<asio::ssl::context> context) {
+  if (!impl_->options.tls_context) {
+    return Status(StatusCode::kNotSupported,
+                  "this server speaks plain HTTP: it has no TLS context to replace");
+  }
+  if (!context) return InvalidArgument("no TLS context given");
+  std::shared_ptr<asio::ssl::context> old;
+  {
+    MutexLock l(&impl_->tls_mu);
+    old = std::exchange(impl_->tls_context, std::move(context));
+  }
+  // 'old' goes here, or with the last connection that started with it.
+  return Status::OK();
 }
 
 uint64_t Webserver::connections_refused(ConnectionLimit limit) const {

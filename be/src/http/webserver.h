@@ -231,6 +231,12 @@ class Webserver {
   /// once when the server is not running.
   bool Drain(std::chrono::milliseconds timeout);
 
+  /// Serves every connection accepted from now on with 'context' (a certificate renewed on
+  /// SIGHUP); a connection keeps the context it started with until it closes. Thread-safe,
+  /// from any thread, while running or not. NotSupported for a server started without
+  /// Options::tls_context (plain HTTP stays plain).
+  Status ReplaceTlsContext(std::shared_ptr<boost::asio::ssl::context> context);
+
   /// The bound port (after Start()).
   int port() const;
   /// For timers and posting work: called from a handler, the io_context of the I/O thread

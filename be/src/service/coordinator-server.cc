@@ -4,6 +4,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <ctime>
 #include <utility>
 
 
@@ -161,6 +162,7 @@ Status CoordinatorServer::ConfigureSecurity(Webserver::Options* http) {
       return InvalidArgument("TLS needs both --tls_cert_file and --tls_key_file");
     }
     QR_RETURN_IF_ERROR(CreateTlsServerContext(o.tls_cert_file, o.tls_key_file, &http->tls_context));
+    QR_RETURN_IF_ERROR(NoteTlsCertificate(*http->tls_context, "Serving"));
   }
   const bool auth = !o.auth_password_file.empty();
   QR_RETURN_IF_ERROR(ConfigureAllowedHosts(o.http_allowed_hosts, auth, http));
@@ -277,6 +279,48 @@ Status CoordinatorServer::ReloadPasswordFile() {
   LOG(INFO) << "Reloaded " << file.size() << " users from " << options_.auth_password_file;
   authenticator_->Reload(std::move(file));
   return Status::OK();
+}
+
+Status CoordinatorServer::NoteTlsCertificate(const boost::asio::ssl::context& context,
+                                             const char* verb) {
+  TlsCertificateInfo info;
+  QR_RETURN_IF_ERROR(GetTlsCertificateInfo(context, &info));
+  tls_certificate_not_after_.store(info.not_after_unix_seconds, std::memory_order_relaxed);
+  char until[32] = "?";
+  const time_t t = static_cast<time_t>(info.not_after_unix_seconds);
+  tm utc{};
+  if (gmtime_r(&t, &utc) != nullptr) strftime(until, sizeof(until), "%Y-%m-%dT%H:%M:%SZ", &utc);
+  const int64_t left_s = info.not_after_unix_seconds - NowMs() / 1000;
+  if (left_s <= 0) {
+    LOG(WARNING) << verb << " TLS certificate " << QuoteForError(options_.tls_cert_file, 256)
+                 << " (" << info.subject << ") that EXPIRED at " << until
+                 << ": clients will refuse it; renew it and send SIGHUP";
+  } else {
+    LOG(INFO) << verb << " TLS certificate " << QuoteForError(options_.tls_cert_file, 256)
+              << " (" << info.subject << "), valid until " << until << " ("
+              << left_s / 86400 << " days left)";
+  }
+  return Status::OK();
+}
+
+Status CoordinatorServer::ReloadTlsCertificate() {
+  if (options_.tls_cert_file.empty() || webserver_ == nullptr) {
+    return InvalidArgument("TLS is off (no --tls_cert_file)");
+  }
+  // One reload at a time, so that the notAfter recorded is that of the context installed.
+  MutexLock l(&tls_reload_mu_);
+  std::shared_ptr<boost::asio::ssl::context> context;
+  Status s = CreateTlsServerContext(options_.tls_cert_file, options_.tls_key_file, &context);
+  if (s.ok()) s = NoteTlsCertificate(*context, "Now serving");
+  if (s.ok()) s = webserver_->ReplaceTlsContext(std::move(context));
+  (s.ok() ? tls_reloads_ : tls_reload_failures_).fetch_add(1, std::memory_order_relaxed);
+  return s;
+}
+
+CoordinatorServer::TlsReloadStats CoordinatorServer::tls_reload_stats() const {
+  return TlsReloadStats{tls_reloads_.load(std::memory_order_relaxed),
+                        tls_reload_failures_.load(std::memory_order_relaxed),
+                        tls_certificate_not_after_.load(std::memory_order_relaxed)};
 }
 
 Status CoordinatorServer::Start() {

@@ -21,6 +21,7 @@
 #include "service/runtime-tables.h"
 #include "service/statement-service.h"
 #include "http/http-auth.h"
+#include "util/mutex.h"
 #include "util/status.h"
 #include "http/webserver.h"
 
@@ -121,6 +122,21 @@ class CoordinatorServer {
   /// Re-reads the password file (SIGHUP). On error the old users stay. QR_REQUIRES: started
   /// with authentication.
   Status ReloadPasswordFile();
+  /// Re-reads --tls_cert_file and --tls_key_file (SIGHUP): connections accepted from now on
+  /// get the new certificate, open ones keep theirs. On error (a missing or malformed file, a
+  /// key that does not match) the old certificate stays in use. Counted either way
+  /// (tls_reload_stats()). Thread-safe (reloads run one at a time). QR_REQUIRES: started with
+  /// TLS.
+  Status ReloadTlsCertificate();
+  /// TLS certificate reloads that took effect and that failed, and the notAfter (Unix
+  /// seconds) of the certificate in use (0 without TLS).
+  struct TlsReloadStats {
+    uint64_t reloads = 0;
+    uint64_t failures = 0;
+    int64_t not_after_unix_seconds = 0;
+  };
+  TlsReloadStats tls_reload_stats() const;
+  bool tls_enabled() const { return !options_.tls_cert_file.empty(); }
   /// Graceful: stop admitting, give running queries 'grace_ms', cancel the rest, stop serving
   /// (after draining the requests under way for up to Options::shutdown_drain).
   /// Returns the number of queries canceled. Idempotent.
@@ -220,6 +236,15 @@ class CoordinatorServer {
   std::unique_ptr<Forwarder> forwarder_;
   /// Borrows the forwarder; its fan-outs in flight hold only their own state.
   std::unique_ptr<ClusterView> cluster_view_;
+
+  /// Records the certificate 'context' presents (its notAfter for /metrics) and logs it,
+  /// with a warning when it has expired; 'verb' starts the log line.
+  Status NoteTlsCertificate(const boost::asio::ssl::context& context, const char* verb);
+  /// Serializes ReloadTlsCertificate(). A leaf.
+  Mutex tls_reload_mu_;
+  std::atomic<uint64_t> tls_reloads_{0};
+  std::atomic<uint64_t> tls_reload_failures_{0};
+  std::atomic<int64_t> tls_certificate_not_after_{0};
 
   std::unique_ptr<BasicAuthenticator> authenticator_;
   std::unique_ptr<AccessControl> access_control_;

@@ -159,8 +159,10 @@ DEFINE_string(auth_password_file, "",
               "PBKDF2 hashes (lines made by coordinatord-passwd). Re-read on SIGHUP.");
 DEFINE_bool(allow_insecure_auth, false,
             "Allow --auth_password_file without TLS (passwords cross the network in clear).");
-DEFINE_string(tls_cert_file, "", "Serve HTTPS with this PEM certificate (chain).");
-DEFINE_string(tls_key_file, "", "The PEM private key of --tls_cert_file.");
+DEFINE_string(tls_cert_file, "",
+              "Serve HTTPS with this PEM certificate (chain). Re-read with --tls_key_file on "
+              "SIGHUP: new connections get the new certificate.");
+DEFINE_string(tls_key_file, "", "The PEM private key of --tls_cert_file. Re-read on SIGHUP.");
 DEFINE_int32(auth_max_failures, 10,
              "Failed logins of one user from one client address (see --http_trusted_proxies) "
              "within --auth_failure_window_s before that pair's requests get 429; checks in "

@@ -206,7 +206,7 @@ int Main() {
   sigemptyset(&stop_signals);
   sigaddset(&stop_signals, SIGTERM);
   sigaddset(&stop_signals, SIGINT);
-  sigaddset(&stop_signals, SIGHUP);  // Re-reads the password file.
+  sigaddset(&stop_signals, SIGHUP);  // Re-reads the password file and the TLS certificate.
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
   signal(SIGPIPE, SIG_IGN);
 
@@ -223,13 +223,23 @@ int Main() {
 
   int sig = 0;
   for (sigwait(&stop_signals, &sig); sig == SIGHUP; sigwait(&stop_signals, &sig)) {
-    if (server.authenticator() == nullptr) {
-      LOG(INFO) << "SIGHUP ignored: no --auth_password_file to reload";
+    if (server.authenticator() == nullptr && !server.tls_enabled()) {
+      LOG(INFO) << "SIGHUP ignored: nothing to reload (no --auth_password_file, no "
+                << "--tls_cert_file)";
       continue;
     }
-    Status reload = server.ReloadPasswordFile();
-    if (!reload.ok()) {
-      LOG(ERROR) << "Password file not reloaded (the old users stay): " << reload.message();
+    if (server.authenticator() != nullptr) {
+      Status reload = server.ReloadPasswordFile();
+      if (!reload.ok()) {
+        LOG(ERROR) << "Password file not reloaded (the old users stay): " << reload.message();
+      }
+    }
+    if (server.tls_enabled()) {
+      Status reload = server.ReloadTlsCertificate();
+      if (!reload.ok()) {
+        LOG(ERROR) << "TLS certificate not reloaded (new connections still get the old one): "
+                   << reload.message();
+      }
     }
   }
   LOG(INFO) << "Received " << (sig == SIGTERM ? "SIGTERM" : "SIGINT") << ", shutting down";

@@ -375,6 +375,22 @@ void AppendResourceMetrics(const CoordinatorServer& server, std::string* out) {
          spool.quota_waits.load(std::memory_order_relaxed), out);
 }
 
+/// Only with TLS on (--tls_cert_file).
+void AppendTlsMetrics(const CoordinatorServer::TlsReloadStats& tls, std::string* out) {
+  Family("qr_tls_certificate_reloads_total", "counter",
+         "Reloads of --tls_cert_file and --tls_key_file (SIGHUP), by result; a failed one "
+         "leaves the previous certificate in use.",
+         out);
+  Sample("qr_tls_certificate_reloads_total", "{result=\"ok\"}",
+         static_cast<int64_t>(tls.reloads), out);
+  Sample("qr_tls_certificate_reloads_total", "{result=\"failed\"}",
+         static_cast<int64_t>(tls.failures), out);
+  Scalar("qr_tls_certificate_expiry_timestamp_seconds", "gauge",
+         "The notAfter time of the TLS certificate new connections get, in seconds since the "
+         "Unix epoch.",
+         tls.not_after_unix_seconds, out);
+}
+
 /// Only with authentication on (--auth_password_file).
 void AppendAuthMetrics(BasicAuthenticator& auth, std::string* out) {
   Scalar("qr_auth_verifications_total", "counter",
@@ -414,6 +430,7 @@ std::string RenderMetrics(CoordinatorServer* server) {
   metrics::AppendClusterMetrics(server->membership(), &out);
   metrics::AppendForwardMetrics(server->forwarder(), &out);
   metrics::AppendClusterViewMetrics(server->cluster_view(), &out);
+  if (server->tls_enabled()) AppendTlsMetrics(server->tls_reload_stats(), &out);
   if (server->authenticator() != nullptr) AppendAuthMetrics(*server->authenticator(), &out);
   return out;
 }
