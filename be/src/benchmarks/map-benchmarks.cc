@@ -12,6 +12,7 @@
 #include "benchmarks/get-cost-variants.h"
 #include "benchmarks/legacy-spinlock.h"
 #include "benchmarks/map-benchmark-templates.h"
+#include "benchmarks/mirrored-registry.h"
 #include "benchmarks/registry-variants.h"
 #include "benchmarks/seqlock-map.h"
 #include "benchmarks/seqlock-tag-map.h"
@@ -39,6 +40,10 @@ struct BareOf<SeqlockMap<T, kTypeStable, kMaxLoadEighths>> {
 };
 template <class T>
 struct BareOf<SeqlockTagMap<T>> {
+  using type = BareMap<T, FlatMap<T>>;
+};
+template <class T>
+struct BareOf<MirroredRegistry<T>> {
   using type = BareMap<T, FlatMap<T>>;
 };
 
@@ -99,6 +104,8 @@ std::vector<Variant> AllVariants() {
   // Readers that store nothing, over absl-shaped tables (seqlock-tag-map.h).
   v.push_back(MakeVariant<SeqlockTagMap<Value>>("SeqlockTagMap256", 256));
   v.push_back(MakeVariant<SeqlockTagMap<Value>>("SeqlockTagMap16", 16));
+  // The registry with a SeqlockTagMap beside it that Get reads (mirrored-registry.h).
+  v.push_back(MakeVariant<MirroredRegistry<Value>>("MirroredRegistry256", 256));
 #ifdef QR_HAVE_TBB
   v.push_back(MakeVariant<TbbMap<Value>>("TbbConcurrentHashMap", 1));
 #endif
