@@ -3,8 +3,10 @@
 // of retired tables, and a hammer of concurrent Add/Delete/Get with table growth and rehashes in
 // which readers check that they never see a torn entry, never miss a key that is always present
 // and never read a freed table (the last is ThreadSanitizer's part: run it under the tsan
-// preset).
+// preset). And the benchmark's MirroredRegistry (mirrored-registry.h), which pairs the registry
+// with a SeqlockTagMap.
 
+#include "benchmarks/mirrored-registry.h"
 #include "benchmarks/seqlock-map.h"
 #include "benchmarks/seqlock-tag-map.h"
 
@@ -264,6 +266,30 @@ TYPED_TEST(SeqlockMapsTest, ConcurrentWritersAndReadersSeeNoTornOrLostEntries) {
 
 TYPED_TEST(SeqlockMapsTest, ReadersOfRehashedAndReusedTablesSeeNoTornOrLostEntries) {
   Hammer<TypeParam>(Writes::kSlidingWindow);
+}
+
+// The benchmark's MirroredRegistry (mirrored-registry.h): both of its maps agree after every
+// Add and Delete, what Get reads (the tag table) and what a walk sees (the registry).
+TEST(MirroredRegistryTest, GetAndWalkAgreeAfterAddsAndDeletes) {
+  MirroredRegistry<const int*> map(16);
+  std::vector<int> vals(1000);
+  for (int i = 0; i < 1000; ++i) ASSERT_TRUE(map.Add(Key(i), &vals[i]));
+  EXPECT_FALSE(map.Add(Key(7), &vals[8]));
+  for (int i = 0; i < 1000; i += 2) ASSERT_TRUE(map.Delete(Key(i)));
+  EXPECT_FALSE(map.Delete(Key(0)));
+  const int* v = nullptr;
+  for (int i = 0; i < 1000; ++i) {
+    ASSERT_EQ(map.Get(Key(i), &v), i % 2 == 1) << i;
+    if (i % 2 == 1) EXPECT_EQ(v, &vals[i]);
+  }
+  EXPECT_EQ(map.Get(Key(7), &v) ? v : nullptr, &vals[7]);  // The refused Add changed nothing.
+  int walked = 0;
+  map.ForEachSnapshot([&](const UniqueId& id, const int* value) {
+    ++walked;
+    EXPECT_EQ(value, &vals[id.lo]);
+    EXPECT_EQ(id.lo % 2, 1u);
+  });
+  EXPECT_EQ(walked, 500);
 }
 
 
