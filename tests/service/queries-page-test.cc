@@ -4,9 +4,12 @@
 
 #include <stdlib.h>
 
+#include <atomic>
 #include <cctype>
+#include <future>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -61,6 +64,64 @@ class QueriesPageTest : public ServiceTest {
   std::unique_ptr<CoordinatorServer> server_;
   int port_ = 0;
 };
+
+// GET /queries?json runs on --queries_list_threads, not on the HTTP I/O thread: while the
+// listing thread is held, the only I/O thread still serves other requests; past
+// --queries_list_max_pending a listing gets 503 naming the flag; held listings are answered
+// once the thread goes on.
+TEST_F(QueriesPageTest, ListingsRunOffTheIoThreadAndAreBounded) {
+  server_->Shutdown(0);
+  std::promise<void> release;
+  std::shared_future<void> released = release.get_future().share();
+  struct ReleaseOnExit {  // An early failure must not leave the thread held at shutdown.
+    std::promise<void>& p;
+    bool done = false;
+    void Release() {
+      if (!std::exchange(done, true)) p.set_value();
+    }
+    ~ReleaseOnExit() { Release(); }
+  } guard{release};
+  std::atomic<int> entered{0};
+  CoordinatorServer::Options options = DefaultOptions();
+  options.http.num_threads = 1;
+  options.queries_list.threads = 1;
+  options.queries_list.max_pending = 2;
+  options.queries_list.before_task = [&entered, released] {
+    entered.fetch_add(1);
+    released.wait();
+  };
+  server_ = StartServer(std::move(options));
+  ASSERT_NE(server_, nullptr);
+  const std::string listing = "GET /queries?json HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
+  TestHttpClient held(server_->port()), queued(server_->port());
+  ASSERT_TRUE(held.Connect() && queued.Connect());
+  ASSERT_TRUE(held.SendRaw(listing));
+  ASSERT_TRUE(WaitFor([&] { return entered.load() == 1; }, std::chrono::seconds(60)));
+  ASSERT_TRUE(queued.SendRaw(listing));
+  PageWorkers* workers = server_->queries_list_workers();
+  ASSERT_TRUE(WaitFor([&] { return workers->pending() == 2; }, std::chrono::seconds(60)));
+
+  TestResponse refused = TestHttpClient(server_->port()).Get("/queries?json");
+  EXPECT_EQ(refused.status, 503);
+  EXPECT_EQ(refused.Header("Retry-After"), "1");
+  EXPECT_NE(refused.body.find("--queries_list_max_pending=2"), std::string::npos)
+      << refused.body;
+  // The I/O thread is free: other requests are answered while the listing thread is held.
+  EXPECT_EQ(TestHttpClient(server_->port()).Get("/v1/info").status, 200);
+  const std::string metrics = TestHttpClient(server_->port()).Get("/metrics").body;
+  EXPECT_NE(metrics.find("\nqr_queries_list_pending 2\n"), std::string::npos) << metrics;
+  EXPECT_NE(metrics.find("\nqr_queries_list_rejected_total 1\n"), std::string::npos);
+
+  guard.Release();
+  for (TestHttpClient* c : {&held, &queued}) {
+    TestResponse r = c->ReadResponse();
+    EXPECT_EQ(r.status, 200) << r.body;
+    EXPECT_TRUE(r.Json().contains("completed")) << r.body;
+  }
+  EXPECT_EQ(entered.load(), 2);
+  EXPECT_TRUE(WaitFor([&] { return workers->pending() == 0; }, std::chrono::seconds(60)));
+  EXPECT_EQ(workers->rejected(), 1u);
+}
 
 TEST_F(QueriesPageTest, FiltersByUserSourceStateAndStatementText) {
   StatementResult a1 = Run("SELECT n_name FROM nation", "alice", "airflow");

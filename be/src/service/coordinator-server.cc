@@ -416,6 +416,9 @@ Status CoordinatorServer::Start() {
     }
   }
   statement_service_->RegisterHandlers();
+  PageWorkers::Options list_workers = options_.queries_list;
+  list_workers.name = "qr-list";
+  queries_list_workers_ = std::make_unique<PageWorkers>(std::move(list_workers));
   RegisterDebugPages(debug_pages::Options(), this);
   QR_RETURN_IF_ERROR(webserver_->Start());
   // With --port 0 the port is known only now.
@@ -485,6 +488,8 @@ int CoordinatorServer::Shutdown(int64_t grace_ms) {
     if (options_.shutdown_drain.count() > 0) webserver_->Drain(options_.shutdown_drain);
     webserver_->Stop();
   }
+  // Listings still queued are dropped (their answers could no longer be sent).
+  if (queries_list_workers_) queries_list_workers_->Stop();
   // Its idle connections are sockets of the webserver's io_contexts, destroyed below.
   if (forwarder_) forwarder_->Close();
   // Then the verification threads: their late callbacks find the webserver stopped.

@@ -16,6 +16,7 @@
 #include "runtime/sqlite-connection.h"
 #include "runtime/sqlite-engine.h"
 #include "service/access-control.h"
+#include "service/page-workers.h"
 #include "service/query-coordinator.h"
 #include "service/query-history.h"
 #include "service/runtime-tables.h"
@@ -86,6 +87,9 @@ class CoordinatorServer {
     /// /metrics also lists every registry shard (2 registries x shards x 5 series); by
     /// default only per-registry aggregates.
     bool metrics_per_shard = false;
+    /// The threads that answer GET /queries?json off the HTTP I/O threads
+    /// (--queries_list_threads, --queries_list_max_pending).
+    PageWorkers::Options queries_list;
     /// Membership of a cluster in etcd (docs/operations.md#cluster); no 'endpoints': the
     /// coordinator runs alone. An empty 'advertised_uri' is the scheme and the bound address;
     /// Start() sets 'version' and 'start_time_ms'.
@@ -154,6 +158,8 @@ class CoordinatorServer {
   const AccessControl* access_control() const { return access_control_.get(); }
   /// Null without authentication.
   BasicAuthenticator* authenticator() { return authenticator_.get(); }
+  /// The threads of GET /queries?json (null before Start()).
+  PageWorkers* queries_list_workers() { return queries_list_workers_.get(); }
   /// Null before Start().
   const MemoryBudget* result_memory() const { return result_memory_.get(); }
   const SpillBudget* spill_budget() const { return spill_budget_.get(); }
@@ -249,6 +255,8 @@ class CoordinatorServer {
   std::unique_ptr<BasicAuthenticator> authenticator_;
   std::unique_ptr<AccessControl> access_control_;
   std::unique_ptr<Webserver> webserver_;
+  /// Stopped right after the webserver: their tasks use the coordinator and the forwarder.
+  std::unique_ptr<PageWorkers> queries_list_workers_;
   std::unique_ptr<StatementService> statement_service_;
   std::atomic<int64_t> query_plan_timeouts_{0};
   bool shut_down_ = false;

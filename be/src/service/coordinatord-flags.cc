@@ -176,6 +176,12 @@ DEFINE_int32(auth_max_pending_verifications, 64,
              "with Retry-After: 1.");
 DEFINE_bool(http_trust_forwarded_headers, false,
             "Build nextUri from X-Forwarded-Host/Proto (only behind a trusted proxy).");
+DEFINE_int32(queries_list_threads, 1,
+             "Threads that answer GET /queries?json (each may read up to 64 MiB of the query "
+             "history), off the HTTP I/O threads (1-1024).");
+DEFINE_int32(queries_list_max_pending, 16,
+             "GET /queries?json requests queued or running at most; beyond it one gets 503 "
+             "with Retry-After: 1.");
 DEFINE_bool(metrics_per_shard, false,
             "/metrics also lists each registry shard's entries and lock counters (5 series per "
             "shard of each registry: 2,560 lines with 256 shards); by default only "
@@ -456,6 +462,8 @@ DEFINE_validator(query_history_queue_size, &ValidatePositive);
 DEFINE_validator(auth_max_failures, &ValidatePositive);
 DEFINE_validator(auth_failure_window_s, &ValidatePositive);
 DEFINE_validator(auth_verify_threads, &ValidatePositive);
+DEFINE_validator(queries_list_threads, &ValidateThreads);
+DEFINE_validator(queries_list_max_pending, &ValidatePositive);
 DEFINE_validator(auth_max_pending_verifications, &ValidatePositive);
 DEFINE_validator(http_trusted_proxies, &ValidateNetworks);
 DEFINE_validator(max_connections, &ValidatePositive);

@@ -70,6 +70,8 @@ DECLARE_int32(auth_failure_window_s);
 DECLARE_int32(auth_verify_threads);
 DECLARE_int32(auth_max_pending_verifications);
 DECLARE_bool(http_trust_forwarded_headers);
+DECLARE_int32(queries_list_threads);
+DECLARE_int32(queries_list_max_pending);
 DECLARE_bool(metrics_per_shard);
 DECLARE_string(http_trusted_proxies);
 DECLARE_string(http_allowed_hosts);

@@ -63,6 +63,8 @@ CoordinatorServer::Options OptionsFromFlags() {
   o.max_spill_bytes = FLAGS_max_spill_mb << 20;
   o.query_max_spill_bytes = FLAGS_query_max_spill_mb << 20;
   o.metrics_per_shard = FLAGS_metrics_per_shard;
+  o.queries_list.threads = FLAGS_queries_list_threads;
+  o.queries_list.max_pending = static_cast<size_t>(FLAGS_queries_list_max_pending);
   o.http.bind_address = FLAGS_http_bind_address;
   o.http.port = FLAGS_http_port;
   o.http.num_threads = FLAGS_num_http_threads;

@@ -235,6 +235,29 @@ void HandleVarz(const Ctx& ctx, HttpRequest& req, ResponseCallback respond) {
   respond(TextResponse(200, std::move(out)));
 }
 
+/// The rest of GET /queries?json, on a PageWorkers thread: the in-flight queries, a page of
+/// the completed ones (query-history reads included) and, in a cluster, the other members'.
+void AnswerQueriesJson(const Ctx& ctx, const HttpRequest& req,
+                       const debug_pages::QueryListParams& params, const std::string& scope,
+                       ResponseCallback respond) {
+  const bool member = IsLocalOnlyRequest(req, ctx->access->authentication_enabled());
+  const bool cluster = ctx->server->cluster_view() != nullptr && !member && scope != "local";
+  std::string_view shown = ctx->server->membership() == nullptr ? ""
+                           : member || cluster                  ? "member"
+                                                                : "local";
+  const Principal principal = ctx->access->Identify(req);
+  auto visible = [&](std::string_view user) { return ctx->access->MayAccessUser(principal, user); };
+  std::string body = debug_pages::RenderQueriesJson(*ctx->coordinator, ctx->stmt_size, visible,
+                                                    params, shown, member || cluster);
+  if (cluster) {
+    return debug_pages::AnswerClusterQueries(ctx->server, req, params, std::move(body),
+                                             std::move(respond));
+  }
+  HttpResponse r = HttpResponse::Json(200, std::move(body));
+  AddSecurityHeaders(&r, false);
+  respond(std::move(r));
+}
+
 void HandleQueries(const Ctx& ctx, HttpRequest& req, ResponseCallback respond) {
   bool json = false;
   req.QueryParam("json", &json);
@@ -253,22 +276,20 @@ void HandleQueries(const Ctx& ctx, HttpRequest& req, ResponseCallback respond) {
   if (!scope.empty() && scope != "cluster" && scope != "local") {
     return respond(JsonError(400, "Bad scope: 'cluster' or 'local'"));
   }
-  const bool member = IsLocalOnlyRequest(req, ctx->access->authentication_enabled());
-  const bool cluster = ctx->server->cluster_view() != nullptr && !member && scope != "local";
-  std::string_view shown = ctx->server->membership() == nullptr ? ""
-                           : member || cluster                  ? "member"
-                                                                : "local";
-  const Principal principal = ctx->access->Identify(req);
-  auto visible = [&](std::string_view user) { return ctx->access->MayAccessUser(principal, user); };
-  std::string body = debug_pages::RenderQueriesJson(*ctx->coordinator, ctx->stmt_size, visible,
-                                                    params, shown, member || cluster);
-  if (cluster) {
-    return debug_pages::AnswerClusterQueries(ctx->server, req, params, std::move(body),
-                                             std::move(respond));
+  // Off the I/O thread: a page may read up to 64 MiB of history records, and every other
+  // connection of this I/O thread would wait meanwhile. The request is copied (its session may
+  // read the next one once answered); 'respond' stays here for the refusal.
+  PageWorkers* workers = ctx->server->queries_list_workers();
+  if (workers->TrySubmit([ctx, copy = req, params = std::move(params), scope, respond] {
+        AnswerQueriesJson(ctx, copy, params, scope, respond);
+      })) {
+    return;
   }
-  HttpResponse r = HttpResponse::Json(200, std::move(body));
-  AddSecurityHeaders(&r, false);
-  respond(std::move(r));
+  HttpResponse busy = JsonError(
+      503, "Too many GET /queries?json requests at once (--queries_list_max_pending=" +
+               std::to_string(workers->options().max_pending) + "); retry shortly");
+  busy.headers.emplace_back("Retry-After", "1");
+  respond(std::move(busy));
 }
 
 /// GET /www/NAME: a compiled-in asset or one of --www_dir loaded at start (no path is

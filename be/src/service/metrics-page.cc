@@ -430,6 +430,16 @@ std::string RenderMetrics(CoordinatorServer* server) {
   metrics::AppendClusterMetrics(server->membership(), &out);
   metrics::AppendForwardMetrics(server->forwarder(), &out);
   metrics::AppendClusterViewMetrics(server->cluster_view(), &out);
+  if (PageWorkers* list = server->queries_list_workers(); list != nullptr) {
+    Scalar("qr_queries_list_pending", "gauge",
+           "GET /queries?json requests queued or running on their threads "
+           "(--queries_list_threads).",
+           static_cast<int64_t>(list->pending()), &out);
+    Scalar("qr_queries_list_rejected_total", "counter",
+           "GET /queries?json requests answered 503 because --queries_list_max_pending were "
+           "pending.",
+           static_cast<int64_t>(list->rejected()), &out);
+  }
   if (server->tls_enabled()) AppendTlsMetrics(server->tls_reload_stats(), &out);
   if (server->authenticator() != nullptr) AppendAuthMetrics(*server->authenticator(), &out);
   return out;
