@@ -97,7 +97,7 @@ def wait_for(what, condition):
     while not condition():
         if time.monotonic() > deadline:
             fail(f"timed out waiting for {what}")
-        time.sleep(0.05)
+        time.sleep(0.05)  # polling the daemon's state, bounded by the deadline
 
 
 def start(daemon, work, cert, key):
