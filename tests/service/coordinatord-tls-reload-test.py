@@ -5,8 +5,9 @@ Runs the real daemon over HTTPS with certificate A, replaces the files with cert
 way certbot does (a new file renamed over the old), sends SIGHUP and waits until new
 connections get B; a connection opened before keeps working. It then breaks the certificate
 file and sends SIGHUP again: the reload must fail with a logged reason, /metrics must count
-it, and new connections must still get B. Every wait is on a condition (the served
-certificate, a counter), bounded by a deadline.
+it, and new connections must still get B. Each wait is for the daemon's log line that says
+the reload is done (written once the new certificate is in use and counted), bounded by a
+deadline.
 
     coordinatord-tls-reload-test.py PATH-TO-COORDINATORD
 """
@@ -92,39 +93,54 @@ def get_info(conn):
         fail(f"GET /v1/info answered {r.status}")
 
 
-def wait_for(what, condition):
-    deadline = time.monotonic() + DEADLINE_S
-    while not condition():
-        if time.monotonic() > deadline:
-            fail(f"timed out waiting for {what}")
-        time.sleep(0.05)  # polling the daemon's state, bounded by the deadline
+class Daemon:
+    """coordinatord over HTTPS; its log (stderr) is read line by line as it comes."""
 
+    def __init__(self, daemon, work, cert, key):
+        self.proc = subprocess.Popen(
+            [daemon, "--http_port=0", f"--data_dir={work}/data", "--sample_scale_factor=0.001",
+             f"--tls_cert_file={cert}", f"--tls_key_file={key}"],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
+            text=True)
+        self.log = []  # every line so far, for failure messages
+        self.log_lines = queue.Queue()
+        stdout_lines = queue.Queue()
 
-def start(daemon, work, cert, key):
-    err = open(os.path.join(work, "stderr"), "w")
-    proc = subprocess.Popen(
-        [daemon, "--http_port=0", f"--data_dir={work}/data", "--sample_scale_factor=0.001",
-         f"--tls_cert_file={cert}", f"--tls_key_file={key}"],
-        stdout=subprocess.PIPE, stderr=err, stdin=subprocess.DEVNULL, text=True)
-    lines = queue.Queue()
+        def drain(stream, lines):  # until the daemon exits, so it never blocks on a full pipe
+            for line in stream:
+                lines.put(line)
+            lines.put(None)
 
-    def read():  # drains stdout until the daemon exits, so it never blocks on a full pipe
-        for line in proc.stdout:
-            lines.put(line)
-        lines.put(None)
+        threading.Thread(target=drain, args=(self.proc.stdout, stdout_lines), daemon=True).start()
+        threading.Thread(target=drain, args=(self.proc.stderr, self.log_lines),
+                         daemon=True).start()
+        while True:
+            try:
+                line = stdout_lines.get(timeout=DEADLINE_S)
+            except queue.Empty:
+                self.proc.kill()
+                fail("coordinatord did not start")
+            if line is None:  # it exited: fails with its log once the log ends
+                self.wait_for_log("a start", r"(?!)")
+            m = re.search(r"listening on https://[^:]*:(\d+) ", line)
+            if m:
+                self.port = int(m.group(1))
+                return
 
-    threading.Thread(target=read, daemon=True).start()
-    while True:
-        try:
-            line = lines.get(timeout=DEADLINE_S)
-        except queue.Empty:
-            proc.kill()
-            fail("coordinatord did not start")
-        if line is None:
-            fail(f"coordinatord exited: {open(err.name).read()}")
-        m = re.search(r"listening on https://[^:]*:(\d+) ", line)
-        if m:
-            return proc, int(m.group(1)), err.name
+    def wait_for_log(self, what, pattern):
+        """Blocks until a log line matches 'pattern' (a regex), at most DEADLINE_S."""
+        deadline = time.monotonic() + DEADLINE_S
+        while True:
+            try:
+                line = self.log_lines.get(timeout=max(0.0, deadline - time.monotonic()))
+            except queue.Empty:
+                line = None
+            if line is None:
+                self.log_lines.put(None)  # the end stays the end
+                fail(f"no log line for {what} ({pattern}); the log:\n{''.join(self.log)}")
+            self.log.append(line)
+            if re.search(pattern, line):
+                return line
 
 
 def main():
@@ -141,7 +157,8 @@ def main():
         live_cert, live_key = os.path.join(work, "live.crt"), os.path.join(work, "live.key")
         replace(a_cert, live_cert)
         replace(a_key, live_key)
-        proc, port, stderr = start(daemon, work, live_cert, live_key)
+        daemon_ = Daemon(daemon, work, live_cert, live_key)
+        proc, port = daemon_.proc, daemon_.port
         if served_cert(port) != der_of(a_cert):
             fail("the daemon does not serve the certificate it started with")
         before = http.client.HTTPSConnection("127.0.0.1", port, timeout=30, context=no_verify())
@@ -151,8 +168,11 @@ def main():
         replace(b_key, live_key)
         replace(b_cert, live_cert)
         os.kill(proc.pid, signal.SIGHUP)
-        wait_for("new connections to get the renewed certificate",
-                 lambda: served_cert(port) == der_of(b_cert))
+        # Logged once the new certificate is in use and counted.
+        daemon_.wait_for_log("the reload", r"Now serving TLS certificate '[^']*live.crt' "
+                             r"\(/CN=coordinatord test b\)")
+        if served_cert(port) != der_of(b_cert):
+            fail("a new connection does not get the renewed certificate")
         # Still the same connection (a new one would get B).
         get_info(before)
         if before.sock.getpeercert(binary_form=True) != der_of(a_cert):
@@ -179,21 +199,19 @@ def main():
             f.write("not a certificate\n")
         os.replace(live_cert + ".new", live_cert)
         os.kill(proc.pid, signal.SIGHUP)
-        wait_for("the failed reload to be counted",
-                 lambda: metrics(port).get('qr_tls_certificate_reloads_total{result="failed"}')
-                 == 1)
+        # Logged after the failure was counted.
+        daemon_.wait_for_log("the failed reload",
+                             r"TLS certificate not reloaded \(new connections still get the old "
+                             r"one\): bad TLS certificate file '[^']*live.crt'")
+        failed = metrics(port).get('qr_tls_certificate_reloads_total{result="failed"}')
+        if failed != 1:
+            fail(f"the failed reload is counted {failed} times")
         if served_cert(port) != der_of(b_cert):
             fail("a failed reload changed the certificate")
-        log = open(stderr).read()
-        if not re.search(r"TLS certificate not reloaded \(new connections still get the old "
-                         r"one\): bad TLS certificate file '[^']*live.crt'", log):
-            fail(f"the failed reload is not logged with its reason:\n{log}")
-        if "Now serving TLS certificate" not in log or "coordinatord test b" not in log:
-            fail(f"the reload is not logged with the new certificate:\n{log}")
 
         proc.send_signal(signal.SIGTERM)
         if proc.wait(timeout=DEADLINE_S) != 0:
-            fail(f"coordinatord exited with {proc.returncode}:\n{open(stderr).read()}")
+            fail(f"coordinatord exited with {proc.returncode}:\n{''.join(daemon_.log)}")
         proc = None
         print("PASS")
     finally:

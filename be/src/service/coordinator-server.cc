@@ -162,7 +162,9 @@ Status CoordinatorServer::ConfigureSecurity(Webserver::Options* http) {
       return InvalidArgument("TLS needs both --tls_cert_file and --tls_key_file");
     }
     QR_RETURN_IF_ERROR(CreateTlsServerContext(o.tls_cert_file, o.tls_key_file, &http->tls_context));
-    QR_RETURN_IF_ERROR(NoteTlsCertificate(*http->tls_context, "Serving"));
+    TlsCertificateInfo info;
+    QR_RETURN_IF_ERROR(GetTlsCertificateInfo(*http->tls_context, &info));
+    NoteTlsCertificate(info, "Serving");
   }
   const bool auth = !o.auth_password_file.empty();
   QR_RETURN_IF_ERROR(ConfigureAllowedHosts(o.http_allowed_hosts, auth, http));
@@ -281,10 +283,7 @@ Status CoordinatorServer::ReloadPasswordFile() {
   return Status::OK();
 }
 
-Status CoordinatorServer::NoteTlsCertificate(const boost::asio::ssl::context& context,
-                                             const char* verb) {
-  TlsCertificateInfo info;
-  QR_RETURN_IF_ERROR(GetTlsCertificateInfo(context, &info));
+void CoordinatorServer::NoteTlsCertificate(const TlsCertificateInfo& info, const char* verb) {
   tls_certificate_not_after_.store(info.not_after_unix_seconds, std::memory_order_relaxed);
   char until[32] = "?";
   const time_t t = static_cast<time_t>(info.not_after_unix_seconds);
@@ -300,7 +299,6 @@ Status CoordinatorServer::NoteTlsCertificate(const boost::asio::ssl::context& co
               << " (" << info.subject << "), valid until " << until << " ("
               << left_s / 86400 << " days left)";
   }
-  return Status::OK();
 }
 
 Status CoordinatorServer::ReloadTlsCertificate() {
@@ -311,9 +309,12 @@ Status CoordinatorServer::ReloadTlsCertificate() {
   MutexLock l(&tls_reload_mu_);
   std::shared_ptr<boost::asio::ssl::context> context;
   Status s = CreateTlsServerContext(options_.tls_cert_file, options_.tls_key_file, &context);
-  if (s.ok()) s = NoteTlsCertificate(*context, "Now serving");
+  TlsCertificateInfo info;
+  if (s.ok()) s = GetTlsCertificateInfo(*context, &info);
   if (s.ok()) s = webserver_->ReplaceTlsContext(std::move(context));
   (s.ok() ? tls_reloads_ : tls_reload_failures_).fetch_add(1, std::memory_order_relaxed);
+  // Logged once counted and in use: the line tells a watcher that new connections get it.
+  if (s.ok()) NoteTlsCertificate(info, "Now serving");
   return s;
 }
 

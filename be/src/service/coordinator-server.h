@@ -22,6 +22,7 @@
 #include "service/runtime-tables.h"
 #include "service/statement-service.h"
 #include "http/http-auth.h"
+#include "http/tls-context.h"
 #include "util/mutex.h"
 #include "util/status.h"
 #include "http/webserver.h"
@@ -243,9 +244,9 @@ class CoordinatorServer {
   /// Borrows the forwarder; its fan-outs in flight hold only their own state.
   std::unique_ptr<ClusterView> cluster_view_;
 
-  /// Records the certificate 'context' presents (its notAfter for /metrics) and logs it,
+  /// Records the notAfter of the certificate in use (for /metrics) and logs the certificate,
   /// with a warning when it has expired; 'verb' starts the log line.
-  Status NoteTlsCertificate(const boost::asio::ssl::context& context, const char* verb);
+  void NoteTlsCertificate(const TlsCertificateInfo& info, const char* verb);
   /// Serializes ReloadTlsCertificate(). A leaf.
   Mutex tls_reload_mu_;
   std::atomic<uint64_t> tls_reloads_{0};
