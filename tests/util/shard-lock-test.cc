@@ -366,5 +366,80 @@ TEST(ShardLockTest, ReadBiasedReadersNeverSeeAHalfDoneWrite) {
   EXPECT_GT(reads.load(), 0u);
 }
 
+// A walk's ReadBiasBatch: Lower() every lock, one Fence(), then each lock() waits only for
+// the read-biased readers still inside, with no membarrier() of its own. A lock lowered ahead
+// with no fence since makes its own. Only the try_lock_shared_biased() half is used
+// after the lowering: a slot read could raise a bias again once the inhibition (1 ms) is over.
+TEST(ShardLockTest, BiasesLoweredAheadShareOneFence) {
+  if (!ShardLock::ReadBiasSupported()) GTEST_SKIP() << "no membarrier(PRIVATE_EXPEDITED) here";
+  constexpr int kLocks = 4;
+  ShardLock locks[kLocks];
+  for (ShardLock& lock : locks) ASSERT_TRUE(ReadUntilBiased(&lock));
+  std::atomic<bool> reader_in{false}, release_reader{false};
+  std::atomic<uint32_t> reader_slot{0};
+  std::thread reader([&] {
+    { ReaderLockGuard first(&locks[0]); }  // Registers the thread.
+    const uint32_t slot = locks[0].lock_shared();
+    reader_slot.store(slot);
+    reader_in.store(true);
+    EXPECT_TRUE(WaitFor([&] { return release_reader.load(); }));
+    locks[0].unlock_shared(slot);
+  });
+  ASSERT_TRUE(WaitFor([&] { return reader_in.load(); }));
+  EXPECT_EQ(reader_slot.load(), ShardLock::kBiasedSlot);
+
+  const uint64_t fences = ShardLock::read_bias_fences();
+  ReadBiasBatch batch;
+  for (ShardLock& lock : locks) {
+    EXPECT_TRUE(batch.Lower(&lock));
+    EXPECT_FALSE(lock.read_biased());
+    EXPECT_FALSE(batch.Lower(&lock)) << "nothing left to lower";
+  }
+  EXPECT_EQ(ShardLock::read_bias_fences(), fences) << "lowering makes no system call";
+  batch.Fence();
+  EXPECT_EQ(ShardLock::read_bias_fences(), fences + 1);
+  batch.Fence();
+  EXPECT_EQ(ShardLock::read_bias_fences(), fences + 1) << "nothing lowered since the fence";
+  // A new reader gets no read-biased hold any more.
+  if (internal::BiasedReader* hold = locks[1].try_lock_shared_biased()) {
+    locks[1].unlock_shared_biased(hold);
+    ADD_FAILURE() << "a read-biased hold after the bias was lowered";
+  }
+  // The reader of locks[0] is still inside: no writer gets in, and none makes a fence.
+  if (locks[0].try_lock()) {
+    locks[0].unlock();
+    ADD_FAILURE() << "try_lock succeeded beside a read-biased reader of a lowered bias";
+  }
+  for (int i = 1; i < kLocks; ++i) {
+    WriterLockGuard l(&locks[i]);
+  }
+  EXPECT_EQ(ShardLock::read_bias_fences(), fences + 1) << "the writers shared the one fence";
+  std::atomic<bool> writer_in{false};
+  std::thread writer([&] {
+    WriterLockGuard l(&locks[0]);
+    writer_in.store(true);
+  });
+  release_reader.store(true);
+  reader.join();
+  EXPECT_TRUE(WaitFor([&] { return writer_in.load(); }));
+  writer.join();
+  EXPECT_EQ(ShardLock::read_bias_fences(), fences + 1);
+  for (int i = 0; i < kLocks; ++i) {
+    EXPECT_EQ(locks[i].bias_revocations(), 1u);
+    // locks[0]: the failed try_lock counts, as it always did.
+    EXPECT_EQ(locks[i].acquisitions(), i == 0 ? 2u : 1u)
+        << "lowering ahead is not an exclusive acquisition";
+  }
+
+  // Lowered ahead with no fence after it: the writer makes the fence itself.
+  ShardLock alone;
+  ASSERT_TRUE(ReadUntilBiased(&alone));
+  ASSERT_TRUE(ReadBiasBatch().Lower(&alone));
+  const uint64_t before = ShardLock::read_bias_fences();
+  { WriterLockGuard l(&alone); }
+  EXPECT_EQ(ShardLock::read_bias_fences(), before + 1);
+  EXPECT_EQ(alone.bias_revocations(), 1u);
+}
+
 }  // namespace
 }  // namespace qr

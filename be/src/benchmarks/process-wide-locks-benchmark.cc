@@ -338,19 +338,22 @@ void RegisterLifecycleBenchmarks() {
   }
 }
 
-/// How a BM_WalkAll walk holds each shard.
-enum class WalkMode { kExclusive, kShared };
+/// How a BM_WalkAll walk holds each shard: kExclusive is DoFuncForAllEntries (lowers every
+/// bias, one membarrier(), then each shard exclusively); kShardByShard holds each shard
+/// exclusively through a ScopedShardedMapRef, so each biased shard's lock() revokes its own
+/// bias (a membarrier() each: what DoFuncForAllEntries did before 2026-12-02); kShared is
+/// VisitAllShared.
+enum class WalkMode { kExclusive, kShardByShard, kShared };
 
 /// BM_WalkAll<Mode>/entries:E: one walk over every entry of a 256-shard map of E entries
 /// (QueryExecMgr::GetAll's walk: a relaxed load per value), on a fresh map each time whose
 /// shards all went read-biased before the walk ('biased'), or that never turns read-biased.
-/// Exclusive is DoFuncForAllEntries (a write of every shard: it revokes each bias it finds),
-/// Shared is VisitAllShared. Reports the walk's wall time (manual time).
+/// Reports the walk's wall time (manual time), revocations and membarrier() calls per walk.
 void BM_WalkAll(benchmark::State& state, WalkMode mode, bool biased) {
   const int entries = static_cast<int>(state.range(0));
   std::vector<UniqueId> ids(entries);
   for (UniqueId& id : ids) id = GenerateQueryId();
-  uint64_t revocations = 0, walks = 0;
+  uint64_t revocations = 0, fences = 0, walks = 0;
   for (auto _ : state) {
     ShardedQueryMap<std::atomic<int>*> map(kDefaultNumShards,
                                            biased ? ReadBias::kAdaptive : ReadBias::kNever);
@@ -360,9 +363,19 @@ void BM_WalkAll(benchmark::State& state, WalkMode mode, bool biased) {
     for (int round = 0; round < 2; ++round) {
       for (const UniqueId& id : ids) benchmark::DoNotOptimize(map.Get(id));
     }
+    // One key of each shard, for kShardByShard's ScopedShardedMapRef.
+    std::vector<const UniqueId*> shard_keys(map.num_shards(), nullptr);
+    for (const UniqueId& id : ids) shard_keys[map.ShardIndex(id)] = &id;
     int64_t sum = 0;
+    const uint64_t fences_before = ShardLock::read_bias_fences();
     const auto start = std::chrono::steady_clock::now();
-    if (mode == WalkMode::kExclusive) {
+    if (mode == WalkMode::kShardByShard) {
+      for (const UniqueId* key : shard_keys) {
+        if (key == nullptr) continue;
+        ShardedQueryMap<std::atomic<int>*>::ScopedShardedMapRef shard(*key, &map);
+        for (auto& [id, v] : *shard) sum += v->load(std::memory_order_relaxed);
+      }
+    } else if (mode == WalkMode::kExclusive) {
       map.DoFuncForAllEntries([&](const UniqueId&, std::atomic<int>*& v) {
         sum += v->load(std::memory_order_relaxed);
       });
@@ -374,6 +387,7 @@ void BM_WalkAll(benchmark::State& state, WalkMode mode, bool biased) {
     const auto end = std::chrono::steady_clock::now();
     CHECK_EQ(sum, entries);
     state.SetIterationTime(std::chrono::duration<double>(end - start).count());
+    fences += ShardLock::read_bias_fences() - fences_before;
     for (int i = 0; i < map.num_shards(); ++i) {
       revocations += map.GetShardStats(i).bias_revocations;
     }
@@ -381,15 +395,19 @@ void BM_WalkAll(benchmark::State& state, WalkMode mode, bool biased) {
   }
   state.counters["revocations_per_walk"] =
       walks == 0 ? 0 : static_cast<double>(revocations) / static_cast<double>(walks);
+  state.counters["membarriers_per_walk"] =
+      walks == 0 ? 0 : static_cast<double>(fences) / static_cast<double>(walks);
 }
 
 void RegisterWalkBenchmarks(const std::vector<int>& entries) {
   for (int e : entries) {
     for (bool biased : {true, false}) {
-      for (WalkMode mode : {WalkMode::kExclusive, WalkMode::kShared}) {
+      for (WalkMode mode : {WalkMode::kExclusive, WalkMode::kShardByShard, WalkMode::kShared}) {
         const std::string name =
             std::string("BM_WalkAll<") +
-            (mode == WalkMode::kExclusive ? "DoFuncForAllEntries" : "VisitAllShared") +
+            (mode == WalkMode::kExclusive      ? "DoFuncForAllEntries"
+             : mode == WalkMode::kShardByShard ? "ShardByShard"
+                                               : "VisitAllShared") +
             (biased ? "" : "NeverBiased") + ">";
         benchmark::RegisterBenchmark(name.c_str(),
                                      [mode, biased](benchmark::State& st) {

@@ -246,8 +246,12 @@ void AppendRegistryMetrics(const QueryCoordinator& coordinator, const QueryExecM
                  registries, &ShardStats::shared_acquisitions, out);
   RegistryFamily("qr_registry_lock_bias_revocations_total", "counter",
                  "Times a writer found a registry's shard lock read-biased and revoked the "
-                 "bias (one membarrier() system call each).",
+                 "bias (a membarrier() system call each, or one for a whole walk).",
                  registries, &ShardStats::bias_revocations, out);
+  Scalar("qr_shard_lock_membarriers_total", "counter",
+         "membarrier() system calls made to revoke the read bias of shard locks of the "
+         "process.",
+         static_cast<int64_t>(ShardLock::read_bias_fences()), out);
   Scalar("qr_shard_lock_biased_reads_total", "counter",
          "Read-biased shared acquisitions of every shard lock of the process (lookups that "
          "took no reader slot).",

@@ -108,8 +108,19 @@ constexpr int64_t kShortBiasNs = 100'000'000;
 constexpr int kYieldRounds = 64;
 constexpr long kHoldPollNs = 50'000;
 
-/// Makes every CPU running a thread of this process pass a full memory barrier.
-void HeavyBarrier() {
+/// Barriers started (each takes the next number) and the highest number of one that has
+/// completed: a bias lowered when g_fences_started was N has had a barrier after it once
+/// g_fences_done > N (a barrier numbered N + 1 or more started after the lowering).
+std::atomic<uint64_t> g_fences_started{0};
+std::atomic<uint64_t> g_fences_done{0};
+
+/// True if a barrier started after g_fences_started read 'started' and has completed.
+bool FencedSince(uint64_t started) {
+  return g_fences_done.load(std::memory_order_acquire) > started;
+}
+
+/// membarrier() on every CPU running a thread of this process, or abort.
+void MembarrierOrDie() {
   if (Membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) == 0) return;
   // The registration is per address space (fork() copies it); should it be gone, register
   // again, else fall back to the global command (slower, needs no registration). Without any
@@ -120,6 +131,16 @@ void HeavyBarrier() {
   }
   QR_CHECK(Membarrier(MEMBARRIER_CMD_GLOBAL) == 0,
            "membarrier() failed while revoking a ShardLock's read bias");
+}
+
+/// Makes every CPU running a thread of this process pass a full memory barrier.
+void HeavyBarrier() {
+  const uint64_t n = g_fences_started.fetch_add(1, std::memory_order_seq_cst) + 1;
+  MembarrierOrDie();
+  uint64_t done = g_fences_done.load(std::memory_order_relaxed);
+  while (done < n && !g_fences_done.compare_exchange_weak(done, n, std::memory_order_release,
+                                                          std::memory_order_relaxed)) {
+  }
 }
 
 uint32_t ComputeNumSlots() {
@@ -181,11 +202,42 @@ void ShardLock::MaybeRebias(uint32_t slot) {
   bias_.store(1, std::memory_order_release);
 }
 
+void ShardLock::Fence() { HeavyBarrier(); }
+
+int64_t ShardLock::NowNs() { return MonotonicNs(); }
+
+uint64_t ShardLock::read_bias_fences() {
+  return g_fences_started.load(std::memory_order_relaxed);
+}
+
+void ShardLock::LowerBias(int64_t now_ns) {
+  lowered_ns_ = now_ns;
+  // seq_cst: the store is visible to every CPU before the barrier count is read below, so a
+  // barrier numbered after that count runs after the store on every CPU.
+  bias_.store(0, std::memory_order_seq_cst);
+  lowered_at_ = g_fences_started.load(std::memory_order_seq_cst);
+}
+
+bool ShardLock::LowerReadBiasAhead(int64_t now_ns) {
+  // Not while a writer holds the lock: that writer's lock() revokes the bias itself.
+  if (!writer_lock_.try_lock_uncounted()) return false;
+  const bool biased = bias_.load(std::memory_order_relaxed) != 0;
+  if (biased) {
+    // The slots are not flagged: keep their readers from raising the bias again before the
+    // writer comes (one that does anyway makes that writer revoke it in full, barrier and all).
+    rebias_after_ns_.store(now_ns + (kInhibitNs << inhibit_shift_), std::memory_order_relaxed);
+    LowerBias(now_ns);
+  }
+  writer_lock_.unlock();
+  return biased;
+}
+
 bool ShardLock::RevokeBias(bool wait) {
-  bias_.store(0, kHoldOrder);
+  if (bias_.load(std::memory_order_relaxed) != 0) LowerBias(MonotonicNs());
   // The writer half of the asymmetric Dekker: a reader whose hold store this barrier did not
-  // make visible runs its check of the flag after it, and sees the flag down.
-  HeavyBarrier();
+  // make visible runs its check of the flag after it, and sees the flag down. A barrier since
+  // the lowering (a ReadBiasBatch's, another lock's revocation's) does as well.
+  if (!FencedSince(lowered_at_)) HeavyBarrier();
   // Acquire (seq_cst under TSan): a reader's release of its hold happens before our changes.
   constexpr std::memory_order kScanOrder =
       kHoldOrder == std::memory_order_seq_cst ? std::memory_order_seq_cst
@@ -193,13 +245,9 @@ bool ShardLock::RevokeBias(bool wait) {
   for (const BiasedReader* r = g_biased_readers.load(std::memory_order_acquire); r != nullptr;
        r = r->next) {
     if (r->hold.load(kScanOrder) != this) continue;
-    if (!wait) {
-      // try_lock fails: the bias goes back up, since a writer that finds it down does not look
-      // for read-biased holds, and this one is still inside. Readers since the store above took
-      // slots; the writers' lock is still held, so no writer can be past its drain meanwhile.
-      bias_.store(1, std::memory_order_release);
-      return false;
-    }
+    // try_lock fails. The bias stays down and lowered_at_ set: the next writer waits for
+    // this reader (a barrier has followed the lowering, so it makes none).
+    if (!wait) return false;
     // A read-biased hold is one lookup's copy-out or one short callback; its thread may have
     // been preempted, so spin a little, then give the CPU away until it lets go. It never
     // wakes anyone (its release is a plain store), so there is nothing to sleep on.
@@ -214,8 +262,10 @@ bool ShardLock::RevokeBias(bool wait) {
       }
     }
   }
+  lowered_at_ = kNotLowered;
   bias_revocations_.fetch_add(1, std::memory_order_relaxed);
-  const int64_t now = MonotonicNs();
+  // The inhibition counts from the lowering (a batch reads the clock once for all its locks).
+  const int64_t now = lowered_ns_;
   if (now - biased_at_ns_.load(std::memory_order_relaxed) < kShortBiasNs) {
     inhibit_shift_ = std::min(inhibit_shift_ + kInhibitShiftStep, kMaxInhibitShift);
   } else {

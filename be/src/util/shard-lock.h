@@ -137,8 +137,11 @@ class QR_CAPABILITY("mutex") ShardLock {
       if (!Drained(slots_[i])) WaitForReaders(i);
     }
     // After the slots: a slot reader that re-biased the lock has left by now, and its store of
-    // the flag is visible (its exit's increment was read above).
-    if (bias_.load(std::memory_order_relaxed) != 0) [[unlikely]] RevokeBias(/*wait=*/true);
+    // the flag is visible (its exit's increment was read above). A bias lowered ahead
+    // (ReadBiasBatch) still has its read-biased readers to wait for.
+    if (bias_.load(std::memory_order_relaxed) != 0 || lowered_at_ != kNotLowered) [[unlikely]] {
+      RevokeBias(/*wait=*/true);
+    }
   }
 
   /// Takes the lock exclusively only if no writer holds it and no reader is inside.
@@ -148,7 +151,9 @@ class QR_CAPABILITY("mutex") ShardLock {
     FlagSlots();
     bool free = true;
     for (uint32_t i = 0; i <= slot_mask_ && free; ++i) free = Drained(slots_[i]);
-    if (free && bias_.load(std::memory_order_relaxed) != 0) free = RevokeBias(/*wait=*/false);
+    if (free && (bias_.load(std::memory_order_relaxed) != 0 || lowered_at_ != kNotLowered)) {
+      free = RevokeBias(/*wait=*/false);
+    }
     if (!free) {
       ClearSlots();  // Readers that backed off retry.
       writer_lock_.unlock();
@@ -243,6 +248,10 @@ class QR_CAPABILITY("mutex") ShardLock {
     }
   }
 
+  /// membarrier() calls made by this process's ShardLocks (one per revocation, or one per
+  /// ReadBiasBatch). Never decreases.
+  static uint64_t read_bias_fences();
+
   /// Exclusive acquisitions (writers).
   uint64_t acquisitions() const { return writer_lock_.acquisitions(); }
   /// Shared acquisitions (readers) released so far, summed over the slots. Never decreases and
@@ -278,6 +287,7 @@ class QR_CAPABILITY("mutex") ShardLock {
   static constexpr uint32_t kClockRefreshEvery = 64;
 
  private:
+  friend class ReadBiasBatch;
 #ifdef QR_SHARD_LOCK_TSAN
   // ThreadSanitizer does not see membarrier(): sequentially consistent on both sides, so that
   // the handshake is one it checks.
@@ -369,11 +379,23 @@ class QR_CAPABILITY("mutex") ShardLock {
     r->reads.store(r->reads.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
 #endif
   }
-  /// Writer, holding writer_lock_ with the slots drained: lowers the bias, makes every CPU
-  /// pass a memory barrier, then waits until no thread holds the lock read-biased ('wait'; the
-  /// bias stays down for the inhibition), or, if one does, raises the bias again and returns
-  /// false (try_lock).
+  /// Writer, holding writer_lock_ with the slots drained: lowers the bias (unless it was lowered
+  /// ahead), makes every CPU pass a memory barrier unless one did since the lowering, then
+  /// waits until no thread holds the lock read-biased ('wait'; the bias stays down for the
+  /// inhibition), or, if one does, returns false (try_lock; the bias stays down, and the next
+  /// writer waits for that reader without another barrier).
   bool RevokeBias(bool wait);
+  /// Writer, holding writer_lock_, the lock read-biased: lowers the bias and notes when
+  /// (lowered_at_, so that a writer knows whether a barrier has followed; lowered_ns_, 'now_ns',
+  /// where the inhibition starts).
+  void LowerBias(int64_t now_ns);
+  /// ReadBiasBatch::Lower(): LowerBias() if the lock is read-biased and no writer holds it,
+  /// with the inhibition counted from 'now_ns'; true if it lowered the bias.
+  bool LowerReadBiasAhead(int64_t now_ns) QR_NO_THREAD_SAFETY_ANALYSIS;
+  /// A membarrier() (counted in read_bias_fences()).
+  static void Fence();
+  /// CLOCK_MONOTONIC in ns.
+  static int64_t NowNs();
   void WaitForReaders(uint32_t slot);
   void WakeWriterIfDrained(uint32_t slot);
 
@@ -395,6 +417,12 @@ class QR_CAPABILITY("mutex") ShardLock {
   std::atomic<int64_t> biased_at_ns_{0};
   /// Doublings of the inhibition after a revocation (writers only, under writer_lock_).
   uint32_t inhibit_shift_ = 0;
+  /// The process's barrier count (internal) when the bias was lowered and its read-biased
+  /// readers not yet waited for, else kNotLowered (writers only, under writer_lock_).
+  static constexpr uint64_t kNotLowered = UINT64_MAX;
+  uint64_t lowered_at_ = kNotLowered;
+  /// CLOCK_MONOTONIC ns of the last lowering (writers only, under writer_lock_).
+  int64_t lowered_ns_ = 0;
   std::atomic<uint64_t> bias_revocations_{0};
   std::atomic<uint64_t> reader_waits_{0};
   /// Steps back of readers that met a writer (counted in 'exited' but not acquisitions).
@@ -402,6 +430,39 @@ class QR_CAPABILITY("mutex") ShardLock {
   /// The largest shared_acquisitions() reported, which keeps that counter monotonic.
   mutable std::atomic<uint64_t> max_reported_{0};
   std::atomic<uint64_t> writer_sleeps_{0};
+};
+
+/// Lowers the read biases of many ShardLocks for one membarrier(): for a writer about to take
+/// them in turn (ShardedQueryMap::DoFuncForAllEntries). Lower() each, then Fence() once; each
+/// lock() after that only waits for the read-biased readers still inside, instead of making a
+/// membarrier() of its own (one system call per walk instead of one per biased lock;
+/// docs/benchmarks.md, "One membarrier per walk"). Safe without the Fence() too: the lock() of
+/// a lock lowered with no fence since makes one. Lowering is not counted in acquisitions().
+/// Thread-safety: one thread's object; the locks are thread-safe.
+class ReadBiasBatch {
+ public:
+  /// Reads the clock once for the batch: the locks' inhibitions start now.
+  ReadBiasBatch() : now_ns_(ShardLock::NowNs()) {}
+  ReadBiasBatch(const ReadBiasBatch&) = delete;
+  ReadBiasBatch& operator=(const ReadBiasBatch&) = delete;
+
+  /// Lowers 'lock''s bias if it is read-biased and no writer holds it (a writer that does
+  /// revokes it itself); true if it lowered it.
+  bool Lower(ShardLock* lock) {
+    if (lock->bias_.load(std::memory_order_relaxed) == 0) return false;
+    const bool lowered = lock->LowerReadBiasAhead(now_ns_);
+    unfenced_ |= lowered;
+    return lowered;
+  }
+  /// One membarrier() if Lower() lowered a bias since the last Fence(), else nothing.
+  void Fence() {
+    if (unfenced_) ShardLock::Fence();
+    unfenced_ = false;
+  }
+
+ private:
+  const int64_t now_ns_;
+  bool unfenced_ = false;
 };
 
 /// RAII shared hold of a ShardLock, visible to the thread-safety analysis.

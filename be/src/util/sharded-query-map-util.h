@@ -115,6 +115,8 @@ struct ShardStats {
   /// Times a writer found the shard's lock read-biased and revoked the bias (a membarrier()).
   /// Read-biased lookups are not in shared_acquisitions: see ShardLock::biased_reads().
   uint64_t bias_revocations = 0;
+  /// Whether the shard's lock is read-biased now (a snapshot).
+  bool read_biased = false;
 };
 
 namespace internal {
@@ -292,13 +294,20 @@ class ShardedQueryMap {
 
   /// Calls 'fn(const Key&, T&)' for every entry, holding each shard exclusively while
   /// visiting that shard, so 'fn' may change the values. Each shard is a write: lookups of it
-  /// wait, and a read-biased shard has its bias revoked (up to num_shards() membarrier() calls
-  /// per walk); a walk that only reads should use VisitAllShared(). 'fn' must be short and must
-  /// not call into this map.
+  /// wait, and a read-biased shard has its bias revoked (one membarrier() per walk for all of
+  /// them, made before the first shard is visited); a walk that only reads should use
+  /// VisitAllShared(), which revokes nothing. 'fn' must be short and must not call into this
+  /// map.
   template <typename Fn>
   void DoFuncForAllEntries(Fn&& fn) {
     CheckNotIterating("DoFuncForAllEntries");
     LockedMapMarker marker(this, "DoFuncForAllEntries callback");
+    // Lower every read-biased shard's bias, then fence once: each shard's lock() below only
+    // waits for the read-biased lookups still inside, with no membarrier() of its own (256
+    // biased shards took 256 of them; docs/benchmarks.md, "One membarrier per walk").
+    ReadBiasBatch biases;
+    for (int i = 0; i < num_shards_; ++i) biases.Lower(&shards_[i].lock);
+    biases.Fence();
     for (int i = 0; i < num_shards_; ++i) {
       Shard& s = shards_[i];
       WriterLockGuard l(&s.lock);  // 'fn' gets a mutable value.
@@ -351,7 +360,7 @@ class ShardedQueryMap {
     const uint64_t shared = s.lock.shared_acquisitions();
     return ShardStats{s.size.load(std::memory_order_relaxed), s.lock.acquisitions() + shared,
                       shared, s.lock.contended_acquisitions(), s.lock.sleeps(),
-                      s.lock.bias_revocations()};
+                      s.lock.bias_revocations(), s.lock.read_biased()};
   }
 
  private:

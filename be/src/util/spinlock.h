@@ -55,6 +55,15 @@ class QR_CAPABILITY("spinlock") SpinLock {
     return true;
   }
 
+  /// try_lock() for a holder that is no user of the lock and is not counted in acquisitions()
+  /// (ShardLock lowering a read bias ahead of a walk's writes).
+  [[nodiscard]] bool try_lock_uncounted() QR_TRY_ACQUIRE(true) {
+    uint32_t expected = kFree;
+    return state_.load(std::memory_order_relaxed) == kFree &&
+           state_.compare_exchange_strong(expected, kHeld, std::memory_order_acquire,
+                                          std::memory_order_relaxed);
+  }
+
   void unlock() QR_RELEASE() {
     // Release: the critical section's writes are visible to the next holder. The exchange is
     // one locked instruction; a sleeper's "set 2, then futex_wait(2)" cannot miss it, because
