@@ -232,6 +232,40 @@ TEST_F(ClusterTlsSendTest, ClientCertificateForAMemberThatRequiresOne) {
   EXPECT_EQ(a.response.body, "pong tls");
 }
 
+// SIGHUP's reload of the cluster's client TLS files: connections opened after
+// ReplaceTlsContext() use the new context, a pooled one keeps the context it was opened with
+// (alive after the forwarder dropped it: ASan would see a use after free otherwise).
+TEST_F(ClusterTlsSendTest, ReplacedContextIsUsedByNewConnectionsOnly) {
+  StartMember(/*tls=*/true, /*client_ca=*/other_.cert_file);
+  MakeForwarder(cert_.cert_file);
+  Answer a = Send(Uri("127.0.0.1"));  // no client certificate: refused
+  EXPECT_EQ(a.result, Forwarder::kError);
+  const auto context = [&](const testing::TestCert* client) {
+    SslContext ctx;
+    Status s = CreateClusterTlsContext(
+        {cert_.cert_file, client ? client->cert_file : "", client ? client->key_file : ""},
+        &ctx);
+    EXPECT_TRUE(s.ok()) << s.message();
+    return ctx;
+  };
+  forwarder_->ReplaceTlsContext(context(&other_));  // now with the client certificate
+  a = Send(Uri("127.0.0.1"));
+  ASSERT_EQ(a.result, Forwarder::kOk) << a.error;
+  EXPECT_EQ(a.response.body, "pong tls");
+  const int64_t opened = forwarder_->GetStats().connections_opened;
+  // Without the client certificate again: the pooled connection keeps the one it was opened
+  // with and still answers; only a new connection gets the new context (and is refused).
+  forwarder_->ReplaceTlsContext(context(nullptr));
+  a = Send(Uri("127.0.0.1"));
+  ASSERT_EQ(a.result, Forwarder::kOk) << a.error;
+  EXPECT_EQ(forwarder_->GetStats().connections_opened, opened) << "the pooled one was reused";
+  forwarder_->Close();  // drops the pooled connection: the next request opens one
+  a = Send(Uri("127.0.0.1"));
+  EXPECT_EQ(a.result, Forwarder::kError);
+  EXPECT_NE(a.error.find("certificate required"), std::string::npos) << a.error;
+  EXPECT_EQ(server_->responses_with_status(200), 2u);
+}
+
 TEST_F(ClusterTlsSendTest, HttpsMemberWithoutATlsContextIsAnError) {
   StartMember(/*tls=*/true);
   forwarder_ = std::make_unique<Forwarder>(Forwarder::Options());
@@ -305,6 +339,26 @@ TEST_F(EtcdTlsTest, ClientCertificateForAnEtcdThatRequiresOne) {
   Status s = Call(Endpoint("https", "127.0.0.1"), Context(cert_.cert_file, &other_), &response);
   ASSERT_TRUE(s.ok()) << s.message();
   EXPECT_EQ(server_->responses_with_status(200), 1u);
+}
+
+// The etcd client's next connection uses a replaced context (SIGHUP's reload of the etcd
+// TLS files); the open one keeps its own.
+TEST_F(EtcdTlsTest, ReplacedContextIsUsedByTheNextConnection) {
+  StartMember(/*tls=*/true, /*client_ca=*/other_.cert_file);
+  EtcdClient etcd({Endpoint("https", "127.0.0.1")}, std::chrono::seconds(30),
+                  Context(cert_.cert_file));
+  std::string response;
+  EXPECT_FALSE(etcd.Call("/v3/kv/range", "1", &response).ok()) << "no client certificate";
+  etcd.ReplaceTlsContext(Context(cert_.cert_file, &other_));
+  Status s = etcd.Call("/v3/kv/range", "2", &response);
+  ASSERT_TRUE(s.ok()) << s.message();
+  EXPECT_EQ(response, "{\"count\":\"2\"}");
+  const uint64_t accepted = server_->connections_accepted();
+  // The kept-alive connection keeps the context it was opened with.
+  etcd.ReplaceTlsContext(Context(cert_.cert_file));
+  s = etcd.Call("/v3/kv/range", "3", &response);
+  ASSERT_TRUE(s.ok()) << s.message();
+  EXPECT_EQ(server_->connections_accepted(), accepted) << "the connection was reused";
 }
 
 }  // namespace

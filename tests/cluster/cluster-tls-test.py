@@ -13,7 +13,9 @@ own certificate as --etcd_client_cert_file:
     /v1/query on every member lists every member's queries with no member failing;
   - a fourth member whose --cluster_ca_file is another CA: A's query polled through it fails
     with the certificate verification named (counted as forwarded{result="error"}, never
-    "ok"), and its /v1/query names the three others as not answering;
+    "ok"), and its /v1/query names the three others as not answering; its CA file replaced by
+    a broken one and SIGHUP: counted as a failed reload, logged, nothing changes; replaced by
+    the right CA and SIGHUP: its next request for A's query is forwarded and answered;
   - a member whose --etcd_ca_file is the other CA never registers: its state stays
     "unreachable" and its log names the certificate verification; one without a client
     certificate is refused by etcd alike;
@@ -28,6 +30,7 @@ Exits 77 (skipped) only when there is no etcd binary.
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -151,6 +154,48 @@ def etcd_refuses(daemon, work, etcd, certs, rogue_ca):
           "registers")
 
 
+def client_tls_reloads(x, target, result):
+    return x.metric(f'qr_client_tls_reloads_total{{target="{target}",result="{result}"}}')
+
+
+def replace_file(path, source_text):
+    """Renews 'path' as a certificate tool does: a new file renamed over the old one."""
+    with open(path + ".new", "w") as f:
+        f.write(source_text)
+    os.rename(path + ".new", path)
+
+
+def reload_cluster_ca(d, d_ca, good_ca, query_id, work):
+    """SIGHUP re-reads D's --cluster_ca_file (and its etcd files): a broken file is counted
+    and logged and changes nothing; the right CA makes D's next connections verify the others."""
+    replace_file(d_ca, "not a certificate\n")
+    d.proc.send_signal(signal.SIGHUP)
+    wait_for("D to count the failed reload",
+             lambda: client_tls_reloads(d, "cluster", "failed") == 1)
+    if "Cluster TLS files not reloaded" not in open(d.err.name).read() or \
+            client_tls_reloads(d, "cluster", "ok") != 0:
+        fail("D's failed reload of --cluster_ca_file is not logged, or counted as ok")
+    if client_tls_reloads(d, "etcd", "ok") != 1:
+        fail("D's etcd files (unchanged) were not reloaded with the same SIGHUP")
+    status, _, body = d.request("GET", f"/v1/query/{query_id}")
+    if status == 200:
+        fail("D reached A after a failed reload: the old CA should still be in use")
+    with open(good_ca) as f:
+        replace_file(d_ca, f.read())
+    d.proc.send_signal(signal.SIGHUP)
+    # Counted once the new context is in use, so D's next connection gets it.
+    wait_for("D to count the reload", lambda: client_tls_reloads(d, "cluster", "ok") == 1)
+    info = d.json("GET", f"/v1/query/{query_id}")
+    if info["queryId"] != query_id:
+        fail(f"D's view of A's query after the reload: {info}")
+    if not d.forwarded("ok"):
+        fail("D forwarded nothing successfully after the reload")
+    if "Reloaded the TLS files for connections to other members" not in open(d.err.name).read():
+        fail("D's log does not say the cluster TLS files were reloaded")
+    print("ok: SIGHUP reloads --cluster_ca_file: a broken file changes nothing (counted, "
+          "logged), the right CA makes D's next connections verify the others")
+
+
 def main():
     if len(sys.argv) < 2:
         sys.exit(__doc__)
@@ -223,7 +268,10 @@ def main():
         print("ok: every member's /v1/query lists the three members' queries, over TLS")
 
         # D trusts another CA: it cannot verify the others, so nothing it asks of them works.
-        d = member(daemon, work, "d", etcd, rogue_ca[1], certs["d"])
+        # Its CA file is a copy, replaced below and reloaded with SIGHUP.
+        d_ca = f"{work}/d-cluster-ca.pem"
+        shutil.copyfile(rogue_ca[1], d_ca)
+        d = member(daemon, work, "d", etcd, d_ca, certs["d"])
         coordinators.append(d)
         wait_for("d to see four members", lambda: d.member_id() != 0 and d.live_members() == 4)
         second = a.json("POST", "/v1/statement", body=b"SELECT 4")
@@ -240,6 +288,7 @@ def main():
         if "certificate verify failed" not in open(d.err.name).read():
             fail("D's log does not say why it could not reach the others")
         print(f"ok: D (another CA) gets errors, not answers: {status}, {body[:160]}")
+        reload_cluster_ca(d, d_ca, ca[1], second["id"], work)
 
         for x in coordinators:
             x.stop()

@@ -105,6 +105,11 @@ EtcdClient::EtcdClient(std::vector<std::string> endpoints, std::chrono::millisec
 
 EtcdClient::~EtcdClient() = default;
 
+void EtcdClient::ReplaceTlsContext(std::shared_ptr<net::ssl::context> tls) {
+  MutexLock l(&tls_mu_);
+  tls_ = std::move(tls);
+}
+
 void EtcdClient::Cancel() {
   canceled_.store(true);
   // Runs on the client's thread, inside Run(): the stream is never touched from two threads.
@@ -145,8 +150,13 @@ Status EtcdClient::Connect() {
     return InvalidArgument("bad etcd endpoint " + QuoteForError(endpoint));
   }
   if (IsTlsEtcdEndpoint(endpoint)) {
-    if (tls_ == nullptr) return InvalidArgument("no TLS context for " + endpoint);
-    conn_ = std::make_unique<MaybeTlsStream>(ioc_, *tls_);
+    std::shared_ptr<net::ssl::context> tls;
+    {
+      MutexLock l(&tls_mu_);
+      tls = tls_;
+    }
+    if (tls == nullptr) return InvalidArgument("no TLS context for " + endpoint);
+    conn_ = std::make_unique<MaybeTlsStream>(ioc_, std::move(tls));
   } else {
     conn_ = std::make_unique<MaybeTlsStream>(ioc_);
   }

@@ -11,7 +11,9 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 
+#include "util/mutex.h"
 #include "util/status.h"
+#include "util/thread-annotations.h"
 
 namespace boost::asio::ssl {
 class context;
@@ -56,6 +58,10 @@ class EtcdClient {
   /// Makes the running request and every later one fail with kCancelled. Idempotent.
   void Cancel();
 
+  /// Connections opened from now on use 'tls' (SIGHUP's reload of --etcd_ca_file and the
+  /// client certificate); the open one keeps the context it was opened with. Thread-safe.
+  void ReplaceTlsContext(std::shared_ptr<boost::asio::ssl::context> tls);
+
   /// The endpoint the connection is (or will next be) opened to.
   const std::string& endpoint() const { return endpoints_[current_]; }
 
@@ -76,7 +82,9 @@ class EtcdClient {
   const std::vector<std::string> endpoints_;
   const std::chrono::milliseconds timeout_;
   size_t current_ = 0;
-  const std::shared_ptr<boost::asio::ssl::context> tls_;
+  /// Replaced from another thread (ReplaceTlsContext()); read when a connection opens.
+  mutable Mutex tls_mu_;
+  std::shared_ptr<boost::asio::ssl::context> tls_ QR_GUARDED_BY(tls_mu_);
   std::atomic<bool> canceled_{false};
   boost::asio::io_context ioc_;
   /// The open connection (connected_), else null or closed.

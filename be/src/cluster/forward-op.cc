@@ -131,7 +131,7 @@ class ForwardOp : public BodySource, public std::enable_shared_from_this<Forward
         host_, port_, [self = shared_from_this()](beast::error_code ec,
                                                    tcp::resolver::results_type results) {
           if (ec) return self->Fail(ec);
-          self->stream_ = self->tls_ ? std::make_unique<Connection>(self->io_, *self->tls_)
+          self->stream_ = self->tls_ ? std::make_unique<Connection>(self->io_, self->tls_)
                                      : std::make_unique<Connection>(self->io_);
           self->pool_->busy.fetch_add(1, std::memory_order_relaxed);
           self->stream_->tcp().expires_at(self->deadline_);

@@ -12,6 +12,7 @@
 
 #include "cluster/forward-auth.h"
 #include "cluster/forward-op.h"
+#include "util/check.h"
 #include "util/mutex.h"
 
 namespace qr {
@@ -100,7 +101,20 @@ const char* Forwarder::ResultName(int result) {
 }
 
 Forwarder::Forwarder(Options options)
-    : options_(std::move(options)), pool_(std::make_shared<Pool>(options_.max_idle_per_member)) {}
+    : options_(std::move(options)),
+      tls_context_(options_.tls_context),
+      pool_(std::make_shared<Pool>(options_.max_idle_per_member)) {}
+
+void Forwarder::ReplaceTlsContext(std::shared_ptr<boost::asio::ssl::context> tls) {
+  QR_CHECK(tls != nullptr, "Forwarder::ReplaceTlsContext: null context");
+  MutexLock l(&tls_mu_);
+  tls_context_ = std::move(tls);
+}
+
+std::shared_ptr<boost::asio::ssl::context> Forwarder::tls_context() const {
+  MutexLock l(&tls_mu_);
+  return tls_context_;
+}
 
 Forwarder::~Forwarder() { Close(); }
 
@@ -190,7 +204,7 @@ bool Forwarder::CheckMemberUri(const std::string& uri, bool* tls, std::string* h
     *why = "only http:// and https:// advertised URIs with a port are supported";
     return false;
   }
-  if (*tls && options_.tls_context == nullptr) {
+  if (*tls && tls_context() == nullptr) {
     *why = "https:// needs a TLS client context (--cluster_ca_file)";
     return false;
   }
@@ -216,7 +230,7 @@ void Forwarder::Start(bool tls, std::string host, std::string port,
   }
   out.prepare_payload();
   out.keep_alive(true);
-  forwarding::StartForwardOp(pool_, io, tls ? options_.tls_context : nullptr, std::move(host),
+  forwarding::StartForwardOp(pool_, io, tls ? tls_context() : nullptr, std::move(host),
                              std::move(port), std::move(out),
                              std::chrono::steady_clock::now() + bound, bound, std::move(done),
                              std::move(what), stream);

@@ -16,6 +16,8 @@
 
 #include "cluster/membership.h"
 #include "http/webserver.h"
+#include "util/mutex.h"
+#include "util/thread-annotations.h"
 #include "util/unique-id.h"
 
 namespace boost::asio::ssl {
@@ -162,6 +164,10 @@ class Forwarder {
   /// Drops the idle connections; later ones are closed instead of pooled. Idempotent.
   void Close();
 
+  /// Connections opened from now on use 'tls' (SIGHUP's reload of --cluster_ca_file and the
+  /// client certificate; not null); pooled ones keep the context they were opened with.
+  void ReplaceTlsContext(std::shared_ptr<boost::asio::ssl::context> tls);
+
   Stats GetStats() const;
 
   struct Pool;
@@ -178,7 +184,13 @@ class Forwarder {
              const std::string& principal, std::chrono::milliseconds bound,
              boost::asio::io_context& io, SendCallback done, std::string what, bool stream);
 
+  /// The TLS context new connections to https:// members get (null: none can be reached).
+  std::shared_ptr<boost::asio::ssl::context> tls_context() const;
+
   const Options options_;
+  /// Starts as options_.tls_context; ReplaceTlsContext() swaps it.
+  mutable Mutex tls_mu_;
+  std::shared_ptr<boost::asio::ssl::context> tls_context_ QR_GUARDED_BY(tls_mu_);
   std::atomic<const Membership*> membership_{nullptr};
   std::shared_ptr<Pool> pool_;
 };

@@ -2,6 +2,7 @@
 // of the URI it goes to), read and written through one interface.
 #pragma once
 
+#include <memory>
 #include <utility>
 #include <variant>
 
@@ -20,8 +21,10 @@ class MaybeTlsStream {
 
   explicit MaybeTlsStream(boost::asio::io_context& io)
       : stream_(std::in_place_type<boost::beast::tcp_stream>, io) {}
-  MaybeTlsStream(boost::asio::io_context& io, boost::asio::ssl::context& tls)
-      : stream_(std::in_place_type<TlsStream>, io, tls) {}
+  /// Keeps 'tls' alive as long as the stream: a connection outlives a reload that replaces
+  /// the context its owner hands to new connections (pooled, or kept alive).
+  MaybeTlsStream(boost::asio::io_context& io, std::shared_ptr<boost::asio::ssl::context> tls)
+      : context_(std::move(tls)), stream_(std::in_place_type<TlsStream>, io, *context_) {}
 
   /// The TCP layer: connect, expiry, cancel and close.
   boost::beast::tcp_stream& tcp() {
@@ -37,6 +40,8 @@ class MaybeTlsStream {
   }
 
  private:
+  /// Declared before the stream, which refers to it: destroyed after it.
+  const std::shared_ptr<boost::asio::ssl::context> context_;
   std::variant<boost::beast::tcp_stream, TlsStream> stream_;
 };
 

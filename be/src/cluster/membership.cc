@@ -100,12 +100,27 @@ Membership::Membership(Options options)
   watch_etcd_ = NewEtcdClient();
 }
 
+bool Membership::uses_etcd_tls() const {
+  return std::any_of(options_.endpoints.begin(), options_.endpoints.end(),
+                     [](const std::string& e) { return IsTlsEtcdEndpoint(e); });
+}
+
+Status Membership::ReloadEtcdTls() {
+  if (!uses_etcd_tls()) return InvalidArgument("no --etcd_endpoints is https://");
+  // A context per client, as at start-up: no TLS state is shared between the two threads.
+  std::shared_ptr<boost::asio::ssl::context> lease_tls, watch_tls;
+  QR_RETURN_IF_ERROR(CreateClusterTlsContext(options_.etcd_tls, &lease_tls));
+  QR_RETURN_IF_ERROR(CreateClusterTlsContext(options_.etcd_tls, &watch_tls));
+  lease_etcd_->ReplaceTlsContext(std::move(lease_tls));
+  watch_etcd_->ReplaceTlsContext(std::move(watch_tls));
+  return Status::OK();
+}
+
 std::unique_ptr<EtcdClient> Membership::NewEtcdClient() const {
   std::shared_ptr<boost::asio::ssl::context> tls;
-  if (std::any_of(options_.endpoints.begin(), options_.endpoints.end(),
-                  [](const std::string& e) { return IsTlsEtcdEndpoint(e); })) {
+  if (uses_etcd_tls()) {
     // The files were checked at start-up; should one have changed since, the https://
-    // endpoints fail (logged with every request) until it is fixed and the member restarted.
+    // endpoints fail (logged with every request) until it is fixed and reloaded (SIGHUP).
     Status s = CreateClusterTlsContext(options_.etcd_tls, &tls);
     if (!s.ok()) LOG(ERROR) << "Cluster " << options_.cluster_name << ": " << s.message();
   }

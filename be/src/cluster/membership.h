@@ -109,6 +109,14 @@ class Membership {
   /// see this member leave at once rather than after the TTL. Idempotent.
   void Stop();
 
+  /// True when an etcd endpoint is https:// (its TLS files can be reloaded).
+  bool uses_etcd_tls() const;
+  /// Re-reads the etcd TLS files (--etcd_ca_file, --etcd_client_cert_file and its key, SIGHUP):
+  /// the lease and watch threads' next connections use them; the open ones (a watch stream,
+  /// a kept-alive lease connection) keep theirs until they close. An error (naming the flag and
+  /// the file) leaves the old files' contexts in use. Thread-safe.
+  Status ReloadEtcdTls();
+
   /// The member id, 0 before the first registration. Keeps its value while etcd is
   /// unreachable; changes only when a lost lease forces a new claim and the old id is taken.
   uint32_t member_id() const { return member_id_.load(std::memory_order_acquire); }

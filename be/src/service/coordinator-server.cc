@@ -22,6 +22,7 @@
 #include "service/query-history-convert.h"
 #include "service/version.h"
 #include "http/tls-context.h"
+#include "util/check.h"
 
 namespace qr {
 
@@ -316,6 +317,32 @@ Status CoordinatorServer::ReloadTlsCertificate() {
   // Logged once counted and in use: the line tells a watcher that new connections get it.
   if (s.ok()) NoteTlsCertificate(info, "Now serving");
   return s;
+}
+
+Status CoordinatorServer::ReloadClusterClientTls() {
+  QR_CHECK(forwarder_ != nullptr, "ReloadClusterClientTls: not clustered");
+  MutexLock l(&tls_reload_mu_);
+  std::shared_ptr<boost::asio::ssl::context> context;
+  Status s = CreateClusterTlsContext(options_.cluster_tls, &context);
+  if (s.ok()) forwarder_->ReplaceTlsContext(std::move(context));
+  (s.ok() ? cluster_tls_reloads_ : cluster_tls_reload_failures_)
+      .fetch_add(1, std::memory_order_relaxed);
+  return s;
+}
+
+Status CoordinatorServer::ReloadEtcdClientTls() {
+  QR_CHECK(etcd_client_tls_enabled(), "ReloadEtcdClientTls: no https:// etcd endpoint");
+  MutexLock l(&tls_reload_mu_);
+  Status s = membership_->ReloadEtcdTls();
+  (s.ok() ? etcd_tls_reloads_ : etcd_tls_reload_failures_).fetch_add(1, std::memory_order_relaxed);
+  return s;
+}
+
+CoordinatorServer::ClientTlsReloadStats CoordinatorServer::client_tls_reload_stats() const {
+  return ClientTlsReloadStats{cluster_tls_reloads_.load(std::memory_order_relaxed),
+                              cluster_tls_reload_failures_.load(std::memory_order_relaxed),
+                              etcd_tls_reloads_.load(std::memory_order_relaxed),
+                              etcd_tls_reload_failures_.load(std::memory_order_relaxed)};
 }
 
 CoordinatorServer::TlsReloadStats CoordinatorServer::tls_reload_stats() const {

@@ -142,6 +142,27 @@ class CoordinatorServer {
   };
   TlsReloadStats tls_reload_stats() const;
   bool tls_enabled() const { return !options_.tls_cert_file.empty(); }
+  /// Re-reads this member's TLS files as a client of the other members (SIGHUP):
+  /// --cluster_ca_file (or the system's trust store) and --cluster_client_cert_file/_key_file.
+  /// Connections to members opened from now on use them; pooled ones keep theirs. On error
+  /// (naming the flag and the file) the old ones stay in use. Counted either way. Thread-safe.
+  /// QR_REQUIRES: started clustered (cluster_client_tls_enabled()).
+  Status ReloadClusterClientTls();
+  /// The same for etcd (--etcd_ca_file, --etcd_client_cert_file/_key_file): the membership's
+  /// next connections to etcd use them. QR_REQUIRES: etcd_client_tls_enabled().
+  Status ReloadEtcdClientTls();
+  bool cluster_client_tls_enabled() const { return forwarder_ != nullptr; }
+  bool etcd_client_tls_enabled() const {
+    return membership_ != nullptr && membership_->uses_etcd_tls();
+  }
+  /// Reloads of the client TLS files that took effect and that failed, per target.
+  struct ClientTlsReloadStats {
+    uint64_t cluster_reloads = 0;
+    uint64_t cluster_failures = 0;
+    uint64_t etcd_reloads = 0;
+    uint64_t etcd_failures = 0;
+  };
+  ClientTlsReloadStats client_tls_reload_stats() const;
   /// Graceful: stop admitting, give running queries 'grace_ms', cancel the rest, stop serving
   /// (after draining the requests under way for up to Options::shutdown_drain).
   /// Returns the number of queries canceled. Idempotent.
@@ -247,11 +268,16 @@ class CoordinatorServer {
   /// Records the notAfter of the certificate in use (for /metrics) and logs the certificate,
   /// with a warning when it has expired; 'verb' starts the log line.
   void NoteTlsCertificate(const TlsCertificateInfo& info, const char* verb);
-  /// Serializes ReloadTlsCertificate(). A leaf.
+  /// Serializes ReloadTlsCertificate(), ReloadClusterClientTls() and ReloadEtcdClientTls().
+  /// A leaf.
   Mutex tls_reload_mu_;
   std::atomic<uint64_t> tls_reloads_{0};
   std::atomic<uint64_t> tls_reload_failures_{0};
   std::atomic<int64_t> tls_certificate_not_after_{0};
+  std::atomic<uint64_t> cluster_tls_reloads_{0};
+  std::atomic<uint64_t> cluster_tls_reload_failures_{0};
+  std::atomic<uint64_t> etcd_tls_reloads_{0};
+  std::atomic<uint64_t> etcd_tls_reload_failures_{0};
 
   std::unique_ptr<BasicAuthenticator> authenticator_;
   std::unique_ptr<AccessControl> access_control_;

@@ -237,21 +237,24 @@ DEFINE_string(cluster_secret_file, "",
 DEFINE_string(cluster_ca_file, "",
               "PEM CA certificates that members with an https:// --advertised_uri must chain "
               "to (their certificate must also name the URI's host); requests to a member "
-              "that fails the check fail (empty: the system's trust store).");
+              "that fails the check fail (empty: the system's trust store). Re-read on SIGHUP "
+              "(connections opened afterwards use it).");
 DEFINE_string(cluster_client_cert_file, "",
               "A PEM client certificate (chain) presented to members over TLS, for members "
               "that require one (with --cluster_client_key_file; empty: none).");
 DEFINE_string(cluster_client_key_file, "",
-              "The unencrypted PEM private key of --cluster_client_cert_file.");
+              "The unencrypted PEM private key of --cluster_client_cert_file. Both re-read on "
+              "SIGHUP.");
 DEFINE_string(etcd_ca_file, "",
               "PEM CA certificates that https:// --etcd_endpoints must chain to (their "
               "certificate must also name the endpoint's host; empty: the system's trust "
-              "store).");
+              "store). Re-read on SIGHUP (connections opened afterwards use it).");
 DEFINE_string(etcd_client_cert_file, "",
               "A PEM client certificate (chain) presented to https:// etcd endpoints, for an "
               "etcd run with --client-cert-auth (with --etcd_client_key_file; empty: none).");
 DEFINE_string(etcd_client_key_file, "",
-              "The unencrypted PEM private key of --etcd_client_cert_file.");
+              "The unencrypted PEM private key of --etcd_client_cert_file. Both re-read on "
+              "SIGHUP.");
 
 namespace {
 

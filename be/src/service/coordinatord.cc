@@ -208,7 +208,7 @@ int Main() {
   sigemptyset(&stop_signals);
   sigaddset(&stop_signals, SIGTERM);
   sigaddset(&stop_signals, SIGINT);
-  sigaddset(&stop_signals, SIGHUP);  // Re-reads the password file and the TLS certificate.
+  sigaddset(&stop_signals, SIGHUP);  // Re-reads the password file and the TLS files.
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
   signal(SIGPIPE, SIG_IGN);
 
@@ -225,9 +225,10 @@ int Main() {
 
   int sig = 0;
   for (sigwait(&stop_signals, &sig); sig == SIGHUP; sigwait(&stop_signals, &sig)) {
-    if (server.authenticator() == nullptr && !server.tls_enabled()) {
+    if (server.authenticator() == nullptr && !server.tls_enabled() &&
+        !server.cluster_client_tls_enabled()) {
       LOG(INFO) << "SIGHUP ignored: nothing to reload (no --auth_password_file, no "
-                << "--tls_cert_file)";
+                << "--tls_cert_file, not clustered)";
       continue;
     }
     if (server.authenticator() != nullptr) {
@@ -241,6 +242,26 @@ int Main() {
       if (!reload.ok()) {
         LOG(ERROR) << "TLS certificate not reloaded (new connections still get the old one): "
                    << reload.message();
+      }
+    }
+    if (server.cluster_client_tls_enabled()) {
+      Status reload = server.ReloadClusterClientTls();
+      if (reload.ok()) {
+        LOG(INFO) << "Reloaded the TLS files for connections to other members "
+                  << "(--cluster_ca_file, --cluster_client_cert_file): new connections use them";
+      } else {
+        LOG(ERROR) << "Cluster TLS files not reloaded (new connections to members still use "
+                   << "the old ones): " << reload.message();
+      }
+    }
+    if (server.etcd_client_tls_enabled()) {
+      Status reload = server.ReloadEtcdClientTls();
+      if (reload.ok()) {
+        LOG(INFO) << "Reloaded the TLS files for etcd (--etcd_ca_file, --etcd_client_cert_file): "
+                  << "new connections to etcd use them";
+      } else {
+        LOG(ERROR) << "etcd TLS files not reloaded (new connections to etcd still use the old "
+                   << "ones): " << reload.message();
       }
     }
   }

@@ -395,6 +395,27 @@ void AppendTlsMetrics(const CoordinatorServer::TlsReloadStats& tls, std::string*
          tls.not_after_unix_seconds, out);
 }
 
+/// Only in a cluster: the member's TLS files as a client of the other members and of etcd.
+void AppendClientTlsMetrics(const CoordinatorServer& server, std::string* out) {
+  const CoordinatorServer::ClientTlsReloadStats s = server.client_tls_reload_stats();
+  Family("qr_client_tls_reloads_total", "counter",
+         "Reloads (SIGHUP) of the TLS files this member uses as a client: target=\"cluster\" "
+         "(--cluster_ca_file, --cluster_client_cert_file) and target=\"etcd\" "
+         "(--etcd_ca_file, --etcd_client_cert_file), by result; a failed one leaves the "
+         "previous files in use.",
+         out);
+  Sample("qr_client_tls_reloads_total", "{target=\"cluster\",result=\"ok\"}",
+         static_cast<int64_t>(s.cluster_reloads), out);
+  Sample("qr_client_tls_reloads_total", "{target=\"cluster\",result=\"failed\"}",
+         static_cast<int64_t>(s.cluster_failures), out);
+  if (server.etcd_client_tls_enabled()) {
+    Sample("qr_client_tls_reloads_total", "{target=\"etcd\",result=\"ok\"}",
+           static_cast<int64_t>(s.etcd_reloads), out);
+    Sample("qr_client_tls_reloads_total", "{target=\"etcd\",result=\"failed\"}",
+           static_cast<int64_t>(s.etcd_failures), out);
+  }
+}
+
 /// Only with authentication on (--auth_password_file).
 void AppendAuthMetrics(BasicAuthenticator& auth, std::string* out) {
   Scalar("qr_auth_verifications_total", "counter",
@@ -445,6 +466,7 @@ std::string RenderMetrics(CoordinatorServer* server) {
            static_cast<int64_t>(list->rejected()), &out);
   }
   if (server->tls_enabled()) AppendTlsMetrics(server->tls_reload_stats(), &out);
+  if (server->cluster_client_tls_enabled()) AppendClientTlsMetrics(*server, &out);
   if (server->authenticator() != nullptr) AppendAuthMetrics(*server->authenticator(), &out);
   return out;
 }
