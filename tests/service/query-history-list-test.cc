@@ -5,9 +5,12 @@
 #include <stdlib.h>
 
 #include <algorithm>
+#include <atomic>
+#include <future>
 #include <filesystem>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -15,6 +18,7 @@
 
 #include "http/webserver.h"
 #include "service/debug-pages.h"
+#include "service/page-workers.h"
 #include "service/queries-list.h"
 #include "service/query-history.h"
 #include "service-test-util.h"
@@ -243,6 +247,70 @@ TEST_F(QueryHistoryListTest, SqlAndTheDetailPageReachTheWholeHistory) {
   TestResponse statement = client.Get("/query_statement?query_id=" + ids_[1]);
   ASSERT_EQ(statement.status, 200);
   EXPECT_EQ(statement.body, "SELECT 1 AS n");
+}
+
+// The per-query pages of a query only the history has read its record on the listing threads,
+// never on the HTTP I/O thread (one here): with the listing thread held, the I/O thread still
+// answers, a query in memory is answered at once, one more history read than
+// --queries_list_max_pending gets 503 naming the flag, and the held ones are answered once it
+// goes on.
+TEST_F(QueryHistoryListTest, PagesOfQueriesInTheHistoryAreReadOffTheIoThread) {
+  std::promise<void> release;
+  std::shared_future<void> released = release.get_future().share();
+  struct ReleaseOnExit {  // An early failure must not leave the thread held at shutdown.
+    std::promise<void>& p;
+    bool done = false;
+    void Release() {
+      if (!std::exchange(done, true)) p.set_value();
+    }
+    ~ReleaseOnExit() { Release(); }
+  } guard{release};
+  std::atomic<int> entered{0};
+  CoordinatorServer::Options options = WithHistory();
+  options.http.num_threads = 1;
+  options.queries_list.threads = 1;
+  options.queries_list.max_pending = 2;
+  options.queries_list.before_task = [&entered, released] {
+    entered.fetch_add(1);
+    released.wait();
+  };
+  server_ = StartServer(std::move(options));
+  ASSERT_NE(server_, nullptr);
+  RunQueries();
+  const std::string detail = "GET /query_detail?json&query_id=" + ids_[0] +
+                             " HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Trino-User: alice\r\n\r\n";
+  const std::string statement = "GET /query_statement?query_id=" + ids_[1] +
+                                " HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Trino-User: bob\r\n\r\n";
+  TestHttpClient held(server_->port()), queued(server_->port());
+  ASSERT_TRUE(held.Connect() && queued.Connect());
+  ASSERT_TRUE(held.SendRaw(detail));
+  ASSERT_TRUE(WaitFor([&] { return entered.load() == 1; }));
+  ASSERT_TRUE(queued.SendRaw(statement));
+  PageWorkers* workers = server_->queries_list_workers();
+  ASSERT_TRUE(WaitFor([&] { return workers->pending() == 2; }));
+
+  TestHttpClient client(server_->port());
+  TestResponse refused = client.Get("/query_plan?query_id=" + ids_[2]);
+  EXPECT_EQ(refused.status, 503);
+  EXPECT_EQ(refused.Header("Retry-After"), "1");
+  EXPECT_NE(refused.body.find("--queries_list_max_pending=2"), std::string::npos)
+      << refused.body;
+  // The I/O thread is free, and a query still in the log needs no history read.
+  EXPECT_EQ(client.Get("/v1/info").status, 200);
+  TestResponse in_log = client.Get("/query_statement?query_id=" + ids_.back());
+  EXPECT_EQ(in_log.status, 200) << in_log.body;
+  EXPECT_EQ(entered.load(), 1);
+
+  guard.Release();
+  TestResponse d = held.ReadResponse();
+  ASSERT_EQ(d.status, 200) << d.body;
+  EXPECT_EQ(d.Json()["statement"], "SELECT 0 AS n");
+  TestResponse st = queued.ReadResponse();
+  ASSERT_EQ(st.status, 200) << st.body;
+  EXPECT_EQ(st.body, "SELECT 1 AS n");
+  EXPECT_EQ(entered.load(), 2);
+  EXPECT_TRUE(WaitFor([&] { return workers->pending() == 0; }));
+  EXPECT_EQ(workers->rejected(), 1u);
 }
 
 }  // namespace

@@ -178,10 +178,11 @@ DEFINE_bool(http_trust_forwarded_headers, false,
             "Build nextUri from X-Forwarded-Host/Proto (only behind a trusted proxy).");
 DEFINE_int32(queries_list_threads, 1,
              "Threads that answer GET /queries?json (each may read up to 64 MiB of the query "
-             "history), off the HTTP I/O threads (1-1024).");
+             "history) and the per-query pages of queries read from the history, off the "
+             "HTTP I/O threads (1-1024).");
 DEFINE_int32(queries_list_max_pending, 16,
-             "GET /queries?json requests queued or running at most; beyond it one gets 503 "
-             "with Retry-After: 1.");
+             "Requests queued or running on --queries_list_threads at most; beyond it one "
+             "gets 503 with Retry-After: 1.");
 DEFINE_bool(metrics_per_shard, false,
             "/metrics also lists each registry shard's entries and lock counters (5 series per "
             "shard of each registry: 2,560 lines with 256 shards); by default only "

@@ -3,6 +3,7 @@
 // What the debug pages' handlers share across their files (debug-pages.cc,
 // debug-query-pages.cc): the page context and the response helpers. Not for other users.
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -48,6 +49,13 @@ HttpResponse JsonError(unsigned status, std::string message);
 HttpResponse TextResponse(unsigned status, std::string text);
 /// The asset 'name' (shared, not copied), or a 500 naming --www_dir when it is missing.
 HttpResponse AssetResponse(const PageContext& ctx, const std::string& name);
+
+/// Runs 'task' on the listing threads (--queries_list_threads): work that may read the
+/// query history, kept off the HTTP I/O threads. When --queries_list_max_pending tasks are
+/// queued or running, answers 503 with Retry-After through 'respond' instead ('what' names
+/// the request in the message).
+void QueuedOnWorkers(const PageContext& ctx, const std::string& what, std::function<void()> task,
+                     const ResponseCallback& respond);
 
 /// The per-query pages (debug-query-pages.cc).
 void HandleQueryStatement(const Ctx& ctx, HttpRequest& req, ResponseCallback respond);

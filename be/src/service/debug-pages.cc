@@ -80,6 +80,19 @@ HttpResponse JsonError(unsigned status, std::string message) {
   return JsonResponse(status, body);
 }
 
+void QueuedOnWorkers(const PageContext& ctx, const std::string& what, std::function<void()> task,
+                     const ResponseCallback& respond) {
+  PageWorkers* workers = ctx.server->queries_list_workers();
+  if (workers->TrySubmit(std::move(task))) return;
+  HttpResponse busy = JsonError(
+      503, "Too many " + what + " at once (--queries_list_max_pending=" +
+               std::to_string(workers->options().max_pending) +
+               ", shared by /queries?json and the per-query pages of queries in the history); "
+               "retry shortly");
+  busy.headers.emplace_back("Retry-After", "1");
+  respond(std::move(busy));
+}
+
 HttpResponse TextResponse(unsigned status, std::string text) {
   HttpResponse r = HttpResponse::Text(status, std::move(text));
   AddSecurityHeaders(&r, false);
@@ -279,17 +292,11 @@ void HandleQueries(const Ctx& ctx, HttpRequest& req, ResponseCallback respond) {
   // Off the I/O thread: a page may read up to 64 MiB of history records, and every other
   // connection of this I/O thread would wait meanwhile. The request is copied (its session may
   // read the next one once answered); 'respond' stays here for the refusal.
-  PageWorkers* workers = ctx->server->queries_list_workers();
-  if (workers->TrySubmit([ctx, copy = req, params = std::move(params), scope, respond] {
-        AnswerQueriesJson(ctx, copy, params, scope, respond);
-      })) {
-    return;
-  }
-  HttpResponse busy = JsonError(
-      503, "Too many GET /queries?json requests at once (--queries_list_max_pending=" +
-               std::to_string(workers->options().max_pending) + "); retry shortly");
-  busy.headers.emplace_back("Retry-After", "1");
-  respond(std::move(busy));
+  QueuedOnWorkers(*ctx, "GET /queries?json requests",
+                  [ctx, copy = req, params = std::move(params), scope, respond] {
+                    AnswerQueriesJson(ctx, copy, params, scope, respond);
+                  },
+                  respond);
 }
 
 /// GET /www/NAME: a compiled-in asset or one of --www_dir loaded at start (no path is

@@ -2,6 +2,7 @@
 // cancel from the pages (registered by RegisterDebugPages() in debug-pages.cc).
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -46,21 +47,42 @@ HttpResponse UnknownQuery(const UniqueId& id) {
                             "from the query log and the query history)");
 }
 
-/// The query 'id' if it exists and the requester may access it (see AccessControl).
-std::shared_ptr<ClientRequestState> FindAccessible(const PageContext& ctx,
-                                                   const HttpRequest& req, const UniqueId& id) {
-  std::shared_ptr<ClientRequestState> state = ctx.coordinator->Find(id);
-  const QueryHistory* history = ctx.coordinator->options().history;
-  if (!state && history != nullptr) {
-    // Past the log, in the durable history: one record read from its segment.
-    if (std::optional<HistoryIndexEntry> entry = history->index().Find(id)) {
-      std::vector<std::optional<QueryHistoryRecord>> records;
-      history->ReadRecords({*entry}, &records);
-      if (records[0]) state = RestoreFromHistory(std::move(*records[0]));
+/// What a per-query page does with its query once found and accessible.
+using WithQuery =
+    std::function<void(std::shared_ptr<ClientRequestState> state, ResponseCallback respond)>;
+
+/// Calls 'then' with query 'id' if it exists and the requester may access it (see
+/// AccessControl), else answers 404. A query in memory (running, or in the completed-query
+/// log) is handed over on this thread. One past the log is read from the durable history on
+/// the listing threads (--queries_list_threads), never on the I/O thread: the read may wait
+/// for the disk, and every other connection of this I/O thread with it; 'then' then runs
+/// there. When --queries_list_max_pending are pending the answer is 503 (QueuedOnWorkers).
+void WithAccessibleQuery(const Ctx& ctx, const HttpRequest& req, const UniqueId& id,
+                         ResponseCallback respond, WithQuery then) {
+  if (std::shared_ptr<ClientRequestState> state = ctx->coordinator->Find(id)) {
+    if (!ctx->access->MayAccess(ctx->access->Identify(req), *state)) {
+      return respond(UnknownQuery(id));
     }
+    return then(std::move(state), std::move(respond));
   }
-  if (!state || !ctx.access->MayAccess(ctx.access->Identify(req), *state)) return nullptr;
-  return state;
+  const QueryHistory* history = ctx->coordinator->options().history;
+  std::optional<HistoryIndexEntry> entry;
+  if (history != nullptr) entry = history->index().Find(id);
+  if (!entry) return respond(UnknownQuery(id));
+  QueuedOnWorkers(*ctx, "requests for queries in the history",
+                  [ctx, who = ctx->access->Identify(req), id, entry = *entry, respond,
+                   then = std::move(then)] {
+                    // Past the log, in the durable history: one record read from its segment.
+                    std::vector<std::optional<QueryHistoryRecord>> records;
+                    ctx->coordinator->options().history->ReadRecords({entry}, &records);
+                    std::shared_ptr<ClientRequestState> state;
+                    if (records[0]) state = RestoreFromHistory(std::move(*records[0]));
+                    if (!state || !ctx->access->MayAccess(who, *state)) {
+                      return respond(UnknownQuery(id));
+                    }
+                    then(std::move(state), respond);
+                  },
+                  respond);
 }
 
 /// True when query 'id' is another member's and the forwarder took 'req' over (forwarded to
@@ -100,13 +122,14 @@ void HandleQueryStatement(const Ctx& ctx, HttpRequest& req, ResponseCallback res
   HttpResponse error;
   if (!ParseQueryIdParam(req, &id, &error)) return respond(std::move(error));
   if (Forwarded(*ctx, req, id, respond)) return;
-  std::shared_ptr<ClientRequestState> state = FindAccessible(*ctx, req, id);
-  if (!state) return respond(UnknownQuery(id));
-  HttpResponse r;
-  r.content_type = "text/plain; charset=utf-8";
-  r.shared_body = state->statement();  // shared, not copied
-  AddSecurityHeaders(&r, true);
-  respond(std::move(r));
+  WithAccessibleQuery(ctx, req, id, std::move(respond),
+                      [](std::shared_ptr<ClientRequestState> state, ResponseCallback respond) {
+                        HttpResponse r;
+                        r.content_type = "text/plain; charset=utf-8";
+                        r.shared_body = state->statement();  // shared, not copied
+                        AddSecurityHeaders(&r, true);
+                        respond(std::move(r));
+                      });
 }
 
 /// GET /query_detail?query_id=ID: the per-query page; with 'json', its data
@@ -119,11 +142,14 @@ void HandleQueryDetail(const Ctx& ctx, HttpRequest& req, ResponseCallback respon
   HttpResponse error;
   if (!ParseQueryIdParam(req, &id, &error)) return respond(std::move(error));
   if (Forwarded(*ctx, req, id, respond)) return;
-  std::shared_ptr<ClientRequestState> state = FindAccessible(*ctx, req, id);
-  if (!state) return respond(UnknownQuery(id));
-  HttpResponse r = HttpResponse::Json(200, debug_pages::RenderQueryDetailJson(*state) + "\n");
-  AddSecurityHeaders(&r, false);
-  respond(std::move(r));
+  WithAccessibleQuery(
+      ctx, req, id, std::move(respond),
+      [](std::shared_ptr<ClientRequestState> state, ResponseCallback respond) {
+        HttpResponse r =
+            HttpResponse::Json(200, debug_pages::RenderQueryDetailJson(*state) + "\n");
+        AddSecurityHeaders(&r, false);
+        respond(std::move(r));
+      });
 }
 
 /// GET /query_plan?query_id=ID: SQLite's plan of the query's statement, explained (never
@@ -135,30 +161,32 @@ void HandleQueryPlan(const Ctx& ctx, HttpRequest& req, ResponseCallback respond)
   if (!ParseQueryIdParam(req, &id, &error)) return respond(std::move(error));
   // Another member's query is explained by its owner, which may take its plan timeout.
   if (Forwarded(*ctx, req, id, respond, ctx->server->options().query_plan_timeout)) return;
-  std::shared_ptr<ClientRequestState> state = FindAccessible(*ctx, req, id);
-  if (!state) return respond(UnknownQuery(id));
-  ExplainBound bound{&ctx->server->webserver()->io_context(),
-                     ctx->server->options().query_plan_timeout,
-                     &ctx->server->query_plan_timeouts()};
-  ExplainStatement(ctx->coordinator, *state, bound,
-                   [id, respond = std::move(respond)](StatementPlanResult result) {
-                     Json body;
-                     body["query_id"] = PrintId(id);
-                     body["plan"] = result.plan.empty() ? Json(nullptr) : Json(result.plan);
-                     body["no_plan_reason"] = result.no_plan_reason.empty()
-                                                  ? Json(nullptr)
-                                                  : Json(result.no_plan_reason);
-                     // The EXPLAIN query's error (admission refused it, or it failed).
-                     Json error = nullptr;
-                     if (result.error) {
-                       error = Json::object();
-                       error["name"] = result.error->name;
-                       error["type"] = ErrorTypeName(result.error->type);
-                       error["message"] = result.error->message;
-                     }
-                     body["error"] = std::move(error);
-                     respond(JsonResponse(200, body));
-                   });
+  WithAccessibleQuery(ctx, req, id, std::move(respond), [ctx, id](
+                                                            std::shared_ptr<ClientRequestState> state,
+                                                            ResponseCallback respond) {
+    ExplainBound bound{&ctx->server->webserver()->io_context(),
+                       ctx->server->options().query_plan_timeout,
+                       &ctx->server->query_plan_timeouts()};
+    ExplainStatement(ctx->coordinator, *state, bound,
+                     [id, respond = std::move(respond)](StatementPlanResult result) {
+                       Json body;
+                       body["query_id"] = PrintId(id);
+                       body["plan"] = result.plan.empty() ? Json(nullptr) : Json(result.plan);
+                       body["no_plan_reason"] = result.no_plan_reason.empty()
+                                                    ? Json(nullptr)
+                                                    : Json(result.no_plan_reason);
+                       // The EXPLAIN query's error (admission refused it, or it failed).
+                       Json error = nullptr;
+                       if (result.error) {
+                         error = Json::object();
+                         error["name"] = result.error->name;
+                         error["type"] = ErrorTypeName(result.error->type);
+                         error["message"] = result.error->message;
+                       }
+                       body["error"] = std::move(error);
+                       respond(JsonResponse(200, body));
+                     });
+  });
 }
 
 /// POST /cancel_query?query_id=ID. Without authentication the requester is the self-asserted
@@ -180,27 +208,31 @@ void HandleCancel(const Ctx& ctx, HttpRequest& req, ResponseCallback respond) {
   }
   HttpResponse forged;
   if (IsCrossSite(req, &forged)) return respond(std::move(forged));
-  std::shared_ptr<ClientRequestState> state = FindAccessible(*ctx, req, id);
-  if (!state) return respond(UnknownQuery(id));
-  if (user != state->user() && !principal.admin) {
-    return respond(JsonError(403, "User " + QuoteForError(user) + " may not cancel query " +
-                                      PrintId(id) + ": only its user or an admin "
-                                      "(--admin_users) may"));
-  }
-  // False when the query had already ended: then it keeps its final state.
-  bool canceled = ctx->coordinator->CancelRequest(state, QueryError::UserCanceled(),
-                                                  principal.Describe() + " (/cancel_query)");
-  if (canceled) {
-    LOG(INFO) << "Query " << PrintId(id) << " of "
-              << DescribeUser(state->user(), state->principal()) << " canceled by "
-              << principal.Describe() << " from " << req.remote_address
-              << " (/cancel_query of the debug pages)";
-  }
-  Json body;
-  body["query_id"] = PrintId(id);
-  body["canceled"] = canceled;
-  body["state"] = ClientRequestState::StateName(state->state());
-  respond(JsonResponse(200, body));
+  WithAccessibleQuery(
+      ctx, req, id, std::move(respond),
+      [ctx, id, principal, remote = req.remote_address](
+          std::shared_ptr<ClientRequestState> state, ResponseCallback respond) {
+        const std::string& user = principal.user;
+        if (user != state->user() && !principal.admin) {
+          return respond(JsonError(403, "User " + QuoteForError(user) +
+                                            " may not cancel query " + PrintId(id) +
+                                            ": only its user or an admin (--admin_users) may"));
+        }
+        // False when the query had already ended: then it keeps its final state.
+        bool canceled = ctx->coordinator->CancelRequest(
+            state, QueryError::UserCanceled(), principal.Describe() + " (/cancel_query)");
+        if (canceled) {
+          LOG(INFO) << "Query " << PrintId(id) << " of "
+                    << DescribeUser(state->user(), state->principal()) << " canceled by "
+                    << principal.Describe() << " from " << remote
+                    << " (/cancel_query of the debug pages)";
+        }
+        Json body;
+        body["query_id"] = PrintId(id);
+        body["canceled"] = canceled;
+        body["state"] = ClientRequestState::StateName(state->state());
+        respond(JsonResponse(200, body));
+      });
 }
 
 }  // namespace qr::debug_pages::internal

@@ -457,11 +457,11 @@ std::string RenderMetrics(CoordinatorServer* server) {
   metrics::AppendClusterViewMetrics(server->cluster_view(), &out);
   if (PageWorkers* list = server->queries_list_workers(); list != nullptr) {
     Scalar("qr_queries_list_pending", "gauge",
-           "GET /queries?json requests queued or running on their threads "
-           "(--queries_list_threads).",
+           "GET /queries?json requests, and per-query pages of queries in the history, "
+           "queued or running on their threads (--queries_list_threads).",
            static_cast<int64_t>(list->pending()), &out);
     Scalar("qr_queries_list_rejected_total", "counter",
-           "GET /queries?json requests answered 503 because --queries_list_max_pending were "
+           "Requests for those threads answered 503 because --queries_list_max_pending were "
            "pending.",
            static_cast<int64_t>(list->rejected()), &out);
   }
