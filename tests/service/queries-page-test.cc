@@ -71,32 +71,19 @@ class QueriesPageTest : public ServiceTest {
 // once the thread goes on.
 TEST_F(QueriesPageTest, ListingsRunOffTheIoThreadAndAreBounded) {
   server_->Shutdown(0);
-  std::promise<void> release;
-  std::shared_future<void> released = release.get_future().share();
-  struct ReleaseOnExit {  // An early failure must not leave the thread held at shutdown.
-    std::promise<void>& p;
-    bool done = false;
-    void Release() {
-      if (!std::exchange(done, true)) p.set_value();
-    }
-    ~ReleaseOnExit() { Release(); }
-  } guard{release};
-  std::atomic<int> entered{0};
+  HeldPageWorkers held_workers;
   CoordinatorServer::Options options = DefaultOptions();
   options.http.num_threads = 1;
   options.queries_list.threads = 1;
   options.queries_list.max_pending = 2;
-  options.queries_list.before_task = [&entered, released] {
-    entered.fetch_add(1);
-    released.wait();
-  };
+  held_workers.Install(&options);
   server_ = StartServer(std::move(options));
   ASSERT_NE(server_, nullptr);
   const std::string listing = "GET /queries?json HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
   TestHttpClient held(server_->port()), queued(server_->port());
   ASSERT_TRUE(held.Connect() && queued.Connect());
   ASSERT_TRUE(held.SendRaw(listing));
-  ASSERT_TRUE(WaitFor([&] { return entered.load() == 1; }, std::chrono::seconds(60)));
+  ASSERT_TRUE(WaitFor([&] { return held_workers.entered() == 1; }, std::chrono::seconds(60)));
   ASSERT_TRUE(queued.SendRaw(listing));
   PageWorkers* workers = server_->queries_list_workers();
   ASSERT_TRUE(WaitFor([&] { return workers->pending() == 2; }, std::chrono::seconds(60)));
@@ -112,13 +99,13 @@ TEST_F(QueriesPageTest, ListingsRunOffTheIoThreadAndAreBounded) {
   EXPECT_NE(metrics.find("\nqr_queries_list_pending 2\n"), std::string::npos) << metrics;
   EXPECT_NE(metrics.find("\nqr_queries_list_rejected_total 1\n"), std::string::npos);
 
-  guard.Release();
+  held_workers.Release();
   for (TestHttpClient* c : {&held, &queued}) {
     TestResponse r = c->ReadResponse();
     EXPECT_EQ(r.status, 200) << r.body;
     EXPECT_TRUE(r.Json().contains("completed")) << r.body;
   }
-  EXPECT_EQ(entered.load(), 2);
+  EXPECT_EQ(held_workers.entered(), 2);
   EXPECT_TRUE(WaitFor([&] { return workers->pending() == 0; }, std::chrono::seconds(60)));
   EXPECT_EQ(workers->rejected(), 1u);
 }

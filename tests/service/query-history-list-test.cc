@@ -5,8 +5,6 @@
 #include <stdlib.h>
 
 #include <algorithm>
-#include <atomic>
-#include <future>
 #include <filesystem>
 #include <set>
 #include <string>
@@ -255,25 +253,12 @@ TEST_F(QueryHistoryListTest, SqlAndTheDetailPageReachTheWholeHistory) {
 // --queries_list_max_pending gets 503 naming the flag, and the held ones are answered once it
 // goes on.
 TEST_F(QueryHistoryListTest, PagesOfQueriesInTheHistoryAreReadOffTheIoThread) {
-  std::promise<void> release;
-  std::shared_future<void> released = release.get_future().share();
-  struct ReleaseOnExit {  // An early failure must not leave the thread held at shutdown.
-    std::promise<void>& p;
-    bool done = false;
-    void Release() {
-      if (!std::exchange(done, true)) p.set_value();
-    }
-    ~ReleaseOnExit() { Release(); }
-  } guard{release};
-  std::atomic<int> entered{0};
+  HeldPageWorkers held_workers;
   CoordinatorServer::Options options = WithHistory();
   options.http.num_threads = 1;
   options.queries_list.threads = 1;
   options.queries_list.max_pending = 2;
-  options.queries_list.before_task = [&entered, released] {
-    entered.fetch_add(1);
-    released.wait();
-  };
+  held_workers.Install(&options);
   server_ = StartServer(std::move(options));
   ASSERT_NE(server_, nullptr);
   RunQueries();
@@ -284,7 +269,7 @@ TEST_F(QueryHistoryListTest, PagesOfQueriesInTheHistoryAreReadOffTheIoThread) {
   TestHttpClient held(server_->port()), queued(server_->port());
   ASSERT_TRUE(held.Connect() && queued.Connect());
   ASSERT_TRUE(held.SendRaw(detail));
-  ASSERT_TRUE(WaitFor([&] { return entered.load() == 1; }));
+  ASSERT_TRUE(WaitFor([&] { return held_workers.entered() == 1; }));
   ASSERT_TRUE(queued.SendRaw(statement));
   PageWorkers* workers = server_->queries_list_workers();
   ASSERT_TRUE(WaitFor([&] { return workers->pending() == 2; }));
@@ -299,16 +284,16 @@ TEST_F(QueryHistoryListTest, PagesOfQueriesInTheHistoryAreReadOffTheIoThread) {
   EXPECT_EQ(client.Get("/v1/info").status, 200);
   TestResponse in_log = client.Get("/query_statement?query_id=" + ids_.back());
   EXPECT_EQ(in_log.status, 200) << in_log.body;
-  EXPECT_EQ(entered.load(), 1);
+  EXPECT_EQ(held_workers.entered(), 1);
 
-  guard.Release();
+  held_workers.Release();
   TestResponse d = held.ReadResponse();
   ASSERT_EQ(d.status, 200) << d.body;
   EXPECT_EQ(d.Json()["statement"], "SELECT 0 AS n");
   TestResponse st = queued.ReadResponse();
   ASSERT_EQ(st.status, 200) << st.body;
   EXPECT_EQ(st.body, "SELECT 1 AS n");
-  EXPECT_EQ(entered.load(), 2);
+  EXPECT_EQ(held_workers.entered(), 2);
   EXPECT_TRUE(WaitFor([&] { return workers->pending() == 0; }));
   EXPECT_EQ(workers->rejected(), 1u);
 }

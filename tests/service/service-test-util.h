@@ -2,11 +2,14 @@
 
 #include <stdlib.h>
 
+#include <atomic>
 #include <chrono>
 #include <filesystem>
+#include <future>
 #include <memory>
 #include <string>
 #include <system_error>
+#include <utility>
 
 #include <gtest/gtest.h>
 
@@ -44,6 +47,41 @@ inline constexpr int kCustomerRows = 1500;
 inline constexpr int kOrdersRows = 15000;
 /// lineitem's row count depends on generated order sizes (~4 per order).
 inline constexpr int kLineitemRows = 59693;
+
+/// Holds every task of the listing threads (--queries_list_threads) on entry until Release():
+/// Install() it into a server's options, then wait for entered(). Released when destroyed, so
+/// that a failed assertion does not leave a thread held at shutdown. The hook shares its state,
+/// so it stays valid should a task start after this object is gone.
+class HeldPageWorkers {
+ public:
+  HeldPageWorkers() : state_(std::make_shared<State>()) {
+    state_->released = state_->release.get_future().share();
+  }
+  ~HeldPageWorkers() { Release(); }
+  HeldPageWorkers(const HeldPageWorkers&) = delete;
+  HeldPageWorkers& operator=(const HeldPageWorkers&) = delete;
+
+  void Install(CoordinatorServer::Options* options) const {
+    options->queries_list.before_task = [state = state_] {
+      state->entered.fetch_add(1);
+      state->released.wait();
+    };
+  }
+  /// Tasks that have started (and, before Release(), are held).
+  int entered() const { return state_->entered.load(); }
+  void Release() {
+    if (!std::exchange(state_->done, true)) state_->release.set_value();
+  }
+
+ private:
+  struct State {
+    std::promise<void> release;
+    std::shared_future<void> released;
+    std::atomic<int> entered{0};
+    bool done = false;  // the test's thread only
+  };
+  const std::shared_ptr<State> state_;
+};
 
 class ServiceTest : public ::testing::Test {
  protected:

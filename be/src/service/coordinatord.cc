@@ -231,38 +231,35 @@ int Main() {
                 << "--tls_cert_file, not clustered)";
       continue;
     }
+    // Each reload logs its failure (the old files stay in use) and, where the reload itself
+    // does not, its success.
+    const auto report = [](const Status& s, const char* done, const char* failed) {
+      if (!s.ok()) {
+        LOG(ERROR) << failed << s.message();
+      } else if (done != nullptr) {
+        LOG(INFO) << done;
+      }
+    };
     if (server.authenticator() != nullptr) {
-      Status reload = server.ReloadPasswordFile();
-      if (!reload.ok()) {
-        LOG(ERROR) << "Password file not reloaded (the old users stay): " << reload.message();
-      }
+      report(server.ReloadPasswordFile(), nullptr,
+             "Password file not reloaded (the old users stay): ");
     }
-    if (server.tls_enabled()) {
-      Status reload = server.ReloadTlsCertificate();
-      if (!reload.ok()) {
-        LOG(ERROR) << "TLS certificate not reloaded (new connections still get the old one): "
-                   << reload.message();
-      }
+    if (server.tls_enabled()) {  // Logs "Now serving TLS certificate ..." itself.
+      report(server.ReloadTlsCertificate(), nullptr,
+             "TLS certificate not reloaded (new connections still get the old one): ");
     }
     if (server.cluster_client_tls_enabled()) {
-      Status reload = server.ReloadClusterClientTls();
-      if (reload.ok()) {
-        LOG(INFO) << "Reloaded the TLS files for connections to other members "
-                  << "(--cluster_ca_file, --cluster_client_cert_file): new connections use them";
-      } else {
-        LOG(ERROR) << "Cluster TLS files not reloaded (new connections to members still use "
-                   << "the old ones): " << reload.message();
-      }
+      report(server.ReloadClusterClientTls(),
+             "Reloaded the TLS files for connections to other members (--cluster_ca_file, "
+             "--cluster_client_cert_file): new connections use them",
+             "Cluster TLS files not reloaded (new connections to members still use the old "
+             "ones): ");
     }
     if (server.etcd_client_tls_enabled()) {
-      Status reload = server.ReloadEtcdClientTls();
-      if (reload.ok()) {
-        LOG(INFO) << "Reloaded the TLS files for etcd (--etcd_ca_file, --etcd_client_cert_file): "
-                  << "new connections to etcd use them";
-      } else {
-        LOG(ERROR) << "etcd TLS files not reloaded (new connections to etcd still use the old "
-                   << "ones): " << reload.message();
-      }
+      report(server.ReloadEtcdClientTls(),
+             "Reloaded the TLS files for etcd (--etcd_ca_file, --etcd_client_cert_file): new "
+             "connections to etcd use them",
+             "etcd TLS files not reloaded (new connections to etcd still use the old ones): ");
     }
   }
   LOG(INFO) << "Received " << (sig == SIGTERM ? "SIGTERM" : "SIGINT") << ", shutting down";
