@@ -158,6 +158,7 @@ TEST_F(MetricsPageTest, EveryLineIsExpositionFormatWithTheDocumentedFamilies) {
         "qr_registry_lock_acquisitions_total", "qr_registry_lock_contended_acquisitions_total",
         "qr_registry_lock_sleeps_total", "qr_registry_lock_bias_revocations_total",
         "qr_shard_lock_biased_reads_total", "qr_shard_lock_membarriers_total",
+        "qr_shard_lock_membarrier_fallbacks_total",
         "qr_long_query_parks_total",
         "process_cpu_seconds_total"}) {
     EXPECT_EQ(e.types[counter], "counter") << counter;

@@ -366,6 +366,52 @@ TEST(ShardLockTest, ReadBiasedReadersNeverSeeAHalfDoneWrite) {
   EXPECT_GT(reads.load(), 0u);
 }
 
+// When membarrier() is refused after start-up (a seccomp filter installed since), a revocation
+// falls back to the page-protection barrier instead of aborting: readers, read-biased
+// whenever the lock is, still never see a write half done, and the fallback is counted.
+TEST(ShardLockTest, RevocationsWithoutMembarrierUseThePageProtectionBarrier) {
+  if (!ShardLock::ReadBiasSupported()) GTEST_SKIP() << "no membarrier(PRIVATE_EXPEDITED) here";
+#if !defined(__x86_64__)
+  GTEST_SKIP() << "the page-protection barrier is x86 only";
+#endif
+  struct Restore {
+    ~Restore() { internal::g_shard_lock_force_mprotect_barrier.store(false); }
+  } restore;
+  internal::g_shard_lock_force_mprotect_barrier.store(true);
+  constexpr int kReaders = 2, kRounds = 3;
+  ShardLock lock;
+  uint64_t a = 0, b = 0;
+  std::atomic<uint64_t> torn{0};
+  std::atomic<bool> stop{false};
+  const uint64_t fallbacks = ShardLock::read_bias_fallback_fences();
+  std::vector<std::thread> readers;
+  for (int t = 0; t < kReaders; ++t) {
+    readers.emplace_back([&] {
+      while (!stop.load(std::memory_order_relaxed)) {
+        ReaderLockGuard l(&lock);
+        const uint64_t a_seen = a;
+        if (a_seen != b) torn.fetch_add(1);
+      }
+    });
+  }
+  for (int round = 0; round < kRounds; ++round) {
+    // EXPECT, not ASSERT, while threads are joinable.
+    if (!WaitFor([&] { return lock.read_biased(); })) {
+      ADD_FAILURE() << "the readers never re-biased the lock in round " << round;
+      break;
+    }
+    WriterLockGuard l(&lock);
+    ++a;
+    ++b;
+  }
+  stop.store(true);
+  for (auto& th : readers) th.join();
+  EXPECT_EQ(torn.load(), 0u);
+  EXPECT_EQ(a, static_cast<uint64_t>(kRounds));
+  EXPECT_EQ(lock.bias_revocations(), static_cast<uint64_t>(kRounds));
+  EXPECT_EQ(ShardLock::read_bias_fallback_fences(), fallbacks + kRounds);
+}
+
 // A walk's ReadBiasBatch: Lower() every lock, one Fence(), then each lock() waits only for
 // the read-biased readers still inside, with no membarrier() of its own. A lock lowered ahead
 // with no fence since makes its own. Only the try_lock_shared_biased() half is used

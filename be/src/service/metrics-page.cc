@@ -252,6 +252,10 @@ void AppendRegistryMetrics(const QueryCoordinator& coordinator, const QueryExecM
          "membarrier() system calls made to revoke the read bias of shard locks of the "
          "process.",
          static_cast<int64_t>(ShardLock::read_bias_fences()), out);
+  Scalar("qr_shard_lock_membarrier_fallbacks_total", "counter",
+         "Of those, barriers made with mprotect() because membarrier() was refused after "
+         "start-up (a seccomp filter installed since).",
+         static_cast<int64_t>(ShardLock::read_bias_fallback_fences()), out);
   Scalar("qr_shard_lock_biased_reads_total", "counter",
          "Read-biased shared acquisitions of every shard lock of the process (lookups that "
          "took no reader slot).",

@@ -3,6 +3,7 @@
 #include <linux/membarrier.h>
 #include <pthread.h>
 #include <sched.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -10,6 +11,7 @@
 #include <algorithm>
 #include <bit>
 #include <cerrno>
+#include <mutex>
 #include <thread>
 
 #include "util/check.h"
@@ -20,6 +22,7 @@ namespace internal {
 // Their holds name no lock but are never null (a thread holding them takes slots).
 constinit BiasedReader g_unregistered_reader{.hold{&g_unregistered_reader}};
 constinit BiasedReader g_retired_reader{.hold{&g_retired_reader}};
+constinit std::atomic<bool> g_shard_lock_force_mprotect_barrier{false};
 }  // namespace internal
 
 namespace {
@@ -113,24 +116,64 @@ constexpr long kHoldPollNs = 50'000;
 /// g_fences_done > N (a barrier numbered N + 1 or more started after the lowering).
 std::atomic<uint64_t> g_fences_started{0};
 std::atomic<uint64_t> g_fences_done{0};
+/// Barriers made with MprotectBarrier() because membarrier() failed.
+std::atomic<uint64_t> g_fallback_fences{0};
 
 /// True if a barrier started after g_fences_started read 'started' and has completed.
 bool FencedSince(uint64_t started) {
   return g_fences_done.load(std::memory_order_acquire) > started;
 }
 
+/// A full memory barrier on every CPU running a thread of this process without membarrier():
+/// taking write access away from a page this thread has just written makes the kernel flush
+/// its TLB entry on every CPU that may hold one (every CPU running a thread of this address
+/// space) with an inter-processor interrupt, which serializes that CPU. The technique of
+/// folly's asymmetricHeavyBarrier() fallback and of .NET's FlushProcessWriteBuffers(). x86
+/// only: elsewhere (arm64) TLB flushes are broadcast by the hardware, with no interrupt.
+/// False when it cannot be done.
+bool MprotectBarrier() {
+#if defined(__x86_64__)
+  static const long page_size = sysconf(_SC_PAGESIZE);
+  static char* const page = [] {
+    void* p = mmap(nullptr, static_cast<size_t>(page_size), PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    // Locked, so that it is never paged out: an absent page would need no TLB flush.
+    if (p == MAP_FAILED) return static_cast<char*>(nullptr);
+    if (mlock(p, static_cast<size_t>(page_size)) != 0) {
+      munmap(p, static_cast<size_t>(page_size));
+      return static_cast<char*>(nullptr);
+    }
+    return static_cast<char*>(p);
+  }();
+  static std::mutex mu;  // One protection change at a time.
+  if (page == nullptr) return false;
+  std::lock_guard<std::mutex> l(mu);
+  if (mprotect(page, static_cast<size_t>(page_size), PROT_READ | PROT_WRITE) != 0) return false;
+  *reinterpret_cast<volatile char*>(page) = 0;  // A writable TLB entry, here at least.
+  return mprotect(page, static_cast<size_t>(page_size), PROT_READ) == 0;
+#else
+  return false;
+#endif
+}
+
 /// membarrier() on every CPU running a thread of this process, or abort.
 void MembarrierOrDie() {
-  if (Membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) == 0) return;
-  // The registration is per address space (fork() copies it); should it be gone, register
-  // again, else fall back to the global command (slower, needs no registration). Without any
-  // barrier a revocation cannot be made safe: abort rather than let a writer in beside a reader.
-  if (Membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED) == 0 &&
-      Membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) == 0) {
-    return;
+  if (!internal::g_shard_lock_force_mprotect_barrier.load(std::memory_order_relaxed)) {
+    if (Membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) == 0) return;
+    // The registration is per address space (fork() copies it); should it be gone, register
+    // again, else fall back to the global command (slower, needs no registration).
+    if (Membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED) == 0 &&
+        Membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) == 0) {
+      return;
+    }
+    if (Membarrier(MEMBARRIER_CMD_GLOBAL) == 0) return;
   }
-  QR_CHECK(Membarrier(MEMBARRIER_CMD_GLOBAL) == 0,
-           "membarrier() failed while revoking a ShardLock's read bias");
+  // membarrier() was refused after start-up (a seccomp filter installed since): the page
+  // protection barrier. Without any barrier a revocation cannot be made safe: abort rather
+  // than let a writer in beside a reader.
+  g_fallback_fences.fetch_add(1, std::memory_order_relaxed);
+  QR_CHECK(MprotectBarrier(),
+           "membarrier() and mprotect() failed while revoking a ShardLock's read bias");
 }
 
 /// Makes every CPU running a thread of this process pass a full memory barrier.
@@ -208,6 +251,10 @@ int64_t ShardLock::NowNs() { return MonotonicNs(); }
 
 uint64_t ShardLock::read_bias_fences() {
   return g_fences_started.load(std::memory_order_relaxed);
+}
+
+uint64_t ShardLock::read_bias_fallback_fences() {
+  return g_fallback_fences.load(std::memory_order_relaxed);
 }
 
 void ShardLock::LowerBias(int64_t now_ns) {

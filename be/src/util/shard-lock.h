@@ -57,6 +57,8 @@ inline thread_local constinit BiasedReader* tls_biased_reader = &g_unregistered_
 /// inhibition instead of reading the clock.
 inline thread_local constinit int64_t tls_rebias_clock_ns = 0;
 inline thread_local constinit uint32_t tls_rebias_clock_countdown = 1;
+/// Tests: revocations use the mprotect() barrier, as when membarrier() is refused.
+extern std::atomic<bool> g_shard_lock_force_mprotect_barrier;
 }  // namespace internal
 
 /// The lock of one registry shard: exclusive for writers, shared for readers, and built so that
@@ -105,7 +107,8 @@ inline thread_local constinit uint32_t tls_rebias_clock_countdown = 1;
 /// re-bias it from the slot path (a thread-local clock compared per read, read every 64th),
 /// only while holding it through a slot and while no writer is flagged. A thread holds at most
 /// one lock read-biased at a time (nested holds go through slots). Without membarrier (older
-/// kernels, seccomp) no lock ever turns read-biased. Read-biased acquisitions are counted per
+/// kernels, seccomp) no lock ever turns read-biased; should it be refused later, a revocation
+/// uses a page-protection change instead (read_bias_fallback_fences()), else aborts. Read-biased acquisitions are counted per
 /// thread (biased_reads(), process-wide), not per lock; ReadBias::kNever keeps every read on the
 /// slots and in shared_acquisitions().
 ///
@@ -251,6 +254,9 @@ class QR_CAPABILITY("mutex") ShardLock {
   /// membarrier() calls made by this process's ShardLocks (one per revocation, or one per
   /// ReadBiasBatch). Never decreases.
   static uint64_t read_bias_fences();
+  /// Of those, the ones made by changing a page's protection instead (mprotect(), x86 only)
+  /// because membarrier() was refused after start-up (a seccomp filter installed since).
+  static uint64_t read_bias_fallback_fences();
 
   /// Exclusive acquisitions (writers).
   uint64_t acquisitions() const { return writer_lock_.acquisitions(); }
