@@ -30,7 +30,8 @@ class MaybeTlsStream;
 /// and moves on to the next endpoint. An endpoint given as https://host:port is reached over
 /// TLS: its certificate must chain to the context's CAs and match 'host' (a failed
 /// verification is that endpoint's failure, never a fall-back to plain HTTP).
-/// Thread-safety: Call() and Stream() from one thread at a time; Cancel() from any thread.
+/// Thread-safety: Call() and Stream() from one thread at a time; Cancel() and
+/// ReplaceTlsContext() from any thread.
 class EtcdClient {
  public:
   /// 'endpoints' are "[http[s]://]host:port" (at least one, ParseEtcdEndpoints()); 'timeout'

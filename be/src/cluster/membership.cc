@@ -119,8 +119,8 @@ Status Membership::ReloadEtcdTls() {
 std::unique_ptr<EtcdClient> Membership::NewEtcdClient() const {
   std::shared_ptr<boost::asio::ssl::context> tls;
   if (uses_etcd_tls()) {
-    // The files were checked at start-up; should one have changed since, the https://
-    // endpoints fail (logged with every request) until it is fixed and reloaded (SIGHUP).
+    // The files were checked at start-up; should one be broken since (Stop()'s fresh client),
+    // that client's https:// requests fail, logged.
     Status s = CreateClusterTlsContext(options_.etcd_tls, &tls);
     if (!s.ok()) LOG(ERROR) << "Cluster " << options_.cluster_name << ": " << s.message();
   }
