@@ -280,7 +280,9 @@ TEST(MirroredRegistryTest, GetAndWalkAgreeAfterAddsAndDeletes) {
   const int* v = nullptr;
   for (int i = 0; i < 1000; ++i) {
     ASSERT_EQ(map.Get(Key(i), &v), i % 2 == 1) << i;
-    if (i % 2 == 1) EXPECT_EQ(v, &vals[i]);
+    if (i % 2 == 1) {
+      EXPECT_EQ(v, &vals[i]);
+    }
   }
   EXPECT_EQ(map.Get(Key(7), &v) ? v : nullptr, &vals[7]);  // The refused Add changed nothing.
   int walked = 0;
