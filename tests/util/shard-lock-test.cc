@@ -3,6 +3,9 @@
 
 #include "util/shard-lock.h"
 
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -13,6 +16,7 @@
 #include <gtest/gtest.h>
 
 #include "testutil/wait.h"
+#include "util/shard-lock-testing.h"
 
 namespace qr {
 namespace {
@@ -320,6 +324,55 @@ TEST(ShardLockTest, WriterWaitsForAReadBiasedReader) {
   EXPECT_TRUE(WaitFor([&] { return writer_in.load(); }));
   writer.join();
   EXPECT_EQ(lock.bias_revocations(), 1u);
+}
+
+// fork() copies only the thread that calls it. In the child the hold records of the parent's
+// other threads are free for the child's threads, except one whose thread was inside a
+// read-biased lookup at the fork: that lock stays held shared in the child.
+TEST(ShardLockTest, AForkedChildFreesTheRecordsOfThreadsItDoesNotHave) {
+  if (!ShardLock::ReadBiasSupported()) GTEST_SKIP() << "no membarrier(PRIVATE_EXPEDITED) here";
+  ShardLock lock;
+  ASSERT_TRUE(ReadUntilBiased(&lock));
+  std::atomic<int> ready{0};
+  std::atomic<bool> release{false};
+  std::thread idle([&] {
+    { ReaderLockGuard first(&lock); }  // Registers the thread.
+    ready.fetch_add(1);
+    EXPECT_TRUE(WaitFor([&] { return release.load(); }));
+  });
+  std::thread inside([&] {
+    { ReaderLockGuard first(&lock); }
+    const uint32_t slot = lock.lock_shared();
+    EXPECT_EQ(slot, ShardLock::kBiasedSlot);
+    ready.fetch_add(1);
+    EXPECT_TRUE(WaitFor([&] { return release.load(); }));
+    lock.unlock_shared(slot);
+  });
+  EXPECT_TRUE(WaitFor([&] { return ready.load() == 2; }));
+  const size_t in_use = internal::BiasedReadersInUse();
+  const pid_t pid = fork();
+  if (pid == 0) {
+    // The child: no allocation, no gtest, an exit code.
+    int code = 0;
+    if (internal::BiasedReadersInUse() != in_use - 1) code |= 1;
+    if (lock.try_lock()) {
+      lock.unlock();
+      code |= 2;
+    }
+    _exit(code);
+  }
+  ASSERT_GT(pid, 0) << "fork";
+  int status = 0;
+  EXPECT_EQ(waitpid(pid, &status, 0), pid);
+  EXPECT_EQ(internal::BiasedReadersInUse(), in_use) << "the parent's records changed";
+  release.store(true);
+  idle.join();
+  inside.join();
+  ASSERT_TRUE(WIFEXITED(status)) << "the child did not exit: " << status;
+  EXPECT_EQ(WEXITSTATUS(status) & 1, 0)
+      << "the child's records in use are not the parent's less the idle thread's";
+  EXPECT_EQ(WEXITSTATUS(status) & 2, 0)
+      << "a lock held read-biased by another thread at the fork is not held in the child";
 }
 
 // Writers keep a == b; readers, read-biased whenever the lock is, must never see them differ.

@@ -16,6 +16,7 @@
 
 #include "util/check.h"
 #include "util/futex.h"
+#include "util/shard-lock-testing.h"
 
 namespace qr {
 namespace internal {
@@ -57,16 +58,40 @@ void ReleaseBiasedReader(void* record) {
   r->in_use.store(false, std::memory_order_release);
 }
 
+/// In the child of fork(), which has only the thread that forked: frees the records of the
+/// parent's other threads, which no thread will release here. A record whose thread was inside
+/// a read-biased lookup at the fork keeps its hold and stays in use: that lookup never ends in
+/// the child, and its lock stays held shared there, as any lock held across fork() does.
+void ReleaseOtherThreadsReadersAfterFork() {
+  for (BiasedReader* r = g_biased_readers.load(std::memory_order_acquire); r != nullptr;
+       r = r->next) {
+    if (r != internal::tls_biased_reader && r->hold.load(std::memory_order_relaxed) == nullptr) {
+      r->in_use.store(false, std::memory_order_release);
+    }
+  }
+}
+
 pthread_key_t BiasedReaderKey() {
   static const pthread_key_t key = [] {
     pthread_key_t k;
     QR_CHECK(pthread_key_create(&k, &ReleaseBiasedReader) == 0, "pthread_key_create");
+    QR_CHECK(pthread_atfork(nullptr, nullptr, &ReleaseOtherThreadsReadersAfterFork) == 0,
+             "pthread_atfork");
     return k;
   }();
   return key;
 }
 
 }  // namespace
+
+size_t internal::BiasedReadersInUse() {
+  size_t n = 0;
+  for (const BiasedReader* r = g_biased_readers.load(std::memory_order_acquire); r != nullptr;
+       r = r->next) {
+    n += r->in_use.load(std::memory_order_acquire) ? 1 : 0;
+  }
+  return n;
+}
 
 BiasedReader* ShardLock::RegisterBiasedReader() {
   const pthread_key_t key = BiasedReaderKey();
