@@ -103,8 +103,10 @@ def check_load(records, expected, gone_owner=None):
 
 def failover(daemon, work, etcd, nginx_bin, secret):
     a, b, c = members = [Coordinator(daemon, work, t, etcd, secret) for t in "abc"]
+    # A member's own key may reach its watch before its registration sets its id.
     for x in members:
-        wait_for(f"{x.tag} to see three members", lambda: x.members() == 3)
+        wait_for(f"{x.tag} to see three members and know its id",
+                 lambda: x.members() == 3 and x.member_id() != 0)
     ids = {x.tag: x.member_id() for x in members}
     print(f"member ids: {ids}", flush=True)
     nginx = Nginx(nginx_bin, work, [x.port for x in members])
@@ -158,7 +160,8 @@ def failover(daemon, work, etcd, nginx_bin, secret):
         c2 = Coordinator(daemon, work, "c2", etcd, secret)
         members = [a, b, c2]
         for x in members:
-            wait_for(f"{x.tag} to see three members", lambda: x.members() == 3)
+            wait_for(f"{x.tag} to see three members and know its id",
+                     lambda: x.members() == 3 and x.member_id() != 0)
         if c2.member_id() in ids.values():
             fail(f"the restarted member got id {c2.member_id()}, one of the earlier {ids}")
         forwarded = {x.tag: x.forwarded_ok() for x in (a, b)}
@@ -248,7 +251,8 @@ def clients(daemon, work, etcd, nginx_bin, secret):
     nginx = None
     try:
         for x in members:
-            wait_for(f"{x.tag} to see three members", lambda: x.members() == 3)
+            wait_for(f"{x.tag} to see three members and know its id",
+                     lambda: x.members() == 3 and x.member_id() != 0)
         nginx = Nginx(nginx_bin, work, [x.port for x in members])
         direct = Client(members[0].base)
         before = {x.tag: x.forwarded_ok() for x in members}

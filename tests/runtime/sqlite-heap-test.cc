@@ -203,8 +203,11 @@ TEST_F(SqliteHeapTest, AStopRefusesOnlyItsOwnThreadsAllocations) {
   for (auto& th : threads) th.join();
   for (int t = 0; t < kThreads; ++t) {
     EXPECT_EQ(results[t], t % 2 == 0 ? SQLITE_NOMEM : SQLITE_OK) << "thread " << t;
-    if (t % 2 == 0) EXPECT_EQ(checks[t].calls, 3) << "thread " << t;
-    if (t % 2 == 1) EXPECT_GE(checks[t].calls, 5 * 12) << "thread " << t;
+    if (t % 2 == 0) {
+      EXPECT_EQ(checks[t].calls, 3) << "thread " << t;
+    } else {
+      EXPECT_GE(checks[t].calls, 5 * 12) << "thread " << t;
+    }
   }
   EXPECT_EQ(SqliteHeapUsed(), before);
 }

@@ -225,7 +225,12 @@ TEST_F(MetricsPageTest, CountersMoveAsQueriesRun) {
   ASSERT_EQ(RunStatement(port_, "SELECT * FROM no_such_table").final_state, "FAILED");
   StatementClient endless(port_);
   endless.Submit(kEndlessQuery);
-  ASSERT_TRUE(WaitFor([&] { return server_->coordinator()->GetMetrics().running == 1; }));
+  // The executor drops its handle of an ended query after it frees the slot: wait for the
+  // two queries before to leave the executor's registry too.
+  ASSERT_TRUE(WaitFor([&] {
+    return server_->coordinator()->GetMetrics().running == 1 &&
+           server_->exec_mgr()->num_live() == 1;
+  }));
   Exposition running = Scrape();
   EXPECT_EQ(running.Get("qr_queries_running"), 1);
   EXPECT_EQ(running.Get("qr_registry_entries{registry=\"coordinator\"}"), 1);

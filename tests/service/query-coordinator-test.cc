@@ -140,7 +140,9 @@ TEST_F(QueryCoordinatorTest, QueryCanceledBeforeItsAdmissionCountsNothing) {
   o.max_in_flight_queries_per_user = 1;
   bool cancel_next = true;
   o.after_register_for_testing = [&](const std::shared_ptr<ClientRequestState>& req) {
-    if (std::exchange(cancel_next, false)) ASSERT_TRUE(coord_->Cancel(req->query_id()).ok());
+    if (std::exchange(cancel_next, false)) {
+      ASSERT_TRUE(coord_->Cancel(req->query_id()).ok());
+    }
   };
   Start(o);
   auto canceled = Submit(kForever);
