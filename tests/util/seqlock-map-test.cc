@@ -4,7 +4,8 @@
 // which readers check that they never see a torn entry, never miss a key that is always present
 // and never read a freed table (the last is ThreadSanitizer's part: run it under the tsan
 // preset). And the benchmark's MirroredRegistry (mirrored-registry.h), which pairs the registry
-// with a SeqlockTagMap.
+// with a SeqlockTagMap, and SeqlockTagMap with holds (Holds::kSlots, Holds::kShardLock), whose
+// VisitShared holds keep writers out.
 
 #include "benchmarks/mirrored-registry.h"
 #include "benchmarks/seqlock-map.h"
@@ -27,6 +28,10 @@ UniqueId Key(int k) { return UniqueId{Mix64(static_cast<uint64_t>(k) + 1), stati
 using EpochMap = SeqlockMap<const int*>;
 using StableMap = SeqlockMap<const int*, /*kTypeStable=*/true, /*kMaxLoadEighths=*/2>;
 using TagMap = SeqlockTagMap<const int*>;
+using HoldMap = SeqlockTagMap<const int*, Holds::kSlots>;
+using ShardLockHoldMap = SeqlockTagMap<const int*, Holds::kShardLock>;
+using WideTagMap = SeqlockTagMap<const int*, Holds::kNone, 16>;
+using WideShardLockHoldMap = SeqlockTagMap<const int*, Holds::kShardLock, 16>;
 
 template <typename Map>
 constexpr bool kPools = !std::is_same_v<Map, EpochMap>;
@@ -50,7 +55,8 @@ void ReclaimIfEpochs(Map& map) {
 
 template <typename Map>
 class SeqlockMapsTest : public ::testing::Test {};
-using Maps = ::testing::Types<EpochMap, StableMap, TagMap>;
+using Maps = ::testing::Types<EpochMap, StableMap, TagMap, HoldMap, ShardLockHoldMap, WideTagMap,
+                               WideShardLockHoldMap>;
 TYPED_TEST_SUITE(SeqlockMapsTest, Maps);
 
 TYPED_TEST(SeqlockMapsTest, AddGetDelete) {
@@ -266,6 +272,79 @@ TYPED_TEST(SeqlockMapsTest, ConcurrentWritersAndReadersSeeNoTornOrLostEntries) {
 
 TYPED_TEST(SeqlockMapsTest, ReadersOfRehashedAndReusedTablesSeeNoTornOrLostEntries) {
   Hammer<TypeParam>(Writes::kSlidingWindow);
+}
+
+template <typename Map>
+class SeqlockHoldMapsTest : public ::testing::Test {};
+using HoldMaps = ::testing::Types<HoldMap, ShardLockHoldMap, WideShardLockHoldMap>;
+TYPED_TEST_SUITE(SeqlockHoldMapsTest, HoldMaps);
+
+TYPED_TEST(SeqlockHoldMapsTest, VisitSharedSeesTheEntryOrNull) {
+  std::vector<int> vals(100);
+  TypeParam map(4, 4);
+  for (int i = 0; i < 100; ++i) ASSERT_TRUE(map.Add(Key(i), &vals[i]));
+  ASSERT_TRUE(map.Delete(Key(3)));
+  EXPECT_EQ(map.VisitShared(Key(5), [](const int* const* v) { return v == nullptr ? nullptr : *v; }),
+            &vals[5]);
+  EXPECT_FALSE(map.VisitShared(Key(3), [](const int* const* v) { return v != nullptr; }));
+  EXPECT_FALSE(map.VisitShared(Key(100), [](const int* const* v) { return v != nullptr; }));
+}
+
+// Holders and writers of the same keys: a writer deletes a key, bumps its generation and
+// re-adds it. A holder that found the key must see the same generation for as long as it holds
+// it (it looks twice, with a pause between): the delete waited for it.
+TYPED_TEST(SeqlockHoldMapsTest, WritersWaitForHolders) {
+  constexpr int kKeys = 64;
+  constexpr int kWriters = 2;
+  constexpr int kCyclesPerWriter = 20000;
+  constexpr int kHolders = 2;
+  constexpr uint64_t kMinHitsPerHolder = 2000;
+  std::vector<std::atomic<uint64_t>> generation(kKeys);
+  // The map's values: one pointer per key.
+  std::vector<int> tags(kKeys);
+  TypeParam map(2, 4);
+  for (int i = 0; i < kKeys; ++i) ASSERT_TRUE(map.Add(Key(i), &tags[i]));
+  std::atomic<int> writers_running{kWriters};
+  std::vector<uint64_t> write_failures(kWriters, 0);
+  std::vector<uint64_t> changed(kHolders, 0), hits(kHolders, 0), wrong(kHolders, 0);
+  std::vector<std::thread> threads;
+  for (int w = 0; w < kWriters; ++w) {
+    threads.emplace_back([&, w] {
+      // Writer w owns the keys k with k % kWriters == w.
+      for (int c = 0; c < kCyclesPerWriter; ++c) {
+        const int k = w + kWriters * (c % (kKeys / kWriters));
+        if (!map.Delete(Key(k))) ++write_failures[w];
+        generation[k].fetch_add(1, std::memory_order_relaxed);
+        if (!map.Add(Key(k), &tags[k])) ++write_failures[w];
+      }
+      writers_running.fetch_sub(1, std::memory_order_release);
+    });
+  }
+  for (int r = 0; r < kHolders; ++r) {
+    threads.emplace_back([&, r] {
+      uint64_t x = 777 + r;
+      while (writers_running.load(std::memory_order_acquire) > 0 || hits[r] < kMinHitsPerHolder) {
+        x = Mix64(x + 1);
+        const int k = static_cast<int>(x % kKeys);
+        map.VisitShared(Key(k), [&](const int* const* v) {
+          if (v == nullptr) return;
+          ++hits[r];
+          if (*v != &tags[k]) ++wrong[r];
+          const uint64_t g = generation[k].load(std::memory_order_relaxed);
+          for (int i = 0; i < 50; ++i) __builtin_ia32_pause();
+          if (generation[k].load(std::memory_order_relaxed) != g) ++changed[r];
+        });
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  for (int w = 0; w < kWriters; ++w) EXPECT_EQ(write_failures[w], 0u) << "writer " << w;
+  for (int r = 0; r < kHolders; ++r) {
+    EXPECT_EQ(changed[r], 0u) << "holder " << r;
+    EXPECT_EQ(wrong[r], 0u) << "holder " << r;
+    EXPECT_GE(hits[r], kMinHitsPerHolder) << "holder " << r;
+  }
+  EXPECT_EQ(map.Stats().entries, static_cast<uint64_t>(kKeys));
 }
 
 // The benchmark's MirroredRegistry (mirrored-registry.h): both of its maps agree after every

@@ -38,8 +38,12 @@ template <class T, bool kTypeStable, int kMaxLoadEighths>
 struct BareOf<SeqlockMap<T, kTypeStable, kMaxLoadEighths>> {
   using type = BareMap<T, FlatMap<T>>;
 };
-template <class T>
-struct BareOf<SeqlockTagMap<T>> {
+template <class T, Holds kHolds, int kGroupSlots>
+struct BareOf<SeqlockTagMap<T, kHolds, kGroupSlots>> {
+  using type = BareMap<T, FlatMap<T>>;
+};
+template <class T, Holds kHolds>
+struct BareOf<HeldGetMap<T, kHolds>> {
   using type = BareMap<T, FlatMap<T>>;
 };
 template <class T>
@@ -104,6 +108,19 @@ std::vector<Variant> AllVariants() {
   // Readers that store nothing, over absl-shaped tables (seqlock-tag-map.h).
   v.push_back(MakeVariant<SeqlockTagMap<Value>>("SeqlockTagMap256", 256));
   v.push_back(MakeVariant<SeqlockTagMap<Value>>("SeqlockTagMap16", 16));
+  // The same with the registry's holds (VisitShared) on top: what keeping them costs writers,
+  // on slots of their own or on the registry's ShardLock.
+  v.push_back(MakeVariant<SeqlockTagMap<Value, Holds::kSlots>>("SeqlockHoldMap256", 256));
+  v.push_back(
+      MakeVariant<SeqlockTagMap<Value, Holds::kShardLock>>("SeqlockShardLockMap256", 256));
+  // The latter with Get taking the hold (ShardLock: read-biased, else a slot) instead of
+  // reading optimistically.
+  v.push_back(MakeVariant<HeldGetMap<Value, Holds::kShardLock>>("SeqlockShardLockMap256HeldGet",
+                                                               256));
+  // The same two with absl's group width: 16 slots a group, two control words per probe.
+  v.push_back(MakeVariant<SeqlockTagMap<Value, Holds::kNone, 16>>("SeqlockTagMap256G16", 256));
+  v.push_back(MakeVariant<SeqlockTagMap<Value, Holds::kShardLock, 16>>(
+      "SeqlockShardLockMap256G16", 256));
   // The registry with a SeqlockTagMap beside it that Get reads (mirrored-registry.h).
   v.push_back(MakeVariant<MirroredRegistry<Value>>("MirroredRegistry256", 256));
 #ifdef QR_HAVE_TBB

@@ -30,8 +30,26 @@
 //
 // On x86 every load and store here is a plain mov. Values: T must be a pointer, stored as its
 // bits. Thread-safety: thread-safe.
+//
+// With holds (kHolds other than Holds::kNone): the registry's holds on top, to measure what
+// keeping them costs a design whose Get stores nothing (issue 20, item 3; docs/benchmarks.md,
+// "Holds beside a Get that stores nothing"). VisitShared(id, fn) runs 'fn' with the entry held:
+// no writer of the shard changes or removes it until 'fn' returns, as ShardedQueryMap's
+// VisitShared (what QueryExecMgr takes its references under). Get is unchanged: it stores
+// nothing and reads nothing the holds' machinery writes.
+// - Holds::kSlots (SeqlockHoldMap): a holder registers in a per-CPU slot of the shard (two
+//   counters on a line of their own, ShardLock's slot scheme); a writer, holding the shard's
+//   SpinLock, raises a flag on that lock's own line and waits until every slot has drained. A
+//   write costs one locked store on a line the writer already holds and a read of each slot's
+//   line, which stays in the writer's cache while nobody holds the shard.
+// - Holds::kShardLock (SeqlockShardLockMap): the registry's own ShardLock, unchanged: holds are
+//   its shared side (read-biased while no writer comes, else a slot), writers take it
+//   exclusively after the SpinLock (which the integrated design would not need: it costs one
+//   uncontended acquisition on a line the writer writes anyway). A write then also raises and
+//   lowers the flag of every reader slot, each on its own line.
 
 #include <emmintrin.h>
+#include <sched.h>
 
 #include <algorithm>
 #include <atomic>
@@ -44,6 +62,7 @@
 #include <vector>
 
 #include "benchmarks/seqlock-map.h"
+#include "util/shard-lock.h"
 #include "util/spinlock.h"
 #include "util/sharded-query-map-util.h"
 #include "util/thread-annotations.h"
@@ -63,8 +82,13 @@ class QR_SCOPED_CAPABILITY SpinLockHold {
   SpinLock* const lock_;
 };
 
-template <typename T>
+/// What SeqlockTagMap's holds (VisitShared) are built on, if it has them (see above).
+enum class Holds { kNone, kSlots, kShardLock };
+
+/// kGroupSlots: slots per probe group, 8 (one control word) or 16 (two, absl's group width).
+template <typename T, Holds kHolds = Holds::kNone, int kGroupSlots = 8>
 class SeqlockTagMap {
+  static_assert(kGroupSlots == 8 || kGroupSlots == 16, "a group is one or two control words");
   static_assert(std::is_pointer_v<T>, "SeqlockTagMap stores pointers");
 
  public:
@@ -77,6 +101,7 @@ class SeqlockTagMap {
     const uint64_t capacity = std::bit_ceil(std::max<uint64_t>(initial_capacity, kGroup));
     for (int i = 0; i < num_shards; ++i) {
       shards_[i].table.store(Table::Create(capacity), std::memory_order_relaxed);
+      if constexpr (kHolds == Holds::kSlots) shards_[i].holds.Init();
     }
   }
   /// No reader or writer may be running.
@@ -132,7 +157,7 @@ class SeqlockTagMap {
   bool Add(const UniqueId& id, T v) {
     Shard& s = ShardFor(id);
     const uint64_t h = UniqueIdHash()(id);
-    SpinLockHold l(&s.mu);
+    WriterHold l(&s);
     Table* t = s.table.load(std::memory_order_relaxed);
     uint64_t pos = 0;
     if (t->FindSlot(id, h, &pos)) return false;
@@ -162,7 +187,7 @@ class SeqlockTagMap {
   bool Delete(const UniqueId& id, T* old) {
     Shard& s = ShardFor(id);
     const uint64_t h = UniqueIdHash()(id);
-    SpinLockHold l(&s.mu);
+    WriterHold l(&s);
     Table* t = s.table.load(std::memory_order_relaxed);
     uint64_t pos = 0;
     if (!t->FindSlot(id, h, &pos)) return false;
@@ -176,6 +201,29 @@ class SeqlockTagMap {
     s.live--;
     if (never_full) s.used--;
     return true;
+  }
+
+  /// Calls 'fn(const T* value)' with the entry of 'id' held ('value' null if absent) and
+  /// returns what 'fn' returns: until 'fn' returns, no writer changes or removes the entry
+  /// (ShardedQueryMap::VisitShared). Holders of a shard run in parallel; a writer waits for
+  /// them, and a holder that meets a writer waits for it. 'fn' must not call into the map.
+  template <typename Fn>
+  decltype(auto) VisitShared(const UniqueId& id, Fn&& fn) const
+    requires(kHolds != Holds::kNone)
+  {
+    const Shard& s = ShardFor(id);
+    const uint64_t h = UniqueIdHash()(id);
+    if constexpr (kHolds == Holds::kShardLock) {
+      ReaderLockGuard hold(&s.holds);
+      return FindAndCall(s, id, h, fn);
+    } else {
+      HolderSlot& slot = s.holds.Enter();
+      struct Exit {
+        HolderSlot& slot;
+        ~Exit() { HoldState::Exit(slot); }
+      } exit{slot};
+      return FindAndCall(s, id, h, fn);
+    }
   }
 
   /// Calls 'fn(value)' for every entry, each shard under its writer lock (no Add or Delete of
@@ -208,7 +256,11 @@ class SeqlockTagMap {
   }
 
  private:
-  static constexpr uint64_t kGroup = 8;
+  static constexpr uint64_t kGroup = kGroupSlots;
+  /// Control words (8 bytes, 8 slots each) per group.
+  static constexpr uint64_t kWords = kGroup / 8;
+  /// The low bits of movemask that belong to a group (an 8-slot group fills half a register).
+  static constexpr uint32_t kGroupBits = kGroup == 8 ? 0xff : 0xffff;
   static constexpr uint64_t kEmptyCtrl = 0;
   static constexpr uint64_t kDeletedCtrl = 1;
   static constexpr uint64_t kLsb = 0x0101010101010101ULL;
@@ -235,7 +287,7 @@ class SeqlockTagMap {
       const uint64_t groups = capacity / kGroup;
       void* mem = ::operator new(Bytes(capacity), std::align_val_t{64});
       auto* t = new (mem) Table{groups - 1, 0};
-      for (uint64_t g = 0; g < groups; ++g) new (&t->ctrl()[g]) std::atomic<uint64_t>(0);
+      for (uint64_t i = 0; i < groups * kWords; ++i) new (&t->ctrl()[i]) std::atomic<uint64_t>(0);
       for (uint64_t i = 0; i < capacity; ++i) new (&t->slots()[i]) Slot;
       return t;
     }
@@ -244,29 +296,42 @@ class SeqlockTagMap {
       ::operator delete(t, std::align_val_t{64});
     }
     static uint64_t Bytes(uint64_t capacity) {
-      return sizeof(Table) + capacity / kGroup * sizeof(uint64_t) + capacity * sizeof(Slot);
+      return sizeof(Table) + capacity / 8 * sizeof(uint64_t) + capacity * sizeof(Slot);
     }
     uint64_t capacity() const { return (group_mask + 1) * kGroup; }
     std::atomic<uint64_t>* ctrl() { return reinterpret_cast<std::atomic<uint64_t>*>(this + 1); }
     const std::atomic<uint64_t>* ctrl() const {
       return reinterpret_cast<const std::atomic<uint64_t>*>(this + 1);
     }
-    Slot* slots() { return reinterpret_cast<Slot*>(ctrl() + group_mask + 1); }
-    const Slot* slots() const { return reinterpret_cast<const Slot*>(ctrl() + group_mask + 1); }
+    Slot* slots() { return reinterpret_cast<Slot*>(ctrl() + (group_mask + 1) * kWords); }
+    const Slot* slots() const {
+      return reinterpret_cast<const Slot*>(ctrl() + (group_mask + 1) * kWords);
+    }
+    /// Group 'g''s control bytes in a register, each word loaded atomically (acquire); an
+    /// 8-slot group leaves the upper half zero.
+    [[gnu::always_inline]] __m128i LoadGroup(uint64_t g) const {
+      const std::atomic<uint64_t>* c = ctrl() + g * kWords;
+      if constexpr (kWords == 1) {
+        return _mm_cvtsi64_si128(static_cast<int64_t>(c[0].load(std::memory_order_acquire)));
+      } else {
+        const uint64_t lo = c[0].load(std::memory_order_acquire);
+        const uint64_t hi = c[1].load(std::memory_order_acquire);
+        return _mm_set_epi64x(static_cast<int64_t>(hi), static_cast<int64_t>(lo));
+      }
+    }
 
     /// The reader's probe: acquire loads, at most every group once (a torn view of a table
     /// being written may have no empty byte; the caller's version check discards the result).
     [[gnu::always_inline]] bool Find(const UniqueId& id, uint64_t h, uint64_t* value) const {
-      // The tag in all eight bytes (the upper half zero, as the group's is).
-      const __m128i tag = _mm_cvtsi64_si128(static_cast<int64_t>(kLsb * Tag(h)));
-      const std::atomic<uint64_t>* c = ctrl();
+      // The tag in every byte (never 0: an 8-slot group's zero upper half matches nothing).
+      const __m128i tag = _mm_set1_epi8(static_cast<char>(Tag(h)));
       const Slot* s = slots();
       uint64_t g = h & group_mask;
       for (uint64_t n = 0; n <= group_mask; ++n, g = (g + 1) & group_mask) {
-        // The group word, loaded atomically, then matched in all eight bytes at once.
-        const __m128i w = _mm_cvtsi64_si128(
-            static_cast<int64_t>(c[g].load(std::memory_order_acquire)));
-        for (uint32_t m = _mm_movemask_epi8(_mm_cmpeq_epi8(w, tag)) & 0xff; m != 0; m &= m - 1) {
+        // The group's control words, loaded atomically, then matched in all bytes at once.
+        const __m128i w = LoadGroup(g);
+        for (uint32_t m = _mm_movemask_epi8(_mm_cmpeq_epi8(w, tag)) & kGroupBits; m != 0;
+             m &= m - 1) {
           const Slot& slot = s[g * kGroup + std::countr_zero(m)];
           if (slot.hi.load(std::memory_order_acquire) == id.hi &&
               slot.lo.load(std::memory_order_acquire) == id.lo) [[likely]] {
@@ -274,8 +339,9 @@ class SeqlockTagMap {
             return true;
           }
         }
-        // An empty byte among the eight (the upper half of the register is zero too).
-        if ((_mm_movemask_epi8(_mm_cmpeq_epi8(w, _mm_setzero_si128())) & 0xff) != 0) [[likely]] {
+        // An empty byte in the group (an 8-slot group's zero upper half is masked off).
+        if ((_mm_movemask_epi8(_mm_cmpeq_epi8(w, _mm_setzero_si128())) & kGroupBits) != 0)
+            [[likely]] {
           return false;
         }
       }
@@ -289,35 +355,44 @@ class SeqlockTagMap {
       uint64_t first_free = UINT64_MAX;
       uint64_t g = h & group_mask;
       for (uint64_t n = 0; n <= group_mask; ++n, g = (g + 1) & group_mask) {
-        const uint64_t w = ctrl()[g].load(std::memory_order_relaxed);
-        for (uint64_t m = ZeroBytes(w ^ pattern); m != 0; m &= m - 1) {
-          const uint64_t i = g * kGroup + (std::countr_zero(m) >> 3);
-          if (slots()[i].hi.load(std::memory_order_relaxed) == id.hi &&
-              slots()[i].lo.load(std::memory_order_relaxed) == id.lo) {
-            *pos = i;
-            return true;
+        bool has_empty = false;
+        for (uint64_t word = g * kWords; word < (g + 1) * kWords; ++word) {
+          const uint64_t w = ctrl()[word].load(std::memory_order_relaxed);
+          for (uint64_t m = ZeroBytes(w ^ pattern); m != 0; m &= m - 1) {
+            const uint64_t i = word * 8 + (std::countr_zero(m) >> 3);
+            if (slots()[i].hi.load(std::memory_order_relaxed) == id.hi &&
+                slots()[i].lo.load(std::memory_order_relaxed) == id.lo) {
+              *pos = i;
+              return true;
+            }
           }
+          const uint64_t free = ZeroBytes(w) | ZeroBytes(w ^ (kLsb * kDeletedCtrl));
+          if (first_free == UINT64_MAX && free != 0) {
+            first_free = word * 8 + (std::countr_zero(free) >> 3);
+          }
+          has_empty |= ZeroBytes(w) != 0;
         }
-        const uint64_t free = ZeroBytes(w) | ZeroBytes(w ^ (kLsb * kDeletedCtrl));
-        if (first_free == UINT64_MAX && free != 0) {
-          first_free = g * kGroup + (std::countr_zero(free) >> 3);
-        }
-        if (ZeroBytes(w) != 0) break;
+        // The reader stops at the first group with an empty byte, so the writer does too.
+        if (has_empty) break;
       }
       *pos = first_free;  // Never UINT64_MAX: Add keeps 1/8 of the slots empty.
       return false;
     }
 
     bool GroupHasEmpty(uint64_t pos) const {
-      return ZeroBytes(ctrl()[pos / kGroup].load(std::memory_order_relaxed)) != 0;
+      const uint64_t first = pos / kGroup * kWords;
+      for (uint64_t word = first; word < first + kWords; ++word) {
+        if (ZeroBytes(ctrl()[word].load(std::memory_order_relaxed)) != 0) return true;
+      }
+      return false;
     }
     uint64_t Ctrl(uint64_t pos) const {
-      return (ctrl()[pos / kGroup].load(std::memory_order_relaxed) >> (pos % kGroup * 8)) & 0xff;
+      return (ctrl()[pos / 8].load(std::memory_order_relaxed) >> (pos % 8 * 8)) & 0xff;
     }
     /// Release stores: a reader that sees one also sees the odd version before it.
     void SetCtrl(uint64_t pos, uint64_t byte) {
-      std::atomic<uint64_t>& word = ctrl()[pos / kGroup];
-      const unsigned shift = pos % kGroup * 8;
+      std::atomic<uint64_t>& word = ctrl()[pos / 8];
+      const unsigned shift = pos % 8 * 8;
       const uint64_t w = word.load(std::memory_order_relaxed);
       word.store((w & ~(uint64_t{0xff} << shift)) | (byte << shift), std::memory_order_release);
     }
@@ -329,11 +404,86 @@ class SeqlockTagMap {
     }
   };
 
+  /// One CPU's holders of a shard (kHolds): counters that only grow, as ShardLock's slots;
+  /// entered - exited holders are inside.
+  struct alignas(64) HolderSlot {
+    std::atomic<uint64_t> entered{0};
+    std::atomic<uint64_t> exited{0};
+  };
+  /// A shard's holders and its writer's flag (kHolds). The flag is on the writers' line (next
+  /// to the SpinLock): holders read it once per hold, Get never.
+  struct HoldState {
+    std::atomic<uint32_t> writer{0};
+    uint32_t slot_mask = 0;
+    std::unique_ptr<HolderSlot[]> slots;
+
+    void Init() {
+      slot_mask = ShardLock::NumSlots() - 1;
+      slots = std::make_unique<HolderSlot[]>(slot_mask + 1);
+    }
+    /// Registers a holder in its CPU's slot (Dekker with RaiseAndDrain: seq_cst increment,
+    /// then seq_cst load of the flag); steps back and waits while a writer is flagged.
+    HolderSlot& Enter() const {
+      // glibc >= 2.35 reads the CPU from the thread's rseq area: no system call.
+      const int cpu = sched_getcpu();
+      HolderSlot& slot = slots[static_cast<uint32_t>(cpu < 0 ? 0 : cpu) & slot_mask];
+      for (uint32_t spins = 0;; ++spins) {
+        slot.entered.fetch_add(1, std::memory_order_seq_cst);
+        if (writer.load(std::memory_order_seq_cst) == 0) [[likely]] return slot;
+        slot.exited.fetch_add(1, std::memory_order_seq_cst);  // Step back for the writer.
+        while (writer.load(std::memory_order_acquire) != 0) {
+          if (++spins >= 64) {
+            std::this_thread::yield();  // A preempted writer.
+          } else {
+            __builtin_ia32_pause();
+          }
+        }
+      }
+    }
+    /// Release: what the holder read happens before the next writer's changes.
+    static void Exit(HolderSlot& slot) { slot.exited.fetch_add(1, std::memory_order_release); }
+    /// Writer, holding the shard's SpinLock: flags, then waits until no holder is inside.
+    void RaiseAndDrain() {
+      writer.store(1, std::memory_order_seq_cst);
+      for (uint32_t i = 0; i <= slot_mask; ++i) {
+        const HolderSlot& slot = slots[i];
+        for (uint32_t spins = 0;; ++spins) {
+          // 'exited' first: an exit is counted after its entry, so equal counts mean nobody.
+          const uint64_t exited = slot.exited.load(std::memory_order_seq_cst);
+          if (slot.entered.load(std::memory_order_seq_cst) == exited) break;
+          if (spins >= 64) {
+            std::this_thread::yield();  // A preempted holder.
+          } else {
+            __builtin_ia32_pause();
+          }
+        }
+      }
+    }
+    /// Release: the writer's changes happen before what a holder that sees it down reads.
+    void Lower() { writer.store(0, std::memory_order_release); }
+  };
+  struct NoHolds {};
+  using HoldsOf = std::conditional_t<
+      kHolds == Holds::kSlots, HoldState,
+      std::conditional_t<kHolds == Holds::kShardLock, ShardLock, NoHolds>>;
+
+  struct Shard;
+  /// VisitShared's lookup, with the entry held (no writer inside the shard).
+  template <typename Fn>
+  static decltype(auto) FindAndCall(const Shard& s, const UniqueId& id, uint64_t h, Fn& fn) {
+    uint64_t bits = 0;
+    // Relaxed loads would do (no writer is inside); the table's are acquire loads anyway.
+    const bool hit = s.table.load(std::memory_order_acquire)->Find(id, h, &bits);
+    const T value = std::bit_cast<T>(bits);
+    return fn(hit ? &value : static_cast<const T*>(nullptr));
+  }
+
   /// The line readers read (version, table pointer), then the writers' line.
   struct alignas(64) Shard {
     std::atomic<uint64_t> version{0};
     std::atomic<Table*> table{nullptr};
     alignas(64) mutable SpinLock mu;
+    [[no_unique_address]] mutable HoldsOf holds;
     uint64_t live QR_GUARDED_BY(mu) = 0;
     /// Live entries and deleted slots of 'table'.
     uint64_t used QR_GUARDED_BY(mu) = 0;
@@ -341,6 +491,26 @@ class SeqlockTagMap {
     uint64_t tables_reused QR_GUARDED_BY(mu) = 0;
     /// Retired tables, for reuse by a later rehash of this shard; freed with the map.
     std::vector<Table*> pool QR_GUARDED_BY(mu);
+  };
+
+  /// A writer's hold of a shard: its SpinLock, and with kHolds no holder inside.
+  class QR_SCOPED_CAPABILITY WriterHold {
+   public:
+    explicit WriterHold(Shard* s) QR_ACQUIRE(s->mu) : s_(s) {
+      s_->mu.lock();
+      if constexpr (kHolds == Holds::kSlots) s_->holds.RaiseAndDrain();
+      if constexpr (kHolds == Holds::kShardLock) s_->holds.lock();
+    }
+    ~WriterHold() QR_RELEASE() {
+      if constexpr (kHolds == Holds::kSlots) s_->holds.Lower();
+      if constexpr (kHolds == Holds::kShardLock) s_->holds.unlock();
+      s_->mu.unlock();
+    }
+    WriterHold(const WriterHold&) = delete;
+    WriterHold& operator=(const WriterHold&) = delete;
+
+   private:
+    Shard* const s_;
   };
 
   /// One optimistic read: false if a writer was inside (the version odd or changed); on
@@ -397,8 +567,8 @@ class SeqlockTagMap {
       s.pool.erase(s.pool.begin() + static_cast<std::ptrdiff_t>(i));
       // Release stores: a stale reader still in this table that sees one also sees the
       // version bump that retired it, and retries.
-      for (uint64_t g = 0; g <= t->group_mask; ++g) {
-        t->ctrl()[g].store(0, std::memory_order_release);
+      for (uint64_t i = 0; i < (t->group_mask + 1) * kWords; ++i) {
+        t->ctrl()[i].store(0, std::memory_order_release);
       }
       s.tables_reused++;
       break;
@@ -432,6 +602,23 @@ class SeqlockTagMap {
   const FibonacciShardPicker pick_shard_;
   const std::unique_ptr<Shard[]> shards_;
   const int num_shards_;
+};
+
+/// A SeqlockTagMap with holds whose Get takes a hold (VisitShared) instead of reading
+/// optimistically: the same table under the registry's lookup protocol, which separates what
+/// the table costs a lookup from what the optimistic read saves (docs/benchmarks.md, "Holds
+/// beside a Get that stores nothing").
+template <typename T, Holds kHolds>
+class HeldGetMap : public SeqlockTagMap<T, kHolds> {
+ public:
+  using SeqlockTagMap<T, kHolds>::SeqlockTagMap;
+  [[gnu::always_inline]] bool Get(const UniqueId& id, T* out) const {
+    return this->VisitShared(id, [out](const T* v) __attribute__((always_inline)) {
+      if (v == nullptr) return false;
+      *out = *v;
+      return true;
+    });
+  }
 };
 
 }  // namespace qr::bench
