@@ -284,8 +284,8 @@ TYPED_TEST(SeqlockHoldMapsTest, VisitSharedSeesTheEntryOrNull) {
   TypeParam map(4, 4);
   for (int i = 0; i < 100; ++i) ASSERT_TRUE(map.Add(Key(i), &vals[i]));
   ASSERT_TRUE(map.Delete(Key(3)));
-  EXPECT_EQ(map.VisitShared(Key(5), [](const int* const* v) { return v == nullptr ? nullptr : *v; }),
-            &vals[5]);
+  auto value_of = [](const int* const* v) { return v == nullptr ? nullptr : *v; };
+  EXPECT_EQ(map.VisitShared(Key(5), value_of), &vals[5]);
   EXPECT_FALSE(map.VisitShared(Key(3), [](const int* const* v) { return v != nullptr; }));
   EXPECT_FALSE(map.VisitShared(Key(100), [](const int* const* v) { return v != nullptr; }));
 }
