@@ -32,6 +32,8 @@ using HoldMap = SeqlockTagMap<const int*, Holds::kSlots>;
 using ShardLockHoldMap = SeqlockTagMap<const int*, Holds::kShardLock>;
 using WideTagMap = SeqlockTagMap<const int*, Holds::kNone, 16>;
 using WideShardLockHoldMap = SeqlockTagMap<const int*, Holds::kShardLock, 16>;
+using PairTagMap = SeqlockTagMap<const int*, Holds::kNone, 8, /*kPairProbe=*/true>;
+using PairShardLockHoldMap = SeqlockTagMap<const int*, Holds::kShardLock, 8, true>;
 
 template <typename Map>
 constexpr bool kPools = !std::is_same_v<Map, EpochMap>;
@@ -56,7 +58,7 @@ void ReclaimIfEpochs(Map& map) {
 template <typename Map>
 class SeqlockMapsTest : public ::testing::Test {};
 using Maps = ::testing::Types<EpochMap, StableMap, TagMap, HoldMap, ShardLockHoldMap, WideTagMap,
-                               WideShardLockHoldMap>;
+                               WideShardLockHoldMap, PairTagMap, PairShardLockHoldMap>;
 TYPED_TEST_SUITE(SeqlockMapsTest, Maps);
 
 TYPED_TEST(SeqlockMapsTest, AddGetDelete) {
@@ -86,6 +88,31 @@ TYPED_TEST(SeqlockMapsTest, AddGetDelete) {
   EXPECT_EQ(st.entries, 1000u);
   EXPECT_GT(st.tables_retired, 0u);  // 4 shards of 4 (or 8) slots grew to hold 1,000 entries.
   ExpectRetiredTablesAccountedFor<TypeParam>(st);  // No reader was inside any of them.
+}
+
+TYPED_TEST(SeqlockMapsTest, AFullTableFindsEveryEntryAndNoAbsentOne) {
+  // 56 entries in one shard of 64 slots (7/8, the most before a rehash): groups fill up, so
+  // entries overflow into the next group, and from the last group into the first.
+  constexpr int kLive = 56;
+  std::vector<int> vals(kLive);
+  TypeParam map(1, 64);
+  for (int i = 0; i < kLive; ++i) ASSERT_TRUE(map.Add(Key(i), &vals[i]));
+  if constexpr (!std::is_same_v<TypeParam, StableMap>) {  // Which rehashes past 1/4.
+    ASSERT_EQ(map.Stats().tables_retired, 0u);            // Still the first table.
+  }
+  auto expect_present = [&](auto present) {
+    for (int i = 0; i < kLive + 2000; ++i) {
+      const int* v = nullptr;
+      ASSERT_EQ(map.Get(Key(i), &v), present(i)) << i;
+      if (present(i)) {
+        ASSERT_EQ(v, &vals[i]) << i;
+      }
+    }
+  };
+  expect_present([](int i) { return i < kLive; });
+  // Deletes leave tombstones in the full groups; the entries past them are still found.
+  for (int i = 0; i < kLive; i += 3) ASSERT_TRUE(map.Delete(Key(i)));
+  expect_present([](int i) { return i < kLive && i % 3 != 0; });
 }
 
 TYPED_TEST(SeqlockMapsTest, ChurnAtConstantSizeRehashesAwayTombstones) {
@@ -276,7 +303,8 @@ TYPED_TEST(SeqlockMapsTest, ReadersOfRehashedAndReusedTablesSeeNoTornOrLostEntri
 
 template <typename Map>
 class SeqlockHoldMapsTest : public ::testing::Test {};
-using HoldMaps = ::testing::Types<HoldMap, ShardLockHoldMap, WideShardLockHoldMap>;
+using HoldMaps =
+    ::testing::Types<HoldMap, ShardLockHoldMap, WideShardLockHoldMap, PairShardLockHoldMap>;
 TYPED_TEST_SUITE(SeqlockHoldMapsTest, HoldMaps);
 
 TYPED_TEST(SeqlockHoldMapsTest, VisitSharedSeesTheEntryOrNull) {

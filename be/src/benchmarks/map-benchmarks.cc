@@ -55,8 +55,8 @@ template <class T, bool kTypeStable, int kMaxLoadEighths>
 struct BareOf<SeqlockMap<T, kTypeStable, kMaxLoadEighths>> {
   using type = BareMap<T, FlatMap<T>>;
 };
-template <class T, Holds kHolds, int kGroupSlots>
-struct BareOf<SeqlockTagMap<T, kHolds, kGroupSlots>> {
+template <class T, Holds kHolds, int kGroupSlots, bool kPairProbe>
+struct BareOf<SeqlockTagMap<T, kHolds, kGroupSlots, kPairProbe>> {
   using type = BareMap<T, FlatMap<T>>;
 };
 template <class T, Holds kHolds>
@@ -138,6 +138,11 @@ std::vector<Variant> AllVariants() {
   v.push_back(MakeVariant<SeqlockTagMap<Value, Holds::kNone, 16>>("SeqlockTagMap256G16", 256));
   v.push_back(MakeVariant<SeqlockTagMap<Value, Holds::kShardLock, 16>>(
       "SeqlockShardLockMap256G16", 256));
+  // SeqlockTagMap256 and SeqlockShardLockMap256 whose lookups match two 8-slot groups at once.
+  v.push_back(MakeVariant<SeqlockTagMap<Value, Holds::kNone, 8, true>>("SeqlockTagMap256Pair",
+                                                                     256));
+  v.push_back(MakeVariant<SeqlockTagMap<Value, Holds::kShardLock, 8, true>>(
+      "SeqlockShardLockMap256Pair", 256));
   // The registry with a SeqlockTagMap beside it that Get reads (mirrored-registry.h).
   v.push_back(MakeVariant<MirroredRegistry<Value>>("MirroredRegistry256", 256));
 #ifdef QR_HAVE_TBB

@@ -69,9 +69,13 @@ class QR_SCOPED_CAPABILITY SpinLockHold {
 };
 
 /// kGroupSlots: slots per probe group, 8 (one control word) or 16 (two, absl's group width).
-template <typename T, Holds kHolds = Holds::kNone, int kGroupSlots = 8>
+/// kPairProbe (8-slot groups only): a lookup loads and matches a group and the next one at
+/// once, so an entry that overflowed into the next group costs no extra branch (the layout and
+/// the writers are unchanged; docs/benchmarks.md, "Why the tag table's probe lost").
+template <typename T, Holds kHolds = Holds::kNone, int kGroupSlots = 8, bool kPairProbe = false>
 class SeqlockTagMap {
   static_assert(kGroupSlots == 8 || kGroupSlots == 16, "a group is one or two control words");
+  static_assert(!kPairProbe || kGroupSlots == 8, "a pair probe reads two 8-slot groups");
   static_assert(std::is_pointer_v<T>, "SeqlockTagMap stores pointers");
 
  public:
@@ -309,6 +313,7 @@ class SeqlockTagMap {
       // The tag in every byte (never 0: an 8-slot group's zero upper half matches nothing).
       const __m128i tag = _mm_set1_epi8(static_cast<char>(Tag(h)));
       const Slot* s = slots();
+      if constexpr (kPairProbe) return FindInPairs(id, tag, h, value);
       uint64_t g = h & group_mask;
       for (uint64_t n = 0; n <= group_mask; ++n, g = (g + 1) & group_mask) {
         // The group's control words, loaded atomically, then matched in all bytes at once.
@@ -327,6 +332,38 @@ class SeqlockTagMap {
             [[likely]] {
           return false;
         }
+      }
+      return false;
+    }
+
+    /// Find, two 8-slot groups at a time: groups g and g + 1 in one register and one match.
+    /// The writers place an entry in the first group of its sequence with a free slot, so an
+    /// entry is at or before the first group with an empty byte: when g or g + 1 has one, the
+    /// entry is in one of them or absent. A match in g + 1 while g has an empty byte is still
+    /// exact (the key is compared). With one group, g + 1 is g: its matches are tried twice.
+    [[gnu::always_inline]] bool FindInPairs(const UniqueId& id, __m128i tag, uint64_t h,
+                                            uint64_t* value) const {
+      const Slot* s = slots();
+      const uint64_t slot_mask = group_mask * kGroup + (kGroup - 1);
+      uint64_t g = h & group_mask;
+      for (uint64_t n = 0; n <= group_mask; n += 2) {
+        const uint64_t next = (g + 1) & group_mask;
+        const uint64_t lo = ctrl()[g].load(std::memory_order_acquire);
+        const uint64_t hi = ctrl()[next].load(std::memory_order_acquire);
+        const __m128i w = _mm_set_epi64x(static_cast<int64_t>(hi), static_cast<int64_t>(lo));
+        for (uint32_t m = _mm_movemask_epi8(_mm_cmpeq_epi8(w, tag)); m != 0; m &= m - 1) {
+          // Bit i < 8: slot i of g; bit i >= 8: slot i - 8 of g + 1 (wrapped with the table).
+          const Slot& slot = s[(g * kGroup + std::countr_zero(m)) & slot_mask];
+          if (slot.hi.load(std::memory_order_acquire) == id.hi &&
+              slot.lo.load(std::memory_order_acquire) == id.lo) [[likely]] {
+            *value = slot.value.load(std::memory_order_acquire);
+            return true;
+          }
+        }
+        if (_mm_movemask_epi8(_mm_cmpeq_epi8(w, _mm_setzero_si128())) != 0) [[likely]] {
+          return false;
+        }
+        g = (next + 1) & group_mask;
       }
       return false;
     }
