@@ -27,6 +27,12 @@
 //   leaving a tombstone (no probe ever went past that group), so churn rarely rehashes.
 // - Writers of a shard serialise on a SpinLock (ShardLock's writer lock) on a line of its own,
 //   so a writer's lock and unlock do not move the line readers read.
+// - A reader's chain of dependent loads is as short as absl's: the shard's line gives the table
+//   and its group mask (a copy beside the table pointer, published after it; tables only grow,
+//   so a reader that loads the mask first never probes past the table it then loads), and a
+//   table's control words (stored last first, below its header) and slots (above it) are at
+//   fixed distances from the table pointer. So: shard line, control word, slot; the header is
+//   never loaded on the way (docs/benchmarks.md, "Why the tag table's probe lost").
 //
 // On x86 every load and store here is a plain mov. Values: T must be a pointer, stored as its
 // bits. Thread-safety: thread-safe.
@@ -48,6 +54,7 @@
 
 #include "benchmarks/seqlock-holds.h"
 #include "benchmarks/seqlock-map.h"
+#include "util/check.h"
 #include "util/shard-lock.h"
 #include "util/spinlock.h"
 #include "util/sharded-query-map-util.h"
@@ -87,7 +94,9 @@ class SeqlockTagMap {
         num_shards_(num_shards) {
     const uint64_t capacity = std::bit_ceil(std::max<uint64_t>(initial_capacity, kGroup));
     for (int i = 0; i < num_shards; ++i) {
-      shards_[i].table.store(Table::Create(capacity), std::memory_order_relaxed);
+      Table* t = Table::Create(capacity);
+      shards_[i].table.store(t, std::memory_order_relaxed);
+      shards_[i].mask.store(t->group_mask, std::memory_order_relaxed);
       if constexpr (kHolds == Holds::kSlots) shards_[i].holds.Init();
     }
   }
@@ -260,7 +269,8 @@ class SeqlockTagMap {
     return ~(((w & ~kMsb) + ~kMsb) | w | ~kMsb);
   }
 
-  /// A table: its group mask, the control words, then the slots, in one allocation.
+  /// A table: the control words (last first), its header (group mask), then the slots, in one
+  /// allocation; a Table* points at the header.
   struct Table {
     struct Slot {
       std::atomic<uint64_t> hi{0};
@@ -270,52 +280,59 @@ class SeqlockTagMap {
     uint64_t group_mask;  // Never changes: a stale reader's probe stays in bounds.
     uint64_t padding;
 
+    /// The allocation: the control words, last first, then the header, then the slots. So
+    /// both a control word (Word) and a slot are at a fixed distance from the header, whatever
+    /// the capacity: a reader addresses them without loading the header.
     static Table* Create(uint64_t capacity) {
       const uint64_t groups = capacity / kGroup;
-      void* mem = ::operator new(Bytes(capacity), std::align_val_t{64});
-      auto* t = new (mem) Table{groups - 1, 0};
-      for (uint64_t i = 0; i < groups * kWords; ++i) new (&t->ctrl()[i]) std::atomic<uint64_t>(0);
+      auto* mem = static_cast<char*>(::operator new(Bytes(capacity), std::align_val_t{64}));
+      auto* t = new (mem + CtrlBytes(capacity)) Table{groups - 1, 0};
+      for (uint64_t i = 0; i < groups * kWords; ++i) new (&t->Word(i)) std::atomic<uint64_t>(0);
       for (uint64_t i = 0; i < capacity; ++i) new (&t->slots()[i]) Slot;
       return t;
     }
     static void Destroy(Table* t) {
       static_assert(std::is_trivially_destructible_v<Slot>);
-      ::operator delete(t, std::align_val_t{64});
+      ::operator delete(reinterpret_cast<char*>(t) - CtrlBytes(t->capacity()),
+                        std::align_val_t{64});
     }
+    static uint64_t CtrlBytes(uint64_t capacity) { return capacity / 8 * sizeof(uint64_t); }
     static uint64_t Bytes(uint64_t capacity) {
-      return sizeof(Table) + capacity / 8 * sizeof(uint64_t) + capacity * sizeof(Slot);
+      return CtrlBytes(capacity) + sizeof(Table) + capacity * sizeof(Slot);
     }
     uint64_t capacity() const { return (group_mask + 1) * kGroup; }
-    std::atomic<uint64_t>* ctrl() { return reinterpret_cast<std::atomic<uint64_t>*>(this + 1); }
-    const std::atomic<uint64_t>* ctrl() const {
-      return reinterpret_cast<const std::atomic<uint64_t>*>(this + 1);
+    /// Control word 'i' (slots 8i to 8i + 7), below the header.
+    [[gnu::always_inline]] std::atomic<uint64_t>& Word(uint64_t i) {
+      return reinterpret_cast<std::atomic<uint64_t>*>(this)[-1 - static_cast<int64_t>(i)];
     }
-    Slot* slots() { return reinterpret_cast<Slot*>(ctrl() + (group_mask + 1) * kWords); }
-    const Slot* slots() const {
-      return reinterpret_cast<const Slot*>(ctrl() + (group_mask + 1) * kWords);
+    [[gnu::always_inline]] const std::atomic<uint64_t>& Word(uint64_t i) const {
+      return reinterpret_cast<const std::atomic<uint64_t>*>(this)[-1 - static_cast<int64_t>(i)];
     }
+    Slot* slots() { return reinterpret_cast<Slot*>(this + 1); }
+    const Slot* slots() const { return reinterpret_cast<const Slot*>(this + 1); }
     /// Group 'g''s control bytes in a register, each word loaded atomically (acquire); an
     /// 8-slot group leaves the upper half zero.
     [[gnu::always_inline]] __m128i LoadGroup(uint64_t g) const {
-      const std::atomic<uint64_t>* c = ctrl() + g * kWords;
       if constexpr (kWords == 1) {
-        return _mm_cvtsi64_si128(static_cast<int64_t>(c[0].load(std::memory_order_acquire)));
+        return _mm_cvtsi64_si128(static_cast<int64_t>(Word(g).load(std::memory_order_acquire)));
       } else {
-        const uint64_t lo = c[0].load(std::memory_order_acquire);
-        const uint64_t hi = c[1].load(std::memory_order_acquire);
+        const uint64_t lo = Word(2 * g).load(std::memory_order_acquire);
+        const uint64_t hi = Word(2 * g + 1).load(std::memory_order_acquire);
         return _mm_set_epi64x(static_cast<int64_t>(hi), static_cast<int64_t>(lo));
       }
     }
 
     /// The reader's probe: acquire loads, at most every group once (a torn view of a table
     /// being written may have no empty byte; the caller's version check discards the result).
-    [[gnu::always_inline]] bool Find(const UniqueId& id, uint64_t h, uint64_t* value) const {
+    /// 'mask': a group mask no larger than this table's (the shard's 'mask', see Shard).
+    [[gnu::always_inline]] bool Find(uint64_t mask, const UniqueId& id, uint64_t h,
+                                     uint64_t* value) const {
       // The tag in every byte (never 0: an 8-slot group's zero upper half matches nothing).
       const __m128i tag = _mm_set1_epi8(static_cast<char>(Tag(h)));
+      if constexpr (kPairProbe) return FindInPairs(mask, id, tag, h, value);
       const Slot* s = slots();
-      if constexpr (kPairProbe) return FindInPairs(id, tag, h, value);
-      uint64_t g = h & group_mask;
-      for (uint64_t n = 0; n <= group_mask; ++n, g = (g + 1) & group_mask) {
+      uint64_t g = h & mask;
+      for (uint64_t n = 0; n <= mask; ++n, g = (g + 1) & mask) {
         // The group's control words, loaded atomically, then matched in all bytes at once.
         const __m128i w = LoadGroup(g);
         for (uint32_t m = _mm_movemask_epi8(_mm_cmpeq_epi8(w, tag)) & kGroupBits; m != 0;
@@ -341,15 +358,15 @@ class SeqlockTagMap {
     /// entry is at or before the first group with an empty byte: when g or g + 1 has one, the
     /// entry is in one of them or absent. A match in g + 1 while g has an empty byte is still
     /// exact (the key is compared). With one group, g + 1 is g: its matches are tried twice.
-    [[gnu::always_inline]] bool FindInPairs(const UniqueId& id, __m128i tag, uint64_t h,
-                                            uint64_t* value) const {
+    [[gnu::always_inline]] bool FindInPairs(uint64_t mask, const UniqueId& id, __m128i tag,
+                                            uint64_t h, uint64_t* value) const {
       const Slot* s = slots();
-      const uint64_t slot_mask = group_mask * kGroup + (kGroup - 1);
-      uint64_t g = h & group_mask;
-      for (uint64_t n = 0; n <= group_mask; n += 2) {
-        const uint64_t next = (g + 1) & group_mask;
-        const uint64_t lo = ctrl()[g].load(std::memory_order_acquire);
-        const uint64_t hi = ctrl()[next].load(std::memory_order_acquire);
+      const uint64_t slot_mask = mask * kGroup + (kGroup - 1);
+      uint64_t g = h & mask;
+      for (uint64_t n = 0; n <= mask; n += 2) {
+        const uint64_t next = (g + 1) & mask;
+        const uint64_t lo = Word(g).load(std::memory_order_acquire);
+        const uint64_t hi = Word(next).load(std::memory_order_acquire);
         const __m128i w = _mm_set_epi64x(static_cast<int64_t>(hi), static_cast<int64_t>(lo));
         for (uint32_t m = _mm_movemask_epi8(_mm_cmpeq_epi8(w, tag)); m != 0; m &= m - 1) {
           // Bit i < 8: slot i of g; bit i >= 8: slot i - 8 of g + 1 (wrapped with the table).
@@ -363,7 +380,7 @@ class SeqlockTagMap {
         if (_mm_movemask_epi8(_mm_cmpeq_epi8(w, _mm_setzero_si128())) != 0) [[likely]] {
           return false;
         }
-        g = (next + 1) & group_mask;
+        g = (next + 1) & mask;
       }
       return false;
     }
@@ -377,7 +394,7 @@ class SeqlockTagMap {
       for (uint64_t n = 0; n <= group_mask; ++n, g = (g + 1) & group_mask) {
         bool has_empty = false;
         for (uint64_t word = g * kWords; word < (g + 1) * kWords; ++word) {
-          const uint64_t w = ctrl()[word].load(std::memory_order_relaxed);
+          const uint64_t w = Word(word).load(std::memory_order_relaxed);
           for (uint64_t m = ZeroBytes(w ^ pattern); m != 0; m &= m - 1) {
             const uint64_t i = word * 8 + (std::countr_zero(m) >> 3);
             if (slots()[i].hi.load(std::memory_order_relaxed) == id.hi &&
@@ -402,16 +419,16 @@ class SeqlockTagMap {
     bool GroupHasEmpty(uint64_t pos) const {
       const uint64_t first = pos / kGroup * kWords;
       for (uint64_t word = first; word < first + kWords; ++word) {
-        if (ZeroBytes(ctrl()[word].load(std::memory_order_relaxed)) != 0) return true;
+        if (ZeroBytes(Word(word).load(std::memory_order_relaxed)) != 0) return true;
       }
       return false;
     }
     uint64_t Ctrl(uint64_t pos) const {
-      return (ctrl()[pos / 8].load(std::memory_order_relaxed) >> (pos % 8 * 8)) & 0xff;
+      return (Word(pos / 8).load(std::memory_order_relaxed) >> (pos % 8 * 8)) & 0xff;
     }
     /// Release stores: a reader that sees one also sees the odd version before it.
     void SetCtrl(uint64_t pos, uint64_t byte) {
-      std::atomic<uint64_t>& word = ctrl()[pos / 8];
+      std::atomic<uint64_t>& word = Word(pos / 8);
       const unsigned shift = pos % 8 * 8;
       const uint64_t w = word.load(std::memory_order_relaxed);
       word.store((w & ~(uint64_t{0xff} << shift)) | (byte << shift), std::memory_order_release);
@@ -435,7 +452,8 @@ class SeqlockTagMap {
   static decltype(auto) FindAndCall(const Shard& s, const UniqueId& id, uint64_t h, Fn& fn) {
     uint64_t bits = 0;
     // Relaxed loads would do (no writer is inside); the table's are acquire loads anyway.
-    const bool hit = s.table.load(std::memory_order_acquire)->Find(id, h, &bits);
+    const bool hit = s.table.load(std::memory_order_relaxed)->Find(
+        s.mask.load(std::memory_order_relaxed), id, h, &bits);
     const T value = std::bit_cast<T>(bits);
     return fn(hit ? &value : static_cast<const T*>(nullptr));
   }
@@ -444,6 +462,9 @@ class SeqlockTagMap {
   struct alignas(64) Shard {
     std::atomic<uint64_t> version{0};
     std::atomic<Table*> table{nullptr};
+    /// table's group mask, published after it: a reader that loads it first and then the
+    /// table probes groups that table has, without loading its header first.
+    std::atomic<uint64_t> mask{0};
     alignas(64) mutable SpinLock mu;
     [[no_unique_address]] mutable HoldsOf holds;
     uint64_t live QR_GUARDED_BY(mu) = 0;
@@ -481,9 +502,12 @@ class SeqlockTagMap {
                                             T* out, bool* found, uint64_t* version) {
     const uint64_t v1 = s.version.load(std::memory_order_acquire);
     if ((v1 & 1) != 0) return false;
+    // The mask before the table (both acquire): a writer publishes the table first, so the
+    // mask is never larger than the table's (tables only grow: Replace).
+    const uint64_t mask = s.mask.load(std::memory_order_acquire);
     const Table* t = s.table.load(std::memory_order_acquire);
     uint64_t value = 0;
-    const bool hit = t->Find(id, h, &value);
+    const bool hit = t->Find(mask, id, h, &value);
     // Relaxed: ordered after the probe's acquire loads (a reader that saw any store of a later
     // write sees that write's odd version here).
     if (s.version.load(std::memory_order_relaxed) != v1) return false;
@@ -522,6 +546,8 @@ class SeqlockTagMap {
   /// one of that size), publishes it and pools the old one.
   Table* Replace(Shard& s, uint64_t capacity) QR_REQUIRES(s.mu) {
     Table* old = s.table.load(std::memory_order_relaxed);
+    // Readers rely on it (Shard::mask): a shard's tables never shrink.
+    QR_DCHECK(capacity >= old->capacity(), "a shard's table shrinks");
     Table* t = nullptr;
     for (size_t i = 0; i < s.pool.size(); ++i) {
       if (s.pool[i]->capacity() != capacity) continue;
@@ -530,7 +556,7 @@ class SeqlockTagMap {
       // Release stores: a stale reader still in this table that sees one also sees the
       // version bump that retired it, and retries.
       for (uint64_t i = 0; i < (t->group_mask + 1) * kWords; ++i) {
-        t->ctrl()[i].store(0, std::memory_order_release);
+        t->Word(i).store(0, std::memory_order_release);
       }
       s.tables_reused++;
       break;
@@ -547,6 +573,7 @@ class SeqlockTagMap {
     }
     BeginWrite(s);
     s.table.store(t, std::memory_order_release);
+    s.mask.store(t->group_mask, std::memory_order_release);
     EndWrite(s);
     s.used = s.live;
     s.pool.push_back(old);
