@@ -119,6 +119,12 @@ std::vector<UniqueId> MakeKeys(size_t n, uint64_t seed) {
   return keys;
 }
 
+namespace {
+int hot_key_offset = 0;
+}  // namespace
+
+void SetHotKeyOffset(int offset) { hot_key_offset = offset; }
+
 const Workload& GetWorkload(Mix mix, int threads, int entries) {
   static std::unique_ptr<Workload> cached;
   if (cached && cached->mix == mix && cached->threads == threads && cached->entries == entries) {
@@ -136,7 +142,8 @@ const Workload& GetWorkload(Mix mix, int threads, int entries) {
   w->keys = MakeKeys(entries + h * threads, 0x5eed0000 + entries);
   w->values.resize(w->keys.size());
   for (size_t i = 0; i < w->keys.size(); ++i) w->values[i] = Entry{w->keys[i], i};
-  const uint64_t hot_key = entries / 2;
+  const uint64_t hot_key =
+      static_cast<uint64_t>(((entries / 2 + hot_key_offset) % entries + entries) % entries);
   w->ops.resize(threads);
   for (int t = 0; t < threads; ++t) w->ops[t] = MakeSequence(*w, t, h, hot_key);
   cached = std::move(w);

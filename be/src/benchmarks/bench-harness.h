@@ -66,6 +66,10 @@ struct Workload {
 /// to back.
 const Workload& GetWorkload(Mix mix, int threads, int entries);
 
+/// The hot query's key is live key number entries / 2 + 'offset' (modulo entries); 0 by
+/// default. Call before the first GetWorkload.
+void SetHotKeyOffset(int offset);
+
 /// A query-id-shaped key (low 32 bits of 'lo' zero) from a seeded generator.
 std::vector<UniqueId> MakeKeys(size_t n, uint64_t seed);
 

@@ -87,6 +87,9 @@ DEFINE_int32(passes, 1,
              "repetitions spread over the run, so a burst of load from other processes hits one "
              "repetition of each variant instead of all repetitions of one (render-benchmarks.py "
              "takes the median over the passes)");
+DEFINE_int32(hot_key_offset, 0,
+             "BM_HotQuery's key: live key number entries / 2 + this (modulo entries). Where a "
+             "key sits in a hash table differs from key to key; other offsets show the spread");
 DEFINE_double(placement_far_ns, 150,
               "A cache-line round trip between the two CPUs from this many ns on marks a point "
               "'placement:far' (the CPUs share no cache), below it 'near'");
@@ -468,6 +471,7 @@ void AddContext() {
       std::to_string(static_cast<int>(rtt.ns)) + " ns (CPUs " + std::to_string(rtt.cpu_a) + "/" +
           std::to_string(rtt.cpu_b) + ", placement:" + PlacementName(rtt.ns) + ")");
   benchmark::AddCustomContext("placement_far_ns", std::to_string(FLAGS_placement_far_ns));
+  benchmark::AddCustomContext("hot_key_offset", std::to_string(FLAGS_hot_key_offset));
 }
 
 }  // namespace
@@ -482,6 +486,7 @@ int main(int argc, char** argv) {
                             FLAGS_callgrind_ops, FLAGS_callgrind_reference);
   }
   SetPlacementFarNs(FLAGS_placement_far_ns);
+  SetHotKeyOffset(FLAGS_hot_key_offset);
   AddContext();
   MapBenchmarkOptions options;
   options.threads = ParseInts(FLAGS_mix_threads);
