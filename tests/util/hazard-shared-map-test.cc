@@ -85,7 +85,9 @@ TYPED_TEST(HazardSharedMapTest, ReadersOfEntriesThatGoSeeOnlyLiveValues) {
   std::atomic<int> owners_running{kOwners};
   std::vector<uint64_t> wrong(kReaders, 0), hits(kReaders, 0), owner_misses(kOwners, 0);
   {
-    TypeParam map(4);
+    // A list scans every 16 retirements (the default 512 would never scan during the test: each
+    // owner retires 400), so boxes are deleted while readers run.
+    TypeParam map(4, 16);
     std::vector<std::thread> threads;
     for (int o = 0; o < kOwners; ++o) {
       threads.emplace_back([&, o] {

@@ -33,6 +33,7 @@ using ShardLockHoldMap = SeqlockTagMap<const int*, Holds::kShardLock>;
 using WideTagMap = SeqlockTagMap<const int*, Holds::kNone, 16>;
 using WideShardLockHoldMap = SeqlockTagMap<const int*, Holds::kShardLock, 16>;
 using PairTagMap = SeqlockTagMap<const int*, Holds::kNone, 8, /*kPairProbe=*/true>;
+using HalfTagMap = SeqlockTagMap<const int*, Holds::kNone, 8, false, /*kMaxLoadEighths=*/4>;
 using PairShardLockHoldMap = SeqlockTagMap<const int*, Holds::kShardLock, 8, true>;
 
 template <typename Map>
@@ -113,6 +114,29 @@ TYPED_TEST(SeqlockMapsTest, AFullTableFindsEveryEntryAndNoAbsentOne) {
   // Deletes leave tombstones in the full groups; the entries past them are still found.
   for (int i = 0; i < kLive; i += 3) ASSERT_TRUE(map.Delete(Key(i)));
   expect_present([](int i) { return i < kLive && i % 3 != 0; });
+}
+
+TEST(SeqlockTagMapTest, AHalfFullTableGrowsPastHalfAndFindsEveryEntry) {
+  // kMaxLoadEighths 4: 32 entries fill one shard of 64 slots, the 33rd doubles it; the other
+  // typed tests assume absl's 7/8.
+  constexpr int kLive = 200;
+  std::vector<int> vals(kLive);
+  HalfTagMap map(1, 64);
+  for (int i = 0; i < 32; ++i) ASSERT_TRUE(map.Add(Key(i), &vals[i]));
+  ASSERT_EQ(map.Stats().tables_retired, 0u);
+  ASSERT_TRUE(map.Add(Key(32), &vals[32]));
+  ASSERT_EQ(map.Stats().tables_retired, 1u);
+  for (int i = 33; i < kLive; ++i) ASSERT_TRUE(map.Add(Key(i), &vals[i]));
+  for (int i = 0; i < kLive + 2000; ++i) {
+    const int* v = nullptr;
+    ASSERT_EQ(map.Get(Key(i), &v), i < kLive) << i;
+    if (i < kLive) ASSERT_EQ(v, &vals[i]) << i;
+  }
+  for (int i = 0; i < kLive; i += 2) ASSERT_TRUE(map.Delete(Key(i)));
+  for (int i = 0; i < kLive; ++i) {
+    const int* v = nullptr;
+    ASSERT_EQ(map.Get(Key(i), &v), i % 2 == 1) << i;
+  }
 }
 
 TYPED_TEST(SeqlockMapsTest, ChurnAtConstantSizeRehashesAwayTombstones) {

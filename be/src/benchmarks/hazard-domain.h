@@ -6,12 +6,15 @@
 // A reader publishes the node it found in its thread's record (a line of its own), checks that
 // the node is still registered (for a SeqlockTagMap, that the shard's version has not moved
 // since the find), uses it, and clears the record. The writer that unregisters a node retires
-// it; once the retired nodes outnumber twice the records, that Retire runs
-// membarrier(PRIVATE_EXPEDITED), reads every record and deletes the retired nodes no record
-// holds (a held one waits for the next scan or the destructor). So a reader needs only a
-// compiler barrier between its publication and its check (the asymmetric Dekker handshake), and
-// the barrier and the walk over the records are paid once per ~2R retirements (R: the threads
-// that ever read). A node's destructor therefore runs up to ~2R retirements late.
+// it to one of kRetireLists lists (picked by its thread's record, so that writers on different
+// threads rarely share a list's lock); once a list holds max(scan_batch, 2R) nodes (R: the
+// threads that ever read), that Retire runs membarrier(PRIVATE_EXPEDITED), reads every record
+// and deletes the list's nodes no record holds (a held one waits for the list's next scan or
+// the destructor). So a reader needs only a compiler barrier between its publication and its
+// check (the asymmetric Dekker handshake), and the barrier (an IPI to every CPU running the
+// process: tens of microseconds on this KVM guest) and the walk over the records are paid once
+// per max(scan_batch, 2R) retirements of a list. A node's destructor therefore runs up to
+// kRetireLists * max(scan_batch, 2R) retirements late.
 // Where membarrier is unavailable, with 'kAsymmetric' false, and under ThreadSanitizer both
 // sides use seq_cst fences instead (under ThreadSanitizer, a seq_cst RMW).
 //
@@ -38,13 +41,22 @@ class HazardDomain {
   struct alignas(64) Record {
     std::atomic<const Node*> hazard{nullptr};
     Record* next = nullptr;  // Set before the record is published, never changed.
+    size_t index = 0;        // The record's number (0, 1, ...); picks the thread's retire list.
   };
 
-  HazardDomain() { asymmetric_ = kAsymmetric && seqlock_internal::EnableAsymmetricBarrier(); }
+  /// Retired nodes a list collects before it scans, at least (by default), and the lists.
+  static constexpr size_t kDefaultScanBatch = 512;
+  static constexpr size_t kRetireLists = 16;
+
+  explicit HazardDomain(size_t scan_batch = kDefaultScanBatch) : scan_batch_(scan_batch) {
+    asymmetric_ = kAsymmetric && seqlock_internal::EnableAsymmetricBarrier();
+  }
   /// No reader or writer may be running.
   ~HazardDomain() {
-    MutexLock l(&mu_);
-    for (Node* n : retired_) delete n;
+    for (RetireList& list : lists_) {
+      MutexLock l(&list.mu);
+      for (Node* n : list.retired) delete n;
+    }
   }
   HazardDomain(const HazardDomain&) = delete;
   HazardDomain& operator=(const HazardDomain&) = delete;
@@ -65,15 +77,16 @@ class HazardDomain {
 
   /// 'n', unregistered by the caller, is deleted once no record holds it.
   void Retire(Node* n) {
+    RetireList& list = lists_[Mine()->index % kRetireLists];
     std::vector<Node*> batch;
     {
-      MutexLock l(&mu_);
-      retired_.push_back(n);
+      MutexLock l(&list.mu);
+      list.retired.push_back(n);
       // Scan once per batch of at least twice the records: the fence and the walk over every
-      // record's line are paid once per ~2R retirements, and at most R of them stay held.
+      // record's line are paid once per batch, and at most R of its nodes stay held.
       const size_t records = num_records_.load(std::memory_order_relaxed);
-      if (retired_.size() < std::max<size_t>(64, 2 * records)) return;
-      batch.swap(retired_);
+      if (list.retired.size() < std::max<size_t>(scan_batch_, 2 * records)) return;
+      batch.swap(list.retired);
     }
     HeavyFence();  // The unregistrations before the scan (the deleter's half of Dekker).
     std::vector<const Node*> held;
@@ -91,8 +104,8 @@ class HazardDomain {
       }
     }
     if (!kept.empty()) {
-      MutexLock l(&mu_);
-      retired_.insert(retired_.end(), kept.begin(), kept.end());
+      MutexLock l(&list.mu);
+      list.retired.insert(list.retired.end(), kept.begin(), kept.end());
     }
   }
 
@@ -144,12 +157,14 @@ class HazardDomain {
     }
     auto* r = new Record;
     r->next = records_.load(std::memory_order_relaxed);
+    r->index = num_records_.load(std::memory_order_relaxed);
     records_.store(r, std::memory_order_release);  // Pushes are serialised by free_mu_.
     num_records_.fetch_add(1, std::memory_order_relaxed);
     tls_record_ = r;
     return r;
   }
 
+  const size_t scan_batch_;
   bool asymmetric_ = false;
   /// Every thread's record (push-only, shared by the domains of this Node type; never freed).
   static inline std::atomic<Record*> records_{nullptr};
@@ -158,10 +173,13 @@ class HazardDomain {
   static inline Mutex free_mu_;
   /// Records of exited threads (shared like the records themselves).
   static inline std::vector<Record*> free_records_ QR_GUARDED_BY(free_mu_);
-  Mutex mu_;
-  /// Unregistered nodes not deleted yet: waiting for the next scan, or still held by some
-  /// record at the last one.
-  std::vector<Node*> retired_ QR_GUARDED_BY(mu_);
+  /// Unregistered nodes not deleted yet: waiting for their list's next scan, or still held by
+  /// some record at its last one.
+  struct alignas(64) RetireList {
+    Mutex mu;
+    std::vector<Node*> retired QR_GUARDED_BY(mu);
+  };
+  RetireList lists_[kRetireLists];
 };
 
 }  // namespace qr::bench

@@ -38,11 +38,22 @@ class HazardQueryRegistry {
   /// StableQueryRegistry).
   static constexpr bool kDefersDeletion = true;
 
-  explicit HazardQueryRegistry(int num_shards) : map_(num_shards) {}
+  /// 'scan_batch': as HazardDomain's.
+  explicit HazardQueryRegistry(int num_shards, size_t scan_batch = Domain::kDefaultScanBatch)
+      : map_(num_shards), domain_(scan_batch) {}
 
   QueryState* Create(const UniqueId& id, const QueryContext& ctx) {
+    QueryState* qs = TryCreate(id, ctx);
+    CHECK(qs != nullptr);
+    return qs;
+  }
+  /// Create, or nullptr if 'id' is registered (a query that ended, still referenced).
+  QueryState* TryCreate(const UniqueId& id, const QueryContext& ctx) {
     auto* e = new Entry(id, ctx);
-    CHECK(map_.Add(id, e));
+    if (!map_.Add(id, e)) {
+      delete e;  // Never registered, so no reader can hold it.
+      return nullptr;
+    }
     return e;
   }
 

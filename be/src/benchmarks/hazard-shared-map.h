@@ -30,7 +30,9 @@ namespace qr::bench {
 template <typename V, bool kAsymmetric>
 class HazardSharedMap {
  public:
-  explicit HazardSharedMap(int num_shards) : map_(num_shards) {}
+  /// 'scan_batch': as HazardDomain's.
+  explicit HazardSharedMap(int num_shards, size_t scan_batch = Domain::kDefaultScanBatch)
+      : map_(num_shards), domain_(scan_batch) {}
   /// No reader or writer may be running.
   ~HazardSharedMap() {
     // The registered boxes; the retired ones are the domain's.

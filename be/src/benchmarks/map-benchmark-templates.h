@@ -118,6 +118,83 @@ void BM_Mix(benchmark::State& state, int shards, Mix mix, int threads, int entri
   ReportLockStats(*map, totals.ops, &state);
 }
 
+/// The coordinator's registry's values (ClientRequestStateMap holds shared_ptrs): one per key
+/// of a workload, each with a control block of its own and a no-op deleter (the workload owns
+/// the entries), so that a lookup's copy increments and drops its entry's count as the
+/// coordinator's lookups do.
+using SharedValue = std::shared_ptr<const Entry>;
+
+inline std::vector<SharedValue> MakeSharedValues(const Workload& w) {
+  std::vector<SharedValue> out;
+  out.reserve(w.values.size());
+  for (const Entry& e : w.values) out.emplace_back(&e, [](const Entry*) {});
+  return out;
+}
+
+/// RunOps with shared_ptr values: a Get copies the shared_ptr out (and drops it), an Add
+/// copies the key's shared_ptr in.
+template <class Map>
+uint64_t RunSharedOps(Map& map, const Workload& w, const SharedValue* values, int t, size_t* pos,
+                      uint64_t* failures, const std::atomic<bool>& stop) {
+  const uint32_t* seq = w.ops[t].data();
+  const size_t n = w.ops[t].size();
+  const UniqueId* keys = w.keys.data();
+  size_t p = *pos;
+  uint64_t done = 0, found = 0, failed = 0;
+  while (!stop.load(std::memory_order_relaxed)) {
+    for (int i = 0; i < kBatch; ++i) {
+      const uint32_t op = seq[p];
+      p = p + 1 == n ? 0 : p + 1;
+      const uint32_t k = op & kOpKeyMask;
+      switch (op >> kOpKindShift) {
+        case kOpGet: {
+          SharedValue v;
+          found += map.Get(keys[k], &v);
+          benchmark::DoNotOptimize(v.get());
+          break;
+        }
+        case kOpAdd: failed += !map.Add(keys[k], values[k]); break;
+        default: failed += !map.Delete(keys[k]); break;
+      }
+    }
+    done += kBatch;
+  }
+  benchmark::DoNotOptimize(found);
+  *pos = p;
+  *failures += failed;
+  return done;
+}
+
+/// BM_<Mix>Shared<Map>: BM_Mix over a map of shared_ptrs (RunSharedOps), for the coordinator's
+/// registry and the lock-free designs that would replace it.
+template <class Map>
+void BM_SharedMix(benchmark::State& state, int shards, Mix mix, int threads, int entries,
+                  int round_ms) {
+  const Workload& w = GetWorkload(mix, threads, entries);
+  const std::vector<SharedValue> values = MakeSharedValues(w);
+  auto map = std::make_unique<Map>(shards);
+  for (int i = 0; i < w.entries; ++i) CHECK(map->Add(w.keys[i], values[i]));
+  std::vector<size_t> pos(threads, 0);
+  std::vector<uint64_t> failures(threads, 0);
+  Totals totals;
+  const CacheLineRoundTrip rtt_before = MeasureCacheLineRoundTrip();
+  for (auto _ : state) {
+    RoundResult r = RunTimedRound(threads, std::chrono::milliseconds(round_ms),
+                                  [&](int t, const std::atomic<bool>& stop) {
+                                    return RunSharedOps(*map, w, values.data(), t, &pos[t],
+                                                        &failures[t], stop);
+                                  });
+    state.SetIterationTime(r.seconds);
+    totals.Add(r);
+  }
+  ReportThroughput(totals, &state);
+  uint64_t failed = 0;
+  for (uint64_t f : failures) failed += f;
+  state.counters["write_failures"] = static_cast<double>(failed);
+  ReportPlacement(rtt_before, MeasureCacheLineRoundTrip(), &state);
+  ReportLockStats(*map, totals.ops, &state);
+}
+
 /// What a debug page does per entry: one table row with the id and a number.
 inline void AppendRow(const UniqueId& id, const Entry* e, std::string* page) {
   char id_text[33];

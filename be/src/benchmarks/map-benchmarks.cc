@@ -55,8 +55,8 @@ template <class T, bool kTypeStable, int kMaxLoadEighths>
 struct BareOf<SeqlockMap<T, kTypeStable, kMaxLoadEighths>> {
   using type = BareMap<T, FlatMap<T>>;
 };
-template <class T, Holds kHolds, int kGroupSlots, bool kPairProbe>
-struct BareOf<SeqlockTagMap<T, kHolds, kGroupSlots, kPairProbe>> {
+template <class T, Holds kHolds, int kGroupSlots, bool kPairProbe, int kMaxLoadEighths>
+struct BareOf<SeqlockTagMap<T, kHolds, kGroupSlots, kPairProbe, kMaxLoadEighths>> {
   using type = BareMap<T, FlatMap<T>>;
 };
 template <class T, Holds kHolds>
@@ -143,6 +143,9 @@ std::vector<Variant> AllVariants() {
                                                                      256));
   v.push_back(MakeVariant<SeqlockTagMap<Value, Holds::kShardLock, 8, true>>(
       "SeqlockShardLockMap256Pair", 256));
+  // SeqlockTagMap256 with tables at most half full, so that fewer keys leave their home group.
+  v.push_back(MakeVariant<SeqlockTagMap<Value, Holds::kNone, 8, false, 4>>("SeqlockTagMap256Half",
+                                                                         256));
   // The registry with a SeqlockTagMap beside it that Get reads (mirrored-registry.h).
   v.push_back(MakeVariant<MirroredRegistry<Value>>("MirroredRegistry256", 256));
 #ifdef QR_HAVE_TBB

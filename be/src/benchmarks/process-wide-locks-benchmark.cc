@@ -21,6 +21,11 @@
 //  4. BM_WalkAll<Mode>/entries:E: one walk over every entry (QueryExecMgr::GetAll's), with
 //     each shard held exclusively (DoFuncForAllEntries) or shared (VisitAllShared), over
 //     shards that all went read-biased before it, or that never do (*NeverBiased).
+//  5. BM_<Mix>Refs<Registry>/entries:E/threads:T: the map mixes over the executor's registries,
+//     whose lookups take a reference (QueryExecMgr, and the lock-free StableQueryRegistry and
+//     HazardQueryRegistry); BM_<Mix>Shared<Map>: the same over maps of shared_ptrs
+//     (ClientRequestStateMap and HazardSharedMap). Each with its default twice (*Again), as an
+//     A/A control of the machine's spread.
 // Every throughput benchmark reports ops_per_s, ns_per_op and ctx_switches_per_op counters;
 // scripts/bench.sh runs it and renders docs/benchmarks.md.
 //
@@ -46,6 +51,7 @@
 #include "benchmarks/bench-harness.h"
 #include "benchmarks/hazard-query-registry.h"
 #include "benchmarks/hazard-shared-map.h"
+#include "benchmarks/map-benchmark-templates.h"
 #include "benchmarks/map-benchmarks.h"
 #include "benchmarks/registry-variants.h"
 #include "benchmarks/stable-query-registry.h"
@@ -174,6 +180,11 @@ class ShardedQueryRegistry {
     Status s = mgr_.CreateQueryState(id, ctx, &qs);
     CHECK(s.ok()) << s.message();
     return qs;
+  }
+  /// Create, or nullptr if 'id' is registered (a query that ended, still referenced).
+  QueryState* TryCreate(const UniqueId& id, const QueryContext& ctx) {
+    QueryState* qs = nullptr;
+    return mgr_.CreateQueryState(id, ctx, &qs).ok() ? qs : nullptr;
   }
   QueryState* Get(const UniqueId& id) { return mgr_.GetQueryState(id); }
   void Release(QueryState* qs) { mgr_.ReleaseQueryState(qs); }
@@ -337,6 +348,156 @@ void RegisterLifecycleBenchmarks() {
           "BM_RequestLifecycle<HazardFenceSeqlockTag" + std::to_string(n) + "Shards>",
           &BM_RequestLifecycle<HazardSharedMap<ClientRequestState, false>>, n, queries,
           accesses);
+    }
+  }
+}
+
+/// RunOps over a query registry, as the executor uses one: a Get takes a reference to the state
+/// it finds and releases it at once; an Add creates a state (its creation reference kept in
+/// 'created', by key); a Delete releases that reference, which ends the query and unregisters
+/// it unless a reader still holds one (then its Release does). An Add of a key whose ended
+/// query a reader still holds finds it registered: a write failure, and the Delete after it
+/// has nothing to release (another failure).
+template <class Registry>
+uint64_t RunRegistryOps(Registry& registry, const Workload& w, const QueryContext& ctx,
+                        QueryState** created, int t, size_t* pos, uint64_t* failures,
+                        const std::atomic<bool>& stop) {
+  const uint32_t* seq = w.ops[t].data();
+  const size_t n = w.ops[t].size();
+  const UniqueId* keys = w.keys.data();
+  size_t p = *pos;
+  uint64_t done = 0, found = 0, failed = 0;
+  while (!stop.load(std::memory_order_relaxed)) {
+    for (int i = 0; i < kBatch; ++i) {
+      const uint32_t op = seq[p];
+      p = p + 1 == n ? 0 : p + 1;
+      const uint32_t k = op & kOpKeyMask;
+      switch (op >> kOpKindShift) {
+        case kOpGet: {
+          if (QueryState* qs = registry.Get(keys[k])) {
+            ++found;
+            registry.Release(qs);
+          }
+          break;
+        }
+        case kOpAdd:
+          created[k] = registry.TryCreate(keys[k], ctx);
+          failed += created[k] == nullptr;
+          break;
+        default:
+          if (created[k] == nullptr) {
+            ++failed;
+          } else {
+            registry.Release(created[k]);
+            created[k] = nullptr;
+          }
+          break;
+      }
+    }
+    done += kBatch;
+  }
+  benchmark::DoNotOptimize(found);
+  *pos = p;
+  *failures += failed;
+  return done;
+}
+
+/// BM_<Mix>Refs<Registry>: BM_Mix over a query registry (RunRegistryOps): the executor's
+/// lookups, which take a reference, against its queries' creation and end.
+template <class Registry>
+void BM_RegistryMix(benchmark::State& state, int shards, Mix mix, int threads, int entries,
+                    int round_ms) {
+  const Workload& w = GetWorkload(mix, threads, entries);
+  QueryContext ctx;
+  ctx.statement = std::make_shared<const std::string>("SELECT count(*) FROM lineitem");
+  ctx.user = "bench";
+  auto registry = std::make_unique<Registry>(shards);
+  // Each key's writes come from one thread (its ring's), so 'created[k]' is that thread's.
+  std::vector<QueryState*> created(w.keys.size(), nullptr);
+  for (int i = 0; i < w.entries; ++i) created[i] = registry->Create(w.keys[i], ctx);
+  std::vector<size_t> pos(threads, 0);
+  std::vector<uint64_t> failures(threads, 0);
+  Totals totals;
+  const CacheLineRoundTrip rtt_before = MeasureCacheLineRoundTrip();
+  for (auto _ : state) {
+    RoundResult r = RunTimedRound(threads, std::chrono::milliseconds(round_ms),
+                                  [&](int t, const std::atomic<bool>& stop) {
+                                    return RunRegistryOps(*registry, w, ctx, created.data(), t,
+                                                          &pos[t], &failures[t], stop);
+                                  });
+    state.SetIterationTime(r.seconds);
+    totals.Add(r);
+  }
+  ReportThroughput(totals, &state);
+  uint64_t failed = 0;
+  for (uint64_t f : failures) failed += f;
+  state.counters["write_failures"] = static_cast<double>(failed);
+  ReportPlacement(rtt_before, MeasureCacheLineRoundTrip(), &state);
+  for (QueryState* qs : created) {
+    if (qs != nullptr) registry->Release(qs);
+  }
+}
+
+/// BM_<Mix>Refs<Registry>/entries:E/threads:T: the map mixes over the executor's registries
+/// (BM_RegistryMix): QueryExecMgr and the lock-free ones, 256 shards each.
+void RegisterRegistryMixBenchmarks(const MapBenchmarkOptions& o) {
+  using Fn = void (*)(benchmark::State&, int, Mix, int, int, int);
+  const std::pair<const char*, Fn> variants[] = {
+      {"QueryExecMgr256", &BM_RegistryMix<ShardedQueryRegistry>},
+      // The same registry again: the spread of identical code side by side (an A/A control).
+      {"QueryExecMgr256Again", &BM_RegistryMix<ShardedQueryRegistry>},
+      {"StableSeqlockTag256", &BM_RegistryMix<StableQueryRegistry>},
+      {"HazardSeqlockTag256", &BM_RegistryMix<HazardQueryRegistry<true>>},
+      {"HazardFenceSeqlockTag256", &BM_RegistryMix<HazardQueryRegistry<false>>},
+  };
+  for (Mix mix : {Mix::kLookupOnly, Mix::kReadHeavy, Mix::kChurn, Mix::kHotQuery}) {
+    for (int entries : o.entries) {
+      for (int threads : o.threads) {
+        for (const auto& [variant, fn] : variants) {
+          const std::string name = std::string("BM_") + MixName(mix) + "Refs<" + variant +
+                                   ">/entries:" + std::to_string(entries) +
+                                   "/threads:" + std::to_string(threads);
+          benchmark::RegisterBenchmark(name.c_str(),
+                                       [fn, mix, threads, entries, o](benchmark::State& s) {
+                                         fn(s, 256, mix, threads, entries, o.round_ms);
+                                       })
+              ->UseManualTime()
+              ->Iterations(o.rounds)
+              ->Unit(benchmark::kMillisecond);
+        }
+      }
+    }
+  }
+}
+
+/// BM_<Mix>Shared<Map>/entries:E/threads:T: the map mixes over the coordinator's values
+/// (shared_ptrs; BM_SharedMix), for ClientRequestStateMap and HazardSharedMap, 256 shards each.
+void RegisterSharedMixBenchmarks(const MapBenchmarkOptions& o) {
+  using SharedMap = ShardedQueryMapVariant<SharedValue, FlatMap<SharedValue>>;
+  using Fn = void (*)(benchmark::State&, int, Mix, int, int, int);
+  const std::pair<const char*, Fn> variants[] = {
+      {"ClientRequestStateMap256", &BM_SharedMix<SharedMap>},
+      // The same map again: the spread of identical code side by side (an A/A control).
+      {"ClientRequestStateMap256Again", &BM_SharedMix<SharedMap>},
+      {"HazardSeqlockTag256", &BM_SharedMix<HazardSharedMap<const Entry, true>>},
+      {"HazardFenceSeqlockTag256", &BM_SharedMix<HazardSharedMap<const Entry, false>>},
+  };
+  for (Mix mix : {Mix::kLookupOnly, Mix::kReadHeavy, Mix::kChurn, Mix::kHotQuery}) {
+    for (int entries : o.entries) {
+      for (int threads : o.threads) {
+        for (const auto& [variant, fn] : variants) {
+          const std::string name = std::string("BM_") + MixName(mix) + "Shared<" + variant +
+                                   ">/entries:" + std::to_string(entries) +
+                                   "/threads:" + std::to_string(threads);
+          benchmark::RegisterBenchmark(name.c_str(),
+                                       [fn, mix, threads, entries, o](benchmark::State& s) {
+                                         fn(s, 256, mix, threads, entries, o.round_ms);
+                                       })
+              ->UseManualTime()
+              ->Iterations(o.rounds)
+              ->Unit(benchmark::kMillisecond);
+        }
+      }
     }
   }
 }
@@ -505,6 +666,8 @@ int main(int argc, char** argv) {
     RegisterRoundTrip(pass, "start");
     RegisterLifecycleBenchmarks();
     RegisterMapBenchmarks(options);
+    RegisterSharedMixBenchmarks(options);
+    RegisterRegistryMixBenchmarks(options);
     RegisterWalkBenchmarks(options.entries);
     RegisterRoundTrip(pass, "end");
   }

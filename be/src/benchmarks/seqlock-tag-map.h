@@ -79,7 +79,8 @@ class QR_SCOPED_CAPABILITY SpinLockHold {
 /// kPairProbe (8-slot groups only): a lookup loads and matches a group and the next one at
 /// once, so an entry that overflowed into the next group costs no extra branch (the layout and
 /// the writers are unchanged; docs/benchmarks.md, "Why the tag table's probe lost").
-template <typename T, Holds kHolds = Holds::kNone, int kGroupSlots = 8, bool kPairProbe = false>
+template <typename T, Holds kHolds = Holds::kNone, int kGroupSlots = 8, bool kPairProbe = false,
+          int kMaxLoadEighths = 7>
 class SeqlockTagMap {
   static_assert(kGroupSlots == 8 || kGroupSlots == 16, "a group is one or two control words");
   static_assert(!kPairProbe || kGroupSlots == 8, "a pair probe reads two 8-slot groups");
@@ -157,11 +158,11 @@ class SeqlockTagMap {
     Table* t = s.table.load(std::memory_order_relaxed);
     uint64_t pos = 0;
     if (t->FindSlot(id, h, &pos)) return false;
-    if (s.used + 1 > t->capacity() - t->capacity() / 8) {  // Over 7/8 with tombstones.
+    if ((s.used + 1) * 8 > t->capacity() * kMaxLoadEighths) {  // Full, counting tombstones.
       uint64_t capacity = t->capacity();
       // absl's rule: grow (to at most 7/16 full) only past 25/32 live; below that, rehash at
-      // the same capacity, which drops the tombstones.
-      while ((s.live + 1) * 32 > capacity * 25) capacity *= 2;
+      // the same capacity, which drops the tombstones. Scaled by kMaxLoadEighths / 7.
+      while ((s.live + 1) * 32 * 7 > capacity * 25 * kMaxLoadEighths) capacity *= 2;
       t = Replace(s, capacity);
       t->FindSlot(id, h, &pos);
     }

@@ -5,18 +5,19 @@
 // hazard-query-registry.h). A benchmark variant for BM_QueryLifecycle, not the registry.
 //
 // A state lives in a node that is never freed while the registry lives: the last Release
-// unregisters the state, destroys it and returns the node to the registry's pool, and a later
-// Create reuses the node. The node's reference count and query id are atomics that outlive the
-// state, so a reader holding a stale node pointer (its find raced with the node's end and reuse)
-// touches only them: it takes a reference with the same CAS as QueryExecMgr::TryAddRef, which
-// fails on a count of 0 (the state is ending or not yet built), then checks the node's id. A
-// reference to a node that now holds another query is dropped again (a Release like any other,
-// which ends that query if its owner has let go meanwhile) and the lookup retries. So a Get stores
-// nothing but the reference it takes (no hazard record, no fence), and a state is destroyed at
-// its last Release, as QueryExecMgr's are (its node's memory stays with the registry, at most the
-// peak of live states).
+// unregisters the state, destroys it and returns the node to a pool of the registry (one of 16,
+// by thread), and a later Create reuses the node. The node's reference count and query id are
+// atomics that outlive the state, so a reader holding a stale node pointer (its find raced with
+// the node's end and reuse) touches only them: it takes a reference with the same CAS as
+// QueryExecMgr::TryAddRef, which fails on a count of 0 (the state is ending or not yet built),
+// then checks the node's id. A reference to a node that now holds another query is dropped
+// again (a Release like any other, which ends that query if its owner has let go meanwhile) and
+// the lookup retries. So a Get stores nothing but the reference it takes (no hazard record, no
+// fence), and a state is destroyed at its last Release, as QueryExecMgr's are (its node's memory
+// stays with the registry, at most the peak of live states).
 //
-// Ordering: Create builds the state and writes the id before the count's release store of 1; a
+// Ordering: Create builds the state, writes the id and registers the node before the count's
+// release store of 1 (a reader that finds the node before it sees 0: not registered yet); a
 // reader's CAS acquires it. The last Release's acq_rel decrement orders every reader's use before
 // the destruction. Thread-safety: thread-safe.
 
@@ -55,13 +56,26 @@ class StableQueryRegistry {
   StableQueryRegistry& operator=(const StableQueryRegistry&) = delete;
 
   QueryState* Create(const UniqueId& id, const QueryContext& ctx) {
+    QueryState* qs = TryCreate(id, ctx);
+    CHECK(qs != nullptr);
+    return qs;
+  }
+  /// Create, or nullptr if 'id' is registered (a query that ended, still referenced).
+  QueryState* TryCreate(const UniqueId& id, const QueryContext& ctx) {
     Node* n = TakeNode();
     n->state.emplace(n, id, ctx);
     live_states_.fetch_add(1, std::memory_order_relaxed);
     n->hi.store(id.hi, std::memory_order_relaxed);
     n->lo.store(id.lo, std::memory_order_relaxed);
+    // The count stays 0 until the state is registered: a reader that still holds this node
+    // from an earlier query gets no reference to a state that may never be registered.
+    if (!map_.Add(id, n)) {
+      n->state.reset();
+      live_states_.fetch_sub(1, std::memory_order_relaxed);
+      PoolNode(n);
+      return nullptr;
+    }
     n->refs.store(1, std::memory_order_release);  // Publishes the state and the id.
-    CHECK(map_.Add(id, n));
     return &*n->state;
   }
 
@@ -118,26 +132,51 @@ class StableQueryRegistry {
     CHECK(map_.Delete(n->state->query_id()));
     n->state.reset();
     live_states_.fetch_sub(1, std::memory_order_relaxed);
-    MutexLock l(&mu_);
-    free_.push_back(n);
+    PoolNode(n);
   }
 
+  /// A pooled node, or a new one: the calling thread's pool first (a thread that ends the
+  /// queries it created takes their nodes back without meeting another thread), then the other
+  /// pools, then a new node.
   Node* TakeNode() {
-    MutexLock l(&mu_);
-    if (!free_.empty()) {
-      Node* n = free_.back();
-      free_.pop_back();
-      return n;
+    const size_t mine = PoolIndex();
+    for (size_t i = 0; i < kPools; ++i) {
+      Pool& p = pools_[(mine + i) % kPools];
+      MutexLock l(&p.mu);
+      if (!p.free.empty()) {
+        Node* n = p.free.back();
+        p.free.pop_back();
+        return n;
+      }
     }
+    MutexLock l(&mu_);
     nodes_.push_back(std::make_unique<Node>());
     return nodes_.back().get();
+  }
+  void PoolNode(Node* n) {
+    Pool& p = pools_[PoolIndex()];
+    MutexLock l(&p.mu);
+    p.free.push_back(n);
+  }
+  /// The calling thread's pool: threads take pools in turn as they first use one.
+  static size_t PoolIndex() {
+    static std::atomic<size_t> next{0};
+    thread_local const size_t index = next.fetch_add(1, std::memory_order_relaxed) % kPools;
+    return index;
   }
 
   SeqlockTagMap<Node*> map_;
   Mutex mu_;
   /// Every node ever allocated.
   std::vector<std::unique_ptr<Node>> nodes_ QR_GUARDED_BY(mu_);
-  std::vector<Node*> free_ QR_GUARDED_BY(mu_);
+  /// Nodes whose state has ended, for reuse (one pool per thread, threads sharing pools
+  /// beyond kPools: the pool's mutex is then theirs alone, where one pool's was every writer's).
+  static constexpr size_t kPools = 16;
+  struct alignas(64) Pool {
+    Mutex mu;
+    std::vector<Node*> free QR_GUARDED_BY(mu);
+  };
+  Pool pools_[kPools];
   static inline std::atomic<int64_t> live_states_{0};
 };
 
