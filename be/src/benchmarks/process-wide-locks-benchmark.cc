@@ -453,7 +453,9 @@ void RegisterRegistryMixBenchmarks(const MapBenchmarkOptions& o) {
   for (Mix mix : {Mix::kLookupOnly, Mix::kReadHeavy, Mix::kChurn, Mix::kHotQuery}) {
     for (int entries : o.entries) {
       for (int threads : o.threads) {
-        for (const auto& [variant, fn] : variants) {
+        for (const auto& v : variants) {
+          const char* variant = v.first;
+          const Fn fn = v.second;  // A copy: clang cannot capture a structured binding.
           const std::string name = std::string("BM_") + MixName(mix) + "Refs<" + variant +
                                    ">/entries:" + std::to_string(entries) +
                                    "/threads:" + std::to_string(threads);
@@ -485,7 +487,9 @@ void RegisterSharedMixBenchmarks(const MapBenchmarkOptions& o) {
   for (Mix mix : {Mix::kLookupOnly, Mix::kReadHeavy, Mix::kChurn, Mix::kHotQuery}) {
     for (int entries : o.entries) {
       for (int threads : o.threads) {
-        for (const auto& [variant, fn] : variants) {
+        for (const auto& v : variants) {
+          const char* variant = v.first;
+          const Fn fn = v.second;  // A copy: clang cannot capture a structured binding.
           const std::string name = std::string("BM_") + MixName(mix) + "Shared<" + variant +
                                    ">/entries:" + std::to_string(entries) +
                                    "/threads:" + std::to_string(threads);
