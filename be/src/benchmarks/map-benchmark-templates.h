@@ -37,15 +37,17 @@ using Value = const Entry*;
 /// Operations between two checks of the stop flag.
 constexpr int kBatch = 32;
 
-/// Does thread 't''s operations from '*pos' on until 'stop'; returns how many. Failed writes
-/// (none, by construction of the workload) are added to '*failures'.
-template <class Map>
-uint64_t RunOps(Map& map, const Workload& w, int t, size_t* pos, uint64_t* failures,
-                const std::atomic<bool>& stop) {
+/// The loop of every mix: thread 't' replays its sequence of 'w' from '*pos' on until 'stop',
+/// calling get(k), add(k) or del(k) for an operation on key index k (get returns whether it
+/// found the key, add and del whether the write succeeded); returns how many. Failed writes are
+/// added to '*failures'.
+template <class Get, class Add, class Del>
+[[gnu::always_inline]] inline uint64_t ReplayOps(const Workload& w, int t, size_t* pos,
+                                                 uint64_t* failures,
+                                                 const std::atomic<bool>& stop, Get&& get,
+                                                 Add&& add, Del&& del) {
   const uint32_t* seq = w.ops[t].data();
   const size_t n = w.ops[t].size();
-  const UniqueId* keys = w.keys.data();
-  const Entry* values = w.values.data();
   size_t p = *pos;
   uint64_t done = 0, found = 0, failed = 0;
   while (!stop.load(std::memory_order_relaxed)) {
@@ -54,13 +56,9 @@ uint64_t RunOps(Map& map, const Workload& w, int t, size_t* pos, uint64_t* failu
       p = p + 1 == n ? 0 : p + 1;
       const uint32_t k = op & kOpKeyMask;
       switch (op >> kOpKindShift) {
-        case kOpGet: {
-          Value v = nullptr;
-          found += map.Get(keys[k], &v);
-          break;
-        }
-        case kOpAdd: failed += !map.Add(keys[k], &values[k]); break;
-        default: failed += !map.Delete(keys[k]); break;
+        case kOpGet: found += get(k); break;
+        case kOpAdd: failed += !add(k); break;
+        default: failed += !del(k); break;
       }
     }
     done += kBatch;
@@ -69,6 +67,22 @@ uint64_t RunOps(Map& map, const Workload& w, int t, size_t* pos, uint64_t* failu
   *pos = p;
   *failures += failed;
   return done;
+}
+
+/// ReplayOps on a map of pointers (none of the workload's writes fails, by construction).
+template <class Map>
+uint64_t RunOps(Map& map, const Workload& w, int t, size_t* pos, uint64_t* failures,
+                const std::atomic<bool>& stop) {
+  const UniqueId* keys = w.keys.data();
+  const Entry* values = w.values.data();
+  return ReplayOps(
+      w, t, pos, failures, stop,
+      [&](uint32_t k) {
+        Value v = nullptr;
+        return map.Get(keys[k], &v);
+      },
+      [&](uint32_t k) { return map.Add(keys[k], &values[k]); },
+      [&](uint32_t k) { return map.Delete(keys[k]); });
 }
 
 template <class Map>
@@ -91,13 +105,11 @@ void ReportLockStats(const Map& map, uint64_t ops, benchmark::State* state) {
   }
 }
 
-/// BM_<Mix><Map>: 'threads' threads run the mix's sequences for timed rounds. The cache-line
-/// round trip is measured before and after them (ReportPlacement).
-template <class Map>
-void BM_Mix(benchmark::State& state, int shards, Mix mix, int threads, int entries,
-            int round_ms) {
-  const Workload& w = GetWorkload(mix, threads, entries);
-  std::unique_ptr<Map> map = MakePopulatedMap<Map>(w, shards);
+/// The frame of every mix benchmark: the cache-line round trip before, timed rounds of
+/// run(t, &pos, &failures, stop) on 'threads' threads (each thread's position and failed writes
+/// carried from round to round), then throughput, failed writes and placement (ReportPlacement).
+template <class Run>
+Totals TimeMix(benchmark::State& state, int threads, int round_ms, Run&& run) {
   std::vector<size_t> pos(threads, 0);
   std::vector<uint64_t> failures(threads, 0);
   Totals totals;
@@ -105,7 +117,7 @@ void BM_Mix(benchmark::State& state, int shards, Mix mix, int threads, int entri
   for (auto _ : state) {
     RoundResult r = RunTimedRound(threads, std::chrono::milliseconds(round_ms),
                                   [&](int t, const std::atomic<bool>& stop) {
-                                    return RunOps(*map, w, t, &pos[t], &failures[t], stop);
+                                    return run(t, &pos[t], &failures[t], stop);
                                   });
     state.SetIterationTime(r.seconds);
     totals.Add(r);
@@ -115,6 +127,20 @@ void BM_Mix(benchmark::State& state, int shards, Mix mix, int threads, int entri
   for (uint64_t f : failures) failed += f;
   state.counters["write_failures"] = static_cast<double>(failed);
   ReportPlacement(rtt_before, MeasureCacheLineRoundTrip(), &state);
+  return totals;
+}
+
+/// BM_<Mix><Map>: 'threads' threads run the mix's sequences for timed rounds (TimeMix).
+template <class Map>
+void BM_Mix(benchmark::State& state, int shards, Mix mix, int threads, int entries,
+            int round_ms) {
+  const Workload& w = GetWorkload(mix, threads, entries);
+  std::unique_ptr<Map> map = MakePopulatedMap<Map>(w, shards);
+  const Totals totals = TimeMix(state, threads, round_ms,
+                                [&](int t, size_t* pos, uint64_t* failures,
+                                    const std::atomic<bool>& stop) {
+                                  return RunOps(*map, w, t, pos, failures, stop);
+                                });
   ReportLockStats(*map, totals.ops, &state);
 }
 
@@ -131,42 +157,9 @@ inline std::vector<SharedValue> MakeSharedValues(const Workload& w) {
   return out;
 }
 
-/// RunOps with shared_ptr values: a Get copies the shared_ptr out (and drops it), an Add
-/// copies the key's shared_ptr in.
-template <class Map>
-uint64_t RunSharedOps(Map& map, const Workload& w, const SharedValue* values, int t, size_t* pos,
-                      uint64_t* failures, const std::atomic<bool>& stop) {
-  const uint32_t* seq = w.ops[t].data();
-  const size_t n = w.ops[t].size();
-  const UniqueId* keys = w.keys.data();
-  size_t p = *pos;
-  uint64_t done = 0, found = 0, failed = 0;
-  while (!stop.load(std::memory_order_relaxed)) {
-    for (int i = 0; i < kBatch; ++i) {
-      const uint32_t op = seq[p];
-      p = p + 1 == n ? 0 : p + 1;
-      const uint32_t k = op & kOpKeyMask;
-      switch (op >> kOpKindShift) {
-        case kOpGet: {
-          SharedValue v;
-          found += map.Get(keys[k], &v);
-          benchmark::DoNotOptimize(v.get());
-          break;
-        }
-        case kOpAdd: failed += !map.Add(keys[k], values[k]); break;
-        default: failed += !map.Delete(keys[k]); break;
-      }
-    }
-    done += kBatch;
-  }
-  benchmark::DoNotOptimize(found);
-  *pos = p;
-  *failures += failed;
-  return done;
-}
-
-/// BM_<Mix>Shared<Map>: BM_Mix over a map of shared_ptrs (RunSharedOps), for the coordinator's
-/// registry and the lock-free designs that would replace it.
+/// BM_<Mix>Shared<Map>: BM_Mix over a map of shared_ptrs, for the coordinator's registry and
+/// the lock-free designs that would replace it: a Get copies the shared_ptr out (and drops it),
+/// an Add copies the key's shared_ptr in.
 template <class Map>
 void BM_SharedMix(benchmark::State& state, int shards, Mix mix, int threads, int entries,
                   int round_ms) {
@@ -174,24 +167,21 @@ void BM_SharedMix(benchmark::State& state, int shards, Mix mix, int threads, int
   const std::vector<SharedValue> values = MakeSharedValues(w);
   auto map = std::make_unique<Map>(shards);
   for (int i = 0; i < w.entries; ++i) CHECK(map->Add(w.keys[i], values[i]));
-  std::vector<size_t> pos(threads, 0);
-  std::vector<uint64_t> failures(threads, 0);
-  Totals totals;
-  const CacheLineRoundTrip rtt_before = MeasureCacheLineRoundTrip();
-  for (auto _ : state) {
-    RoundResult r = RunTimedRound(threads, std::chrono::milliseconds(round_ms),
-                                  [&](int t, const std::atomic<bool>& stop) {
-                                    return RunSharedOps(*map, w, values.data(), t, &pos[t],
-                                                        &failures[t], stop);
-                                  });
-    state.SetIterationTime(r.seconds);
-    totals.Add(r);
-  }
-  ReportThroughput(totals, &state);
-  uint64_t failed = 0;
-  for (uint64_t f : failures) failed += f;
-  state.counters["write_failures"] = static_cast<double>(failed);
-  ReportPlacement(rtt_before, MeasureCacheLineRoundTrip(), &state);
+  const UniqueId* keys = w.keys.data();
+  const Totals totals = TimeMix(
+      state, threads, round_ms,
+      [&](int t, size_t* pos, uint64_t* failures, const std::atomic<bool>& stop) {
+        return ReplayOps(
+            w, t, pos, failures, stop,
+            [&](uint32_t k) {
+              SharedValue v;
+              const bool found = map->Get(keys[k], &v);
+              benchmark::DoNotOptimize(v.get());
+              return found;
+            },
+            [&](uint32_t k) { return map->Add(keys[k], values[k]); },
+            [&](uint32_t k) { return map->Delete(keys[k]); });
+      });
   ReportLockStats(*map, totals.ops, &state);
 }
 

@@ -352,58 +352,12 @@ void RegisterLifecycleBenchmarks() {
   }
 }
 
-/// RunOps over a query registry, as the executor uses one: a Get takes a reference to the state
-/// it finds and releases it at once; an Add creates a state (its creation reference kept in
-/// 'created', by key); a Delete releases that reference, which ends the query and unregisters
-/// it unless a reader still holds one (then its Release does). An Add of a key whose ended
-/// query a reader still holds finds it registered: a write failure, and the Delete after it
-/// has nothing to release (another failure).
-template <class Registry>
-uint64_t RunRegistryOps(Registry& registry, const Workload& w, const QueryContext& ctx,
-                        QueryState** created, int t, size_t* pos, uint64_t* failures,
-                        const std::atomic<bool>& stop) {
-  const uint32_t* seq = w.ops[t].data();
-  const size_t n = w.ops[t].size();
-  const UniqueId* keys = w.keys.data();
-  size_t p = *pos;
-  uint64_t done = 0, found = 0, failed = 0;
-  while (!stop.load(std::memory_order_relaxed)) {
-    for (int i = 0; i < kBatch; ++i) {
-      const uint32_t op = seq[p];
-      p = p + 1 == n ? 0 : p + 1;
-      const uint32_t k = op & kOpKeyMask;
-      switch (op >> kOpKindShift) {
-        case kOpGet: {
-          if (QueryState* qs = registry.Get(keys[k])) {
-            ++found;
-            registry.Release(qs);
-          }
-          break;
-        }
-        case kOpAdd:
-          created[k] = registry.TryCreate(keys[k], ctx);
-          failed += created[k] == nullptr;
-          break;
-        default:
-          if (created[k] == nullptr) {
-            ++failed;
-          } else {
-            registry.Release(created[k]);
-            created[k] = nullptr;
-          }
-          break;
-      }
-    }
-    done += kBatch;
-  }
-  benchmark::DoNotOptimize(found);
-  *pos = p;
-  *failures += failed;
-  return done;
-}
-
-/// BM_<Mix>Refs<Registry>: BM_Mix over a query registry (RunRegistryOps): the executor's
-/// lookups, which take a reference, against its queries' creation and end.
+/// BM_<Mix>Refs<Registry>: the map mixes over a query registry, as the executor uses one: a Get
+/// takes a reference to the state it finds and releases it at once; an Add creates a state (its
+/// creation reference kept in 'created', by key); a Delete releases that reference, which ends
+/// the query and unregisters it unless a reader still holds one (then its Release does). An Add
+/// of a key whose ended query a reader still holds finds it registered: a write failure, and the
+/// Delete after it has nothing to release (another failure).
 template <class Registry>
 void BM_RegistryMix(benchmark::State& state, int shards, Mix mix, int threads, int entries,
                     int round_ms) {
@@ -415,52 +369,49 @@ void BM_RegistryMix(benchmark::State& state, int shards, Mix mix, int threads, i
   // Each key's writes come from one thread (its ring's), so 'created[k]' is that thread's.
   std::vector<QueryState*> created(w.keys.size(), nullptr);
   for (int i = 0; i < w.entries; ++i) created[i] = registry->Create(w.keys[i], ctx);
-  std::vector<size_t> pos(threads, 0);
-  std::vector<uint64_t> failures(threads, 0);
-  Totals totals;
-  const CacheLineRoundTrip rtt_before = MeasureCacheLineRoundTrip();
-  for (auto _ : state) {
-    RoundResult r = RunTimedRound(threads, std::chrono::milliseconds(round_ms),
-                                  [&](int t, const std::atomic<bool>& stop) {
-                                    return RunRegistryOps(*registry, w, ctx, created.data(), t,
-                                                          &pos[t], &failures[t], stop);
-                                  });
-    state.SetIterationTime(r.seconds);
-    totals.Add(r);
-  }
-  ReportThroughput(totals, &state);
-  uint64_t failed = 0;
-  for (uint64_t f : failures) failed += f;
-  state.counters["write_failures"] = static_cast<double>(failed);
-  ReportPlacement(rtt_before, MeasureCacheLineRoundTrip(), &state);
+  const UniqueId* keys = w.keys.data();
+  TimeMix(state, threads, round_ms,
+          [&](int t, size_t* pos, uint64_t* failures, const std::atomic<bool>& stop) {
+            return ReplayOps(
+                w, t, pos, failures, stop,
+                [&](uint32_t k) {
+                  QueryState* qs = registry->Get(keys[k]);
+                  if (qs != nullptr) registry->Release(qs);
+                  return qs != nullptr;
+                },
+                [&](uint32_t k) {
+                  created[k] = registry->TryCreate(keys[k], ctx);
+                  return created[k] != nullptr;
+                },
+                [&](uint32_t k) {
+                  if (created[k] == nullptr) return false;
+                  registry->Release(created[k]);
+                  created[k] = nullptr;
+                  return true;
+                });
+          });
   for (QueryState* qs : created) {
     if (qs != nullptr) registry->Release(qs);
   }
 }
 
-/// BM_<Mix>Refs<Registry>/entries:E/threads:T: the map mixes over the executor's registries
-/// (BM_RegistryMix): QueryExecMgr and the lock-free ones, 256 shards each.
-void RegisterRegistryMixBenchmarks(const MapBenchmarkOptions& o) {
-  using Fn = void (*)(benchmark::State&, int, Mix, int, int, int);
-  const std::pair<const char*, Fn> variants[] = {
-      {"QueryExecMgr256", &BM_RegistryMix<ShardedQueryRegistry>},
-      // The same registry again: the spread of identical code side by side (an A/A control).
-      {"QueryExecMgr256Again", &BM_RegistryMix<ShardedQueryRegistry>},
-      {"StableSeqlockTag256", &BM_RegistryMix<StableQueryRegistry>},
-      {"HazardSeqlockTag256", &BM_RegistryMix<HazardQueryRegistry<true>>},
-      {"HazardFenceSeqlockTag256", &BM_RegistryMix<HazardQueryRegistry<false>>},
-  };
+using MixBenchmark = void (*)(benchmark::State&, int, Mix, int, int, int);
+
+/// Registers BM_<Mix><family><variant>/entries:E/threads:T for every mix, point and variant (the
+/// variants of a point back to back), 256 shards each.
+void RegisterMixFamily(const std::string& family,
+                       const std::vector<std::pair<std::string, MixBenchmark>>& variants,
+                       const MapBenchmarkOptions& o) {
   for (Mix mix : {Mix::kLookupOnly, Mix::kReadHeavy, Mix::kChurn, Mix::kHotQuery}) {
     for (int entries : o.entries) {
       for (int threads : o.threads) {
         for (const auto& v : variants) {
-          const char* variant = v.first;
-          const Fn fn = v.second;  // A copy: clang cannot capture a structured binding.
-          const std::string name = std::string("BM_") + MixName(mix) + "Refs<" + variant +
+          const std::string name = std::string("BM_") + MixName(mix) + family + "<" + v.first +
                                    ">/entries:" + std::to_string(entries) +
                                    "/threads:" + std::to_string(threads);
           benchmark::RegisterBenchmark(name.c_str(),
-                                       [fn, mix, threads, entries, o](benchmark::State& s) {
+                                       [fn = v.second, mix, threads, entries, o](
+                                           benchmark::State& s) {
                                          fn(s, 256, mix, threads, entries, o.round_ms);
                                        })
               ->UseManualTime()
@@ -472,38 +423,26 @@ void RegisterRegistryMixBenchmarks(const MapBenchmarkOptions& o) {
   }
 }
 
-/// BM_<Mix>Shared<Map>/entries:E/threads:T: the map mixes over the coordinator's values
-/// (shared_ptrs; BM_SharedMix), for ClientRequestStateMap and HazardSharedMap, 256 shards each.
-void RegisterSharedMixBenchmarks(const MapBenchmarkOptions& o) {
+/// The mixes over the executor's registries (BM_<Mix>Refs: QueryExecMgr and the lock-free
+/// ones) and over the coordinator's maps of shared_ptrs (BM_<Mix>Shared: ClientRequestStateMap
+/// and HazardSharedMap), each default twice: *Again is the spread of identical code side by side
+/// (an A/A control).
+void RegisterReferenceMixBenchmarks(const MapBenchmarkOptions& o) {
+  RegisterMixFamily("Refs",
+                    {{"QueryExecMgr256", &BM_RegistryMix<ShardedQueryRegistry>},
+                     {"QueryExecMgr256Again", &BM_RegistryMix<ShardedQueryRegistry>},
+                     {"StableSeqlockTag256", &BM_RegistryMix<StableQueryRegistry>},
+                     {"HazardSeqlockTag256", &BM_RegistryMix<HazardQueryRegistry<true>>},
+                     {"HazardFenceSeqlockTag256", &BM_RegistryMix<HazardQueryRegistry<false>>}},
+                    o);
   using SharedMap = ShardedQueryMapVariant<SharedValue, FlatMap<SharedValue>>;
-  using Fn = void (*)(benchmark::State&, int, Mix, int, int, int);
-  const std::pair<const char*, Fn> variants[] = {
-      {"ClientRequestStateMap256", &BM_SharedMix<SharedMap>},
-      // The same map again: the spread of identical code side by side (an A/A control).
-      {"ClientRequestStateMap256Again", &BM_SharedMix<SharedMap>},
-      {"HazardSeqlockTag256", &BM_SharedMix<HazardSharedMap<const Entry, true>>},
-      {"HazardFenceSeqlockTag256", &BM_SharedMix<HazardSharedMap<const Entry, false>>},
-  };
-  for (Mix mix : {Mix::kLookupOnly, Mix::kReadHeavy, Mix::kChurn, Mix::kHotQuery}) {
-    for (int entries : o.entries) {
-      for (int threads : o.threads) {
-        for (const auto& v : variants) {
-          const char* variant = v.first;
-          const Fn fn = v.second;  // A copy: clang cannot capture a structured binding.
-          const std::string name = std::string("BM_") + MixName(mix) + "Shared<" + variant +
-                                   ">/entries:" + std::to_string(entries) +
-                                   "/threads:" + std::to_string(threads);
-          benchmark::RegisterBenchmark(name.c_str(),
-                                       [fn, mix, threads, entries, o](benchmark::State& s) {
-                                         fn(s, 256, mix, threads, entries, o.round_ms);
-                                       })
-              ->UseManualTime()
-              ->Iterations(o.rounds)
-              ->Unit(benchmark::kMillisecond);
-        }
-      }
-    }
-  }
+  RegisterMixFamily(
+      "Shared",
+      {{"ClientRequestStateMap256", &BM_SharedMix<SharedMap>},
+       {"ClientRequestStateMap256Again", &BM_SharedMix<SharedMap>},
+       {"HazardSeqlockTag256", &BM_SharedMix<HazardSharedMap<const Entry, true>>},
+       {"HazardFenceSeqlockTag256", &BM_SharedMix<HazardSharedMap<const Entry, false>>}},
+      o);
 }
 
 /// How a BM_WalkAll walk holds each shard: kExclusive is DoFuncForAllEntries (lowers every
@@ -670,8 +609,7 @@ int main(int argc, char** argv) {
     RegisterRoundTrip(pass, "start");
     RegisterLifecycleBenchmarks();
     RegisterMapBenchmarks(options);
-    RegisterSharedMixBenchmarks(options);
-    RegisterRegistryMixBenchmarks(options);
+    RegisterReferenceMixBenchmarks(options);
     RegisterWalkBenchmarks(options.entries);
     RegisterRoundTrip(pass, "end");
   }
