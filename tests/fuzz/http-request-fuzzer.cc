@@ -27,6 +27,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <memory>
 #include <string>
@@ -111,6 +112,29 @@ struct Exchange {
   bool reset = false;  // the server reset the connection (its last response may be cut)
 };
 
+/// connect() to 'addr', finishing one that a signal interrupted: libFuzzer's -timeout alarm
+/// (every timeout/2 + 1 seconds) can land in a connect() that waits for the server's backlog,
+/// which then fails with EINTR while the kernel goes on connecting. Returns 0 or the error.
+int ConnectToServer(int fd, const sockaddr_in& addr) {
+  if (connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof(addr)) == 0) return 0;
+  if (errno != EINTR) return errno;
+  const auto deadline = std::chrono::steady_clock::now() + kDeadline;
+  for (;;) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) return ETIMEDOUT;
+    pollfd pfd{fd, POLLOUT, 0};
+    const int ready = poll(&pfd, 1, static_cast<int>(left.count()));
+    if (ready < 0 && errno == EINTR) continue;
+    if (ready < 0) return errno;
+    if (ready == 0) continue;
+    int err = 0;
+    socklen_t len = sizeof(err);
+    if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0) return errno;
+    return err;
+  }
+}
+
 /// Connects, sends 'request' (reading at the same time, so a server that answers early never
 /// deadlocks against us), shuts down the write side and reads until the server closes.
 Exchange Send(const qr::CoordinatorServer* server, std::string_view request) {
@@ -121,8 +145,8 @@ Exchange Send(const qr::CoordinatorServer* server, std::string_view request) {
   addr.sin_family = AF_INET;
   addr.sin_port = htons(static_cast<uint16_t>(server->port()));
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  FUZZ_CHECK(connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0,
-             "cannot connect to the server");
+  const int err = ConnectToServer(fd, addr);
+  FUZZ_CHECK(err == 0, "cannot connect to the server", std::strerror(err));
   size_t sent = 0;
   bool write_shut = false;
   const auto deadline = std::chrono::steady_clock::now() + kDeadline;
