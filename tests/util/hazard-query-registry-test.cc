@@ -30,7 +30,7 @@ QueryContext Context() {
 template <typename Registry>
 class HazardQueryRegistryTest : public ::testing::Test {};
 using Registries = ::testing::Types<HazardQueryRegistry<true>, HazardQueryRegistry<false>,
-                                    StableQueryRegistry>;
+                                    StableQueryRegistry, StablePairQueryRegistry>;
 TYPED_TEST_SUITE(HazardQueryRegistryTest, Registries);
 
 TYPED_TEST(HazardQueryRegistryTest, ReferencesKeepAStateAndTheLastOneDeletesIt) {

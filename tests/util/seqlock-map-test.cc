@@ -35,6 +35,9 @@ using WideShardLockHoldMap = SeqlockTagMap<const int*, Holds::kShardLock, 16>;
 using PairTagMap = SeqlockTagMap<const int*, Holds::kNone, 8, /*kPairProbe=*/true>;
 using HalfTagMap = SeqlockTagMap<const int*, Holds::kNone, 8, false, /*kMaxLoadEighths=*/4>;
 using PairShardLockHoldMap = SeqlockTagMap<const int*, Holds::kShardLock, 8, true>;
+using PairOneLoadTagMap = SeqlockTagMap<const int*, Holds::kNone, 8, true, 7, /*kOneLoad=*/true>;
+using PairOneLoadShardLockHoldMap = SeqlockTagMap<const int*, Holds::kShardLock, 8, true, 7, true>;
+using WideOneLoadTagMap = SeqlockTagMap<const int*, Holds::kNone, 16, false, 7, true>;
 
 template <typename Map>
 constexpr bool kPools = !std::is_same_v<Map, EpochMap>;
@@ -59,7 +62,9 @@ void ReclaimIfEpochs(Map& map) {
 template <typename Map>
 class SeqlockMapsTest : public ::testing::Test {};
 using Maps = ::testing::Types<EpochMap, StableMap, TagMap, HoldMap, ShardLockHoldMap, WideTagMap,
-                               WideShardLockHoldMap, PairTagMap, PairShardLockHoldMap>;
+                               WideShardLockHoldMap, PairTagMap, PairShardLockHoldMap,
+                               PairOneLoadTagMap, PairOneLoadShardLockHoldMap,
+                               WideOneLoadTagMap>;
 TYPED_TEST_SUITE(SeqlockMapsTest, Maps);
 
 TYPED_TEST(SeqlockMapsTest, AddGetDelete) {
@@ -328,7 +333,8 @@ TYPED_TEST(SeqlockMapsTest, ReadersOfRehashedAndReusedTablesSeeNoTornOrLostEntri
 template <typename Map>
 class SeqlockHoldMapsTest : public ::testing::Test {};
 using HoldMaps =
-    ::testing::Types<HoldMap, ShardLockHoldMap, WideShardLockHoldMap, PairShardLockHoldMap>;
+    ::testing::Types<HoldMap, ShardLockHoldMap, WideShardLockHoldMap, PairShardLockHoldMap,
+                     PairOneLoadShardLockHoldMap>;
 TYPED_TEST_SUITE(SeqlockHoldMapsTest, HoldMaps);
 
 TYPED_TEST(SeqlockHoldMapsTest, VisitSharedSeesTheEntryOrNull) {

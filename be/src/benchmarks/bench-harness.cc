@@ -9,6 +9,7 @@
 #include <deque>
 #include <memory>
 #include <random>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <tuple>
@@ -17,6 +18,27 @@
 #include <glog/logging.h>
 
 namespace qr::bench {
+
+std::vector<int> ParseInts(const std::string& list) {
+  std::vector<int> out;
+  std::stringstream in(list);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    if (!item.empty()) out.push_back(std::stoi(item));
+  }
+  return out;
+}
+
+std::vector<std::string> ParseNames(const std::string& list) {
+  std::vector<std::string> out;
+  std::stringstream in(list);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    if (!item.empty()) out.push_back(item);
+  }
+  return out;
+}
+
 namespace {
 
 /// Length of every thread's sequence (it is replayed cyclically).

@@ -38,6 +38,11 @@ enum class Mix {
 };
 const char* MixName(Mix mix);
 
+/// "1,2,4" -> {1, 2, 4} (a flag's list; empty items skipped).
+std::vector<int> ParseInts(const std::string& list);
+/// "a,b" -> {"a", "b"} (empty items skipped).
+std::vector<std::string> ParseNames(const std::string& list);
+
 /// An operation of a sequence: its kind in the top two bits, the key's index below.
 enum OpKind : uint32_t { kOpGet = 0, kOpAdd = 1, kOpDelete = 2 };
 inline constexpr int kOpKindShift = 30;

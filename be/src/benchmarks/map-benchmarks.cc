@@ -55,8 +55,9 @@ template <class T, bool kTypeStable, int kMaxLoadEighths>
 struct BareOf<SeqlockMap<T, kTypeStable, kMaxLoadEighths>> {
   using type = BareMap<T, FlatMap<T>>;
 };
-template <class T, Holds kHolds, int kGroupSlots, bool kPairProbe, int kMaxLoadEighths>
-struct BareOf<SeqlockTagMap<T, kHolds, kGroupSlots, kPairProbe, kMaxLoadEighths>> {
+template <class T, Holds kHolds, int kGroupSlots, bool kPairProbe, int kMaxLoadEighths,
+          bool kOneLoad>
+struct BareOf<SeqlockTagMap<T, kHolds, kGroupSlots, kPairProbe, kMaxLoadEighths, kOneLoad>> {
   using type = BareMap<T, FlatMap<T>>;
 };
 template <class T, Holds kHolds>
@@ -89,6 +90,10 @@ std::vector<Variant> AllVariants() {
     v.push_back(MakeVariant<ShardedQueryMapVariant<Value, FlatMap<Value>>>(
         "ShardedQueryMap" + std::to_string(n), n));
   }
+  // The default a second time: what identical code scores against itself side by side (an
+  // A/A control for the ratios to ShardedQueryMap256).
+  v.push_back(
+      MakeVariant<ShardedQueryMapVariant<Value, FlatMap<Value>>>("ShardedQueryMap256Again", 256));
   v.push_back(MakeVariant<ShardedQueryMapVariant<Value, StdMap<Value>>>("ShardedQueryMap256Std", 256));
   v.push_back(MakeVariant<ShardedQueryMapVariant<Value, FlatMap<Value>, ReadBias::kNever>>(
       "ShardedQueryMap256Slots", 256));
@@ -143,6 +148,14 @@ std::vector<Variant> AllVariants() {
                                                                      256));
   v.push_back(MakeVariant<SeqlockTagMap<Value, Holds::kShardLock, 8, true>>(
       "SeqlockShardLockMap256Pair", 256));
+  // The pair read with one 16-byte load (the last group's next word a copy of the first's).
+  v.push_back(MakeVariant<SeqlockTagMap<Value, Holds::kNone, 8, true, 7, true>>(
+      "SeqlockTagMap256Pair1", 256));
+  v.push_back(MakeVariant<SeqlockTagMap<Value, Holds::kShardLock, 8, true, 7, true>>(
+      "SeqlockShardLockMap256Pair1", 256));
+  // 16-slot groups read with one 16-byte load.
+  v.push_back(MakeVariant<SeqlockTagMap<Value, Holds::kNone, 16, false, 7, true>>(
+      "SeqlockTagMap256G16One", 256));
   // SeqlockTagMap256 with tables at most half full, so that fewer keys leave their home group.
   v.push_back(MakeVariant<SeqlockTagMap<Value, Holds::kNone, 8, false, 4>>("SeqlockTagMap256Half",
                                                                          256));

@@ -29,37 +29,27 @@
 // Every throughput benchmark reports ops_per_s, ns_per_op and ctx_switches_per_op counters;
 // scripts/bench.sh runs it and renders docs/benchmarks.md.
 //
+// Items 1, 2 and 5 are registered by registry-benchmarks.cc, 3 by map-benchmarks.cc.
+//
 // --callgrind_variant=NAME runs only an uncontended Get loop for valgrind --tool=callgrind.
 
-#include <bit>
+#include <atomic>
 #include <chrono>
-#include <cstdio>
-#include <memory>
-#include <mutex>
-#include <sstream>
+#include <cstdint>
 #include <string>
 #include <thread>
-#include <type_traits>
-#include <unordered_map>
 #include <vector>
 
 #include <benchmark/benchmark.h>
-#include <boost/thread/mutex.hpp>
 #include <gflags/gflags.h>
 #include <glog/logging.h>
 
 #include "benchmarks/bench-harness.h"
-#include "benchmarks/hazard-query-registry.h"
-#include "benchmarks/hazard-shared-map.h"
-#include "benchmarks/map-benchmark-templates.h"
 #include "benchmarks/map-benchmarks.h"
-#include "benchmarks/registry-variants.h"
-#include "benchmarks/stable-query-registry.h"
-#include "runtime/query-exec-mgr.h"
-#include "runtime/query-state.h"
+#include "benchmarks/registry-benchmarks.h"
 #include "runtime/registry-flags.h"
-#include "service/client-request-state.h"
-#include "util/spinlock.h"
+#include "util/shard-lock.h"
+#include "util/sharded-query-map-util.h"
 #include "util/unique-id.h"
 
 DEFINE_string(grid, "5x100,50x100,50x1000,500x100,500x1000,500x5000,1000x1000,1000x5000",
@@ -109,341 +99,6 @@ DEFINE_bool(callgrind_reference, false,
 
 namespace qr::bench {
 namespace {
-
-/// The original experiment's registries, with QueryExecMgr's refcounting done the original
-/// way: every access holds the shard's lock exclusively (create at 1, +1 per get, -1 per
-/// release, the last release erases under the lock and deletes after it). With one shard and
-/// a boost::mutex it is the original "before"; with 4 shards and a SpinLock, the original
-/// "after" (IMPALA-4456), shard chosen as ShardedQueryMap chooses it.
-template <typename Lock>
-class ExclusiveQueryRegistry {
- public:
-  explicit ExclusiveQueryRegistry(int num_shards)
-      : pick_shard_(num_shards),
-        shards_(std::make_unique<Shard[]>(num_shards)) {}
-
-  QueryState* Create(const UniqueId& id, const QueryContext& ctx) {
-    auto qs = std::make_unique<QueryState>(id, ctx);
-    bool inserted;
-    {
-      Shard& s = ShardFor(id);
-      std::lock_guard l(s.lock);
-      inserted = s.map.try_emplace(id, Slot{qs.get(), 1}).second;
-    }
-    CHECK(inserted);
-    return qs.release();
-  }
-  QueryState* Get(const UniqueId& id) {
-    Shard& s = ShardFor(id);
-    std::lock_guard l(s.lock);
-    auto it = s.map.find(id);
-    if (it == s.map.end()) return nullptr;
-    ++it->second.refcount;
-    return it->second.qs;
-  }
-  void Release(QueryState* qs) {
-    {
-      Shard& s = ShardFor(qs->query_id());
-      std::lock_guard l(s.lock);
-      auto it = s.map.find(qs->query_id());
-      if (--it->second.refcount > 0) return;
-      s.map.erase(it);
-    }
-    delete qs;
-  }
-
- private:
-  struct Slot {
-    QueryState* qs;
-    int32_t refcount;
-  };
-  struct alignas(128) Shard {
-    /// Protects 'map'.
-    Lock lock;
-    std::unordered_map<UniqueId, Slot, UniqueIdHash> map;
-  };
-  Shard& ShardFor(const UniqueId& id) {
-    return shards_[pick_shard_(id.hi)];
-  }
-
-  const FibonacciShardPicker pick_shard_;
-  std::unique_ptr<Shard[]> shards_;
-};
-
-/// QueryExecMgr itself, with 'num_shards' shards.
-class ShardedQueryRegistry {
- public:
-  explicit ShardedQueryRegistry(int num_shards) : mgr_(num_shards) {}
-
-  QueryState* Create(const UniqueId& id, const QueryContext& ctx) {
-    QueryState* qs = nullptr;
-    Status s = mgr_.CreateQueryState(id, ctx, &qs);
-    CHECK(s.ok()) << s.message();
-    return qs;
-  }
-  /// Create, or nullptr if 'id' is registered (a query that ended, still referenced).
-  QueryState* TryCreate(const UniqueId& id, const QueryContext& ctx) {
-    QueryState* qs = nullptr;
-    return mgr_.CreateQueryState(id, ctx, &qs).ok() ? qs : nullptr;
-  }
-  QueryState* Get(const UniqueId& id) { return mgr_.GetQueryState(id); }
-  void Release(QueryState* qs) { mgr_.ReleaseQueryState(qs); }
-
- private:
-  QueryExecMgr mgr_;
-};
-
-using RequestPtr = std::shared_ptr<ClientRequestState>;
-static_assert(std::is_same_v<ShardedQueryMap<RequestPtr, UniqueId, FlatMap<RequestPtr>>,
-                             ClientRequestStateMap>,
-              "the coordinator variant must be the real ClientRequestStateMap");
-
-/// BM_QueryLifecycle<Registry>/queries:Q/accesses:A (see the file comment).
-template <class Registry>
-void BM_QueryLifecycle(benchmark::State& state, int num_shards) {
-  const int queries = static_cast<int>(state.range(0));
-  const int accesses = static_cast<int>(state.range(1));
-  QueryContext ctx;
-  ctx.statement = std::make_shared<const std::string>("SELECT count(*) FROM lineitem");
-  ctx.user = "bench";
-  std::vector<UniqueId> ids(queries);
-  for (UniqueId& id : ids) id = GenerateQueryId();
-  Registry registry(num_shards);
-  Totals totals;
-  for (auto _ : state) {
-    RoundResult r = RunThreadsToCompletion(queries, [&](int t) {
-      QueryState* qs = registry.Create(ids[t], ctx);
-      for (int a = 0; a < accesses; ++a) {
-        QueryState* again = registry.Get(ids[t]);
-        benchmark::DoNotOptimize(again);
-        registry.Release(again);
-      }
-      registry.Release(qs);
-    });
-    r.ops = static_cast<uint64_t>(queries) * accesses;
-    state.SetIterationTime(r.seconds);
-    totals.Add(r);
-  }
-  ReportThroughput(totals, &state);
-}
-
-/// BM_RequestLifecycle<Map>/queries:Q/accesses:A (see the file comment).
-template <class Map>
-void BM_RequestLifecycle(benchmark::State& state, int num_shards) {
-  const int queries = static_cast<int>(state.range(0));
-  const int accesses = static_cast<int>(state.range(1));
-  auto statement = std::make_shared<const std::string>("SELECT count(*) FROM lineitem");
-  SessionInfo session;
-  session.user = "bench";
-  session.source = "process-wide-locks-benchmark";
-  std::vector<UniqueId> ids(queries);
-  for (UniqueId& id : ids) id = GenerateQueryId();
-  Map map(num_shards);
-  Totals totals;
-  for (auto _ : state) {
-    RoundResult r = RunThreadsToCompletion(queries, [&](int t) {
-      auto request = std::make_shared<ClientRequestState>(ids[t], statement, session);
-      CHECK(map.Add(ids[t], request));
-      for (int a = 0; a < accesses; ++a) {
-        RequestPtr found;
-        map.Get(ids[t], &found);
-        benchmark::DoNotOptimize(found.get());
-      }
-      CHECK(map.Delete(ids[t]));
-    });
-    r.ops = static_cast<uint64_t>(queries) * accesses;
-    state.SetIterationTime(r.seconds);
-    totals.Add(r);
-  }
-  ReportThroughput(totals, &state);
-}
-
-std::vector<int> ParseInts(const std::string& list) {
-  std::vector<int> out;
-  std::stringstream in(list);
-  std::string item;
-  while (std::getline(in, item, ',')) {
-    if (!item.empty()) out.push_back(std::stoi(item));
-  }
-  return out;
-}
-
-std::vector<std::string> ParseNames(const std::string& list) {
-  std::vector<std::string> out;
-  std::stringstream in(list);
-  std::string item;
-  while (std::getline(in, item, ',')) {
-    if (!item.empty()) out.push_back(item);
-  }
-  return out;
-}
-
-/// "QxA,QxA" -> {{Q, A}, ...}.
-std::vector<std::pair<int, int>> ParseGrid(const std::string& list) {
-  std::vector<std::pair<int, int>> out;
-  for (const std::string& point : ParseNames(list)) {
-    size_t x = point.find('x');
-    CHECK(x != std::string::npos) << "--grid: expected QxA, got '" << point << "'";
-    out.emplace_back(std::stoi(point.substr(0, x)), std::stoi(point.substr(x + 1)));
-  }
-  return out;
-}
-
-template <typename Fn>
-void RegisterLifecycle(const std::string& name, Fn fn, int num_shards, int queries,
-                       int accesses) {
-  benchmark::RegisterBenchmark(name.c_str(),
-                               [fn, num_shards](benchmark::State& s) { fn(s, num_shards); })
-      ->Args({queries, accesses})
-      ->ArgNames({"queries", "accesses"})
-      ->UseManualTime()
-      ->MinTime(FLAGS_grid_min_time_s)
-      ->Unit(benchmark::kMillisecond);
-}
-
-/// The lifecycle grids, point by point with the variants of a point back to back.
-void RegisterLifecycleBenchmarks() {
-  const int def = FLAGS_registry_num_shards;
-  std::vector<int> shard_counts = {4};
-  if (def != 4) shard_counts.push_back(def);
-  const auto grid = ParseGrid(FLAGS_grid);
-  for (const auto& [queries, accesses] : grid) {
-    RegisterLifecycle("BM_QueryLifecycle<GlobalBoostMutex>",
-                      &BM_QueryLifecycle<ExclusiveQueryRegistry<boost::mutex>>, 1, queries,
-                      accesses);
-    RegisterLifecycle("BM_QueryLifecycle<SpinLock4ShardsExclusive>",
-                      &BM_QueryLifecycle<ExclusiveQueryRegistry<SpinLock>>, 4, queries,
-                      accesses);
-    for (int n : shard_counts) {
-      RegisterLifecycle("BM_QueryLifecycle<QueryExecMgr" + std::to_string(n) + "Shards>",
-                        &BM_QueryLifecycle<ShardedQueryRegistry>, n, queries, accesses);
-    }
-    // QueryExecMgr's references over a map read without a lock (hazard-query-registry.h,
-    // stable-query-registry.h).
-    for (int n : shard_counts) {
-      RegisterLifecycle("BM_QueryLifecycle<StableSeqlockTag" + std::to_string(n) + "Shards>",
-                        &BM_QueryLifecycle<StableQueryRegistry>, n, queries, accesses);
-      RegisterLifecycle("BM_QueryLifecycle<HazardSeqlockTag" + std::to_string(n) + "Shards>",
-                        &BM_QueryLifecycle<HazardQueryRegistry<true>>, n, queries, accesses);
-      RegisterLifecycle(
-          "BM_QueryLifecycle<HazardFenceSeqlockTag" + std::to_string(n) + "Shards>",
-          &BM_QueryLifecycle<HazardQueryRegistry<false>>, n, queries, accesses);
-    }
-  }
-  for (const auto& [queries, accesses] : grid) {
-    RegisterLifecycle("BM_RequestLifecycle<GlobalBoostMutex>",
-                      &BM_RequestLifecycle<GlobalMutexMap<RequestPtr>>, 1, queries, accesses);
-    for (int n : shard_counts) {
-      RegisterLifecycle(
-          "BM_RequestLifecycle<ClientRequestStateMap" + std::to_string(n) + "Shards>",
-          &BM_RequestLifecycle<ShardedQueryMapVariant<RequestPtr, FlatMap<RequestPtr>>>, n, queries,
-          accesses);
-    }
-    // The same shared_ptr lookups over a map read without a lock (hazard-shared-map.h).
-    for (int n : shard_counts) {
-      RegisterLifecycle(
-          "BM_RequestLifecycle<HazardSeqlockTag" + std::to_string(n) + "Shards>",
-          &BM_RequestLifecycle<HazardSharedMap<ClientRequestState, true>>, n, queries, accesses);
-      RegisterLifecycle(
-          "BM_RequestLifecycle<HazardFenceSeqlockTag" + std::to_string(n) + "Shards>",
-          &BM_RequestLifecycle<HazardSharedMap<ClientRequestState, false>>, n, queries,
-          accesses);
-    }
-  }
-}
-
-/// BM_<Mix>Refs<Registry>: the map mixes over a query registry, as the executor uses one: a Get
-/// takes a reference to the state it finds and releases it at once; an Add creates a state (its
-/// creation reference kept in 'created', by key); a Delete releases that reference, which ends
-/// the query and unregisters it unless a reader still holds one (then its Release does). An Add
-/// of a key whose ended query a reader still holds finds it registered: a write failure, and the
-/// Delete after it has nothing to release (another failure).
-template <class Registry>
-void BM_RegistryMix(benchmark::State& state, int shards, Mix mix, int threads, int entries,
-                    int round_ms) {
-  const Workload& w = GetWorkload(mix, threads, entries);
-  QueryContext ctx;
-  ctx.statement = std::make_shared<const std::string>("SELECT count(*) FROM lineitem");
-  ctx.user = "bench";
-  auto registry = std::make_unique<Registry>(shards);
-  // Each key's writes come from one thread (its ring's), so 'created[k]' is that thread's.
-  std::vector<QueryState*> created(w.keys.size(), nullptr);
-  for (int i = 0; i < w.entries; ++i) created[i] = registry->Create(w.keys[i], ctx);
-  const UniqueId* keys = w.keys.data();
-  TimeMix(state, threads, round_ms,
-          [&](int t, size_t* pos, uint64_t* failures, const std::atomic<bool>& stop) {
-            return ReplayOps(
-                w, t, pos, failures, stop,
-                [&](uint32_t k) {
-                  QueryState* qs = registry->Get(keys[k]);
-                  if (qs != nullptr) registry->Release(qs);
-                  return qs != nullptr;
-                },
-                [&](uint32_t k) {
-                  created[k] = registry->TryCreate(keys[k], ctx);
-                  return created[k] != nullptr;
-                },
-                [&](uint32_t k) {
-                  if (created[k] == nullptr) return false;
-                  registry->Release(created[k]);
-                  created[k] = nullptr;
-                  return true;
-                });
-          });
-  for (QueryState* qs : created) {
-    if (qs != nullptr) registry->Release(qs);
-  }
-}
-
-using MixBenchmark = void (*)(benchmark::State&, int, Mix, int, int, int);
-
-/// Registers BM_<Mix><family><variant>/entries:E/threads:T for every mix, point and variant (the
-/// variants of a point back to back), 256 shards each.
-void RegisterMixFamily(const std::string& family,
-                       const std::vector<std::pair<std::string, MixBenchmark>>& variants,
-                       const MapBenchmarkOptions& o) {
-  for (Mix mix : {Mix::kLookupOnly, Mix::kReadHeavy, Mix::kChurn, Mix::kHotQuery}) {
-    for (int entries : o.entries) {
-      for (int threads : o.threads) {
-        for (const auto& v : variants) {
-          const std::string name = std::string("BM_") + MixName(mix) + family + "<" + v.first +
-                                   ">/entries:" + std::to_string(entries) +
-                                   "/threads:" + std::to_string(threads);
-          benchmark::RegisterBenchmark(name.c_str(),
-                                       [fn = v.second, mix, threads, entries, o](
-                                           benchmark::State& s) {
-                                         fn(s, 256, mix, threads, entries, o.round_ms);
-                                       })
-              ->UseManualTime()
-              ->Iterations(o.rounds)
-              ->Unit(benchmark::kMillisecond);
-        }
-      }
-    }
-  }
-}
-
-/// The mixes over the executor's registries (BM_<Mix>Refs: QueryExecMgr and the lock-free
-/// ones) and over the coordinator's maps of shared_ptrs (BM_<Mix>Shared: ClientRequestStateMap
-/// and HazardSharedMap), each default twice: *Again is the spread of identical code side by side
-/// (an A/A control).
-void RegisterReferenceMixBenchmarks(const MapBenchmarkOptions& o) {
-  RegisterMixFamily("Refs",
-                    {{"QueryExecMgr256", &BM_RegistryMix<ShardedQueryRegistry>},
-                     {"QueryExecMgr256Again", &BM_RegistryMix<ShardedQueryRegistry>},
-                     {"StableSeqlockTag256", &BM_RegistryMix<StableQueryRegistry>},
-                     {"HazardSeqlockTag256", &BM_RegistryMix<HazardQueryRegistry<true>>},
-                     {"HazardFenceSeqlockTag256", &BM_RegistryMix<HazardQueryRegistry<false>>}},
-                    o);
-  using SharedMap = ShardedQueryMapVariant<SharedValue, FlatMap<SharedValue>>;
-  RegisterMixFamily(
-      "Shared",
-      {{"ClientRequestStateMap256", &BM_SharedMix<SharedMap>},
-       {"ClientRequestStateMap256Again", &BM_SharedMix<SharedMap>},
-       {"HazardSeqlockTag256", &BM_SharedMix<HazardSharedMap<const Entry, true>>},
-       {"HazardFenceSeqlockTag256", &BM_SharedMix<HazardSharedMap<const Entry, false>>}},
-      o);
-}
 
 /// How a BM_WalkAll walk holds each shard: kExclusive is DoFuncForAllEntries (lowers every
 /// bias, one membarrier(), then each shard exclusively); kShardByShard holds each shard
@@ -607,7 +262,7 @@ int main(int argc, char** argv) {
   options.get_vs_bare_rounds = FLAGS_get_vs_bare_rounds;
   for (int pass = 0; pass < FLAGS_passes; ++pass) {
     RegisterRoundTrip(pass, "start");
-    RegisterLifecycleBenchmarks();
+    RegisterLifecycleBenchmarks(FLAGS_grid, FLAGS_grid_min_time_s);
     RegisterMapBenchmarks(options);
     RegisterReferenceMixBenchmarks(options);
     RegisterWalkBenchmarks(options.entries);

@@ -79,11 +79,21 @@ class QR_SCOPED_CAPABILITY SpinLockHold {
 /// kPairProbe (8-slot groups only): a lookup loads and matches a group and the next one at
 /// once, so an entry that overflowed into the next group costs no extra branch (the layout and
 /// the writers are unchanged; docs/benchmarks.md, "Why the tag table's probe lost").
+/// kOneLoad (with kPairProbe or 16-slot groups): a lookup reads its 16 control bytes with one
+/// 16-byte load instead of two 8-byte atomic loads and a shuffle (docs/benchmarks.md, "Sixteen
+/// control bytes in one load"). A pair's two words are adjacent in memory (the last group's
+/// next one is a copy of the first's, kept by the writers below the last); a 16-slot group's
+/// two words are 16-byte aligned. That load is an SSE move in inline assembly:
+/// C++ has no 16-byte atomic load that is a plain move, and the probe needs each control byte
+/// read whole (which every x86 load of it guarantees), not the 16 bytes at one instant (the
+/// version check discards a torn view). Under ThreadSanitizer, which cannot see into the
+/// assembly, the two atomic loads read the same two words.
 template <typename T, Holds kHolds = Holds::kNone, int kGroupSlots = 8, bool kPairProbe = false,
-          int kMaxLoadEighths = 7>
+          int kMaxLoadEighths = 7, bool kOneLoad = false>
 class SeqlockTagMap {
   static_assert(kGroupSlots == 8 || kGroupSlots == 16, "a group is one or two control words");
   static_assert(!kPairProbe || kGroupSlots == 8, "a pair probe reads two 8-slot groups");
+  static_assert(!kOneLoad || kPairProbe || kGroupSlots == 16, "one load reads 16 bytes");
   static_assert(std::is_pointer_v<T>, "SeqlockTagMap stores pointers");
 
  public:
@@ -288,7 +298,7 @@ class SeqlockTagMap {
       const uint64_t groups = capacity / kGroup;
       auto* mem = static_cast<char*>(::operator new(Bytes(capacity), std::align_val_t{64}));
       auto* t = new (mem + CtrlBytes(capacity)) Table{groups - 1, 0};
-      for (uint64_t i = 0; i < groups * kWords; ++i) new (&t->Word(i)) std::atomic<uint64_t>(0);
+      for (uint64_t i = 0; i < CtrlWords(capacity); ++i) new (&t->Word(i)) std::atomic<uint64_t>(0);
       for (uint64_t i = 0; i < capacity; ++i) new (&t->slots()[i]) Slot;
       return t;
     }
@@ -297,7 +307,11 @@ class SeqlockTagMap {
       ::operator delete(reinterpret_cast<char*>(t) - CtrlBytes(t->capacity()),
                         std::align_val_t{64});
     }
-    static uint64_t CtrlBytes(uint64_t capacity) { return capacity / 8 * sizeof(uint64_t); }
+    /// A pair in one load reads one more word: the copy of word 0 below the last
+    /// (Word(group_mask + 1)).
+    static constexpr bool kPairCopy = kOneLoad && kPairProbe;
+    static uint64_t CtrlWords(uint64_t capacity) { return capacity / 8 + (kPairCopy ? 1 : 0); }
+    static uint64_t CtrlBytes(uint64_t capacity) { return CtrlWords(capacity) * sizeof(uint64_t); }
     static uint64_t Bytes(uint64_t capacity) {
       return CtrlBytes(capacity) + sizeof(Table) + capacity * sizeof(Slot);
     }
@@ -311,10 +325,33 @@ class SeqlockTagMap {
     }
     Slot* slots() { return reinterpret_cast<Slot*>(this + 1); }
     const Slot* slots() const { return reinterpret_cast<const Slot*>(this + 1); }
+    /// Words i + 1 (low half) and i (high half), which lie in that order in memory, in one
+    /// 16-byte load (kOneLoad). It is an SSE move in inline assembly, with a "memory" clobber:
+    /// a compiler barrier, as the acquire loads it replaces are (x86 orders the load itself),
+    /// so nothing moves across it, the version loads included. Under ThreadSanitizer, two
+    /// atomic loads of the same words.
+    [[gnu::always_inline]] __m128i Load16(uint64_t i) const {
+#if defined(__x86_64__) && !defined(QR_SHARD_LOCK_TSAN)
+      __m128i w;
+      asm volatile("movdqu %1, %0"
+                   : "=x"(w)
+                   : "m"(*reinterpret_cast<const char(*)[16]>(&Word(i + 1)))
+                   : "memory");
+      return w;
+#else
+      const uint64_t hi = Word(i).load(std::memory_order_acquire);
+      const uint64_t lo = Word(i + 1).load(std::memory_order_acquire);
+      return _mm_set_epi64x(static_cast<int64_t>(hi), static_cast<int64_t>(lo));
+#endif
+    }
+
     /// Group 'g''s control bytes in a register, each word loaded atomically (acquire); an
-    /// 8-slot group leaves the upper half zero.
+    /// 8-slot group leaves the upper half zero. kOneLoad (16-slot groups): one 16-byte load,
+    /// the group's second word in the low half.
     [[gnu::always_inline]] __m128i LoadGroup(uint64_t g) const {
-      if constexpr (kWords == 1) {
+      if constexpr (kOneLoad) {
+        return Load16(2 * g);
+      } else if constexpr (kWords == 1) {
         return _mm_cvtsi64_si128(static_cast<int64_t>(Word(g).load(std::memory_order_acquire)));
       } else {
         const uint64_t lo = Word(2 * g).load(std::memory_order_acquire);
@@ -336,8 +373,10 @@ class SeqlockTagMap {
       for (uint64_t n = 0; n <= mask; ++n, g = (g + 1) & mask) {
         // The group's control words, loaded atomically, then matched in all bytes at once.
         const __m128i w = LoadGroup(g);
-        for (uint32_t m = _mm_movemask_epi8(_mm_cmpeq_epi8(w, tag)) & kGroupBits; m != 0;
-             m &= m - 1) {
+        uint32_t matches = _mm_movemask_epi8(_mm_cmpeq_epi8(w, tag)) & kGroupBits;
+        // kOneLoad: the low byte is the group's second word's; one rotation puts slot i at bit i.
+        if constexpr (kOneLoad) matches = std::rotl(static_cast<uint16_t>(matches), 8);
+        for (uint32_t m = matches; m != 0; m &= m - 1) {
           const Slot& slot = s[g * kGroup + std::countr_zero(m)];
           if (slot.hi.load(std::memory_order_acquire) == id.hi &&
               slot.lo.load(std::memory_order_acquire) == id.lo) [[likely]] {
@@ -366,10 +405,12 @@ class SeqlockTagMap {
       uint64_t g = h & mask;
       for (uint64_t n = 0; n <= mask; n += 2) {
         const uint64_t next = (g + 1) & mask;
-        const uint64_t lo = Word(g).load(std::memory_order_acquire);
-        const uint64_t hi = Word(next).load(std::memory_order_acquire);
-        const __m128i w = _mm_set_epi64x(static_cast<int64_t>(hi), static_cast<int64_t>(lo));
-        for (uint32_t m = _mm_movemask_epi8(_mm_cmpeq_epi8(w, tag)); m != 0; m &= m - 1) {
+        const __m128i w = LoadPair(g, next);
+        uint32_t matches = _mm_movemask_epi8(_mm_cmpeq_epi8(w, tag));
+        // kOneLoad: the low byte is group g + 1's (its word lies below g's); one rotation puts
+        // g's candidates first, as without it.
+        if constexpr (kOneLoad) matches = std::rotl(static_cast<uint16_t>(matches), 8);
+        for (uint32_t m = matches; m != 0; m &= m - 1) {
           // Bit i < 8: slot i of g; bit i >= 8: slot i - 8 of g + 1 (wrapped with the table).
           const Slot& slot = s[(g * kGroup + std::countr_zero(m)) & slot_mask];
           if (slot.hi.load(std::memory_order_acquire) == id.hi &&
@@ -384,6 +425,20 @@ class SeqlockTagMap {
         g = (next + 1) & mask;
       }
       return false;
+    }
+
+    /// Groups g and 'next' (g + 1, wrapped with the table) in a register. kOneLoad: word g + 1
+    /// in the low half, g in the high, read by one 16-byte load from word g + 1 (for the last
+    /// group, g + 1 is the copy of word 0 below it); otherwise g low, g + 1 high, two atomic
+    /// loads. 'g' at most the reader's mask, which is at most this table's group mask.
+    [[gnu::always_inline]] __m128i LoadPair(uint64_t g, [[maybe_unused]] uint64_t next) const {
+      if constexpr (kOneLoad) {
+        return Load16(g);
+      } else {
+        const uint64_t lo = Word(g).load(std::memory_order_acquire);
+        const uint64_t hi = Word(next).load(std::memory_order_acquire);
+        return _mm_set_epi64x(static_cast<int64_t>(hi), static_cast<int64_t>(lo));
+      }
     }
 
     /// The writer's probe (under the shard mutex): true and the slot of 'id' if present,
@@ -431,8 +486,11 @@ class SeqlockTagMap {
     void SetCtrl(uint64_t pos, uint64_t byte) {
       std::atomic<uint64_t>& word = Word(pos / 8);
       const unsigned shift = pos % 8 * 8;
-      const uint64_t w = word.load(std::memory_order_relaxed);
-      word.store((w & ~(uint64_t{0xff} << shift)) | (byte << shift), std::memory_order_release);
+      const uint64_t w = (word.load(std::memory_order_relaxed) & ~(uint64_t{0xff} << shift)) |
+                         (byte << shift);
+      word.store(w, std::memory_order_release);
+      // The copy that the last group's pair reads (kPairCopy).
+      if (kPairCopy && pos < 8) Word(group_mask + 1).store(w, std::memory_order_release);
     }
     void Store(uint64_t pos, const UniqueId& id, uint64_t value, uint64_t tag) {
       slots()[pos].hi.store(id.hi, std::memory_order_release);
@@ -556,7 +614,7 @@ class SeqlockTagMap {
       s.pool.erase(s.pool.begin() + static_cast<std::ptrdiff_t>(i));
       // Release stores: a stale reader still in this table that sees one also sees the
       // version bump that retired it, and retries.
-      for (uint64_t i = 0; i < (t->group_mask + 1) * kWords; ++i) {
+      for (uint64_t i = 0; i < Table::CtrlWords(capacity); ++i) {
         t->Word(i).store(0, std::memory_order_release);
       }
       s.tables_reused++;

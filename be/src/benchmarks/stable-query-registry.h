@@ -39,14 +39,18 @@
 
 namespace qr::bench {
 
-class StableQueryRegistry {
+/// kPairOneLoad: the map's lookups match a group and the next one in one 16-byte load
+/// (SeqlockTagMap's kPairProbe and kOneLoad), so that a key outside its home group costs no
+/// second probe step.
+template <bool kPairOneLoad = false>
+class BasicStableQueryRegistry {
  public:
   /// A state is destroyed at its last Release (for the tests shared with HazardQueryRegistry).
   static constexpr bool kDefersDeletion = false;
 
-  explicit StableQueryRegistry(int num_shards) : map_(num_shards) {}
+  explicit BasicStableQueryRegistry(int num_shards) : map_(num_shards) {}
   /// No Get or Release may be running; the states still registered are destroyed.
-  ~StableQueryRegistry() {
+  ~BasicStableQueryRegistry() {
     MutexLock l(&mu_);
     for (const std::unique_ptr<Node>& n : nodes_) {
       if (!n->live) continue;
@@ -54,8 +58,8 @@ class StableQueryRegistry {
       live_states_.fetch_sub(1, std::memory_order_relaxed);
     }
   }
-  StableQueryRegistry(const StableQueryRegistry&) = delete;
-  StableQueryRegistry& operator=(const StableQueryRegistry&) = delete;
+  BasicStableQueryRegistry(const BasicStableQueryRegistry&) = delete;
+  BasicStableQueryRegistry& operator=(const BasicStableQueryRegistry&) = delete;
 
   QueryState* Create(const UniqueId& id, const QueryContext& ctx) {
     QueryState* qs = TryCreate(id, ctx);
@@ -175,7 +179,11 @@ class StableQueryRegistry {
     return index;
   }
 
-  SeqlockTagMap<Node*> map_;
+  std::conditional_t<
+      kPairOneLoad,
+      SeqlockTagMap<Node*, Holds::kNone, 8, /*kPairProbe=*/true, 7, /*kOneLoad=*/true>,
+      SeqlockTagMap<Node*>>
+      map_;
   Mutex mu_;
   /// Every node ever allocated.
   std::vector<std::unique_ptr<Node>> nodes_ QR_GUARDED_BY(mu_);
@@ -190,9 +198,14 @@ class StableQueryRegistry {
   static inline std::atomic<int64_t> live_states_{0};
 };
 
-inline StableQueryRegistry::Node* StableQueryRegistry::Node::Of(QueryState* qs) {
+template <bool kPairOneLoad>
+inline typename BasicStableQueryRegistry<kPairOneLoad>::Node*
+BasicStableQueryRegistry<kPairOneLoad>::Node::Of(QueryState* qs) {
   static_assert(std::is_standard_layout_v<Node>, "offsetof needs a standard-layout node");
   return reinterpret_cast<Node*>(reinterpret_cast<unsigned char*>(qs) - offsetof(Node, storage));
 }
+
+using StableQueryRegistry = BasicStableQueryRegistry<>;
+using StablePairQueryRegistry = BasicStableQueryRegistry</*kPairOneLoad=*/true>;
 
 }  // namespace qr::bench

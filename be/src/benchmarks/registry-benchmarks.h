@@ -1,0 +1,24 @@
+#pragma once
+
+// The registries' own benchmarks in process-wide-locks-benchmark (DESIGN.md, "benchmarks"):
+// the lifecycle grids (BM_QueryLifecycle, BM_RequestLifecycle) and the map mixes over the
+// registries whose lookups take a reference (BM_<Mix>Refs, BM_<Mix>Shared); the file comment of
+// process-wide-locks-benchmark.cc says what each measures.
+
+#include <string>
+
+#include "benchmarks/map-benchmarks.h"
+
+namespace qr::bench {
+
+/// The lifecycle grids ('grid_points': "QxA,QxA", queries x accesses), point by point with the
+/// variants of a point back to back, each run for at least 'min_time_s'.
+void RegisterLifecycleBenchmarks(const std::string& grid_points, double min_time_s);
+
+/// The mixes over the executor's registries (BM_<Mix>Refs: QueryExecMgr and the lock-free
+/// ones) and over the coordinator's maps of shared_ptrs (BM_<Mix>Shared: ClientRequestStateMap
+/// and HazardSharedMap), each default twice: *Again is the spread of identical code side by side
+/// (an A/A control).
+void RegisterReferenceMixBenchmarks(const MapBenchmarkOptions& o);
+
+}  // namespace qr::bench
