@@ -38,6 +38,7 @@ using PairShardLockHoldMap = SeqlockTagMap<const int*, Holds::kShardLock, 8, tru
 using PairOneLoadTagMap = SeqlockTagMap<const int*, Holds::kNone, 8, true, 7, /*kOneLoad=*/true>;
 using PairOneLoadShardLockHoldMap = SeqlockTagMap<const int*, Holds::kShardLock, 8, true, 7, true>;
 using WideOneLoadTagMap = SeqlockTagMap<const int*, Holds::kNone, 16, false, 7, true>;
+using PairCellsTagMap = SeqlockTagMap<const int*, Holds::kNone, 8, true, 7, true, /*kCells=*/true>;
 
 template <typename Map>
 constexpr bool kPools = !std::is_same_v<Map, EpochMap>;
@@ -64,7 +65,7 @@ class SeqlockMapsTest : public ::testing::Test {};
 using Maps = ::testing::Types<EpochMap, StableMap, TagMap, HoldMap, ShardLockHoldMap, WideTagMap,
                                WideShardLockHoldMap, PairTagMap, PairShardLockHoldMap,
                                PairOneLoadTagMap, PairOneLoadShardLockHoldMap,
-                               WideOneLoadTagMap>;
+                               WideOneLoadTagMap, PairCellsTagMap>;
 TYPED_TEST_SUITE(SeqlockMapsTest, Maps);
 
 TYPED_TEST(SeqlockMapsTest, AddGetDelete) {

@@ -56,8 +56,9 @@ struct BareOf<SeqlockMap<T, kTypeStable, kMaxLoadEighths>> {
   using type = BareMap<T, FlatMap<T>>;
 };
 template <class T, Holds kHolds, int kGroupSlots, bool kPairProbe, int kMaxLoadEighths,
-          bool kOneLoad>
-struct BareOf<SeqlockTagMap<T, kHolds, kGroupSlots, kPairProbe, kMaxLoadEighths, kOneLoad>> {
+          bool kOneLoad, bool kCells>
+struct BareOf<
+    SeqlockTagMap<T, kHolds, kGroupSlots, kPairProbe, kMaxLoadEighths, kOneLoad, kCells>> {
   using type = BareMap<T, FlatMap<T>>;
 };
 template <class T, Holds kHolds>
@@ -153,6 +154,9 @@ std::vector<Variant> AllVariants() {
       "SeqlockTagMap256Pair1", 256));
   v.push_back(MakeVariant<SeqlockTagMap<Value, Holds::kShardLock, 8, true, 7, true>>(
       "SeqlockShardLockMap256Pair1", 256));
+  // The pair in one load from 16-byte aligned cells (each group's word and a copy of the next).
+  v.push_back(MakeVariant<SeqlockTagMap<Value, Holds::kNone, 8, true, 7, true, true>>(
+      "SeqlockTagMap256Pair2", 256));
   // 16-slot groups read with one 16-byte load.
   v.push_back(MakeVariant<SeqlockTagMap<Value, Holds::kNone, 16, false, 7, true>>(
       "SeqlockTagMap256G16One", 256));

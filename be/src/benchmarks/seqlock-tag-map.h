@@ -88,12 +88,16 @@ class QR_SCOPED_CAPABILITY SpinLockHold {
 /// read whole (which every x86 load of it guarantees), not the 16 bytes at one instant (the
 /// version check discards a torn view). Under ThreadSanitizer, which cannot see into the
 /// assembly, the two atomic loads read the same two words.
+/// kCells (with kPairProbe and kOneLoad): each group's control word sits in a 16-byte aligned
+/// cell with a copy of the next group's beside it, so the pair's load never crosses a cache
+/// line; twice the control bytes, and a writer stores each control word twice.
 template <typename T, Holds kHolds = Holds::kNone, int kGroupSlots = 8, bool kPairProbe = false,
-          int kMaxLoadEighths = 7, bool kOneLoad = false>
+          int kMaxLoadEighths = 7, bool kOneLoad = false, bool kCells = false>
 class SeqlockTagMap {
   static_assert(kGroupSlots == 8 || kGroupSlots == 16, "a group is one or two control words");
   static_assert(!kPairProbe || kGroupSlots == 8, "a pair probe reads two 8-slot groups");
   static_assert(!kOneLoad || kPairProbe || kGroupSlots == 16, "one load reads 16 bytes");
+  static_assert(!kCells || (kPairProbe && kOneLoad), "cells hold pairs read in one load");
   static_assert(std::is_pointer_v<T>, "SeqlockTagMap stores pointers");
 
  public:
@@ -309,8 +313,10 @@ class SeqlockTagMap {
     }
     /// A pair in one load reads one more word: the copy of word 0 below the last
     /// (Word(group_mask + 1)).
-    static constexpr bool kPairCopy = kOneLoad && kPairProbe;
-    static uint64_t CtrlWords(uint64_t capacity) { return capacity / 8 + (kPairCopy ? 1 : 0); }
+    static constexpr bool kPairCopy = kOneLoad && kPairProbe && !kCells;
+    static uint64_t CtrlWords(uint64_t capacity) {
+      return kCells ? capacity / 8 * 2 : capacity / 8 + (kPairCopy ? 1 : 0);
+    }
     static uint64_t CtrlBytes(uint64_t capacity) { return CtrlWords(capacity) * sizeof(uint64_t); }
     static uint64_t Bytes(uint64_t capacity) {
       return CtrlBytes(capacity) + sizeof(Table) + capacity * sizeof(Slot);
@@ -322,6 +328,14 @@ class SeqlockTagMap {
     }
     [[gnu::always_inline]] const std::atomic<uint64_t>& Word(uint64_t i) const {
       return reinterpret_cast<const std::atomic<uint64_t>*>(this)[-1 - static_cast<int64_t>(i)];
+    }
+    /// The control word of slots 8i to 8i + 7 (Word(i), or with kCells the high half of cell i,
+    /// whose low half, Word(2i + 1), is the copy of the next group's).
+    [[gnu::always_inline]] std::atomic<uint64_t>& OwnWord(uint64_t i) {
+      return Word(kCells ? 2 * i : i);
+    }
+    [[gnu::always_inline]] const std::atomic<uint64_t>& OwnWord(uint64_t i) const {
+      return Word(kCells ? 2 * i : i);
     }
     Slot* slots() { return reinterpret_cast<Slot*>(this + 1); }
     const Slot* slots() const { return reinterpret_cast<const Slot*>(this + 1); }
@@ -352,7 +366,8 @@ class SeqlockTagMap {
       if constexpr (kOneLoad) {
         return Load16(2 * g);
       } else if constexpr (kWords == 1) {
-        return _mm_cvtsi64_si128(static_cast<int64_t>(Word(g).load(std::memory_order_acquire)));
+        return _mm_cvtsi64_si128(
+            static_cast<int64_t>(OwnWord(g).load(std::memory_order_acquire)));
       } else {
         const uint64_t lo = Word(2 * g).load(std::memory_order_acquire);
         const uint64_t hi = Word(2 * g + 1).load(std::memory_order_acquire);
@@ -432,7 +447,9 @@ class SeqlockTagMap {
     /// group, g + 1 is the copy of word 0 below it); otherwise g low, g + 1 high, two atomic
     /// loads. 'g' at most the reader's mask, which is at most this table's group mask.
     [[gnu::always_inline]] __m128i LoadPair(uint64_t g, [[maybe_unused]] uint64_t next) const {
-      if constexpr (kOneLoad) {
+      if constexpr (kCells) {
+        return Load16(2 * g);
+      } else if constexpr (kOneLoad) {
         return Load16(g);
       } else {
         const uint64_t lo = Word(g).load(std::memory_order_acquire);
@@ -450,7 +467,7 @@ class SeqlockTagMap {
       for (uint64_t n = 0; n <= group_mask; ++n, g = (g + 1) & group_mask) {
         bool has_empty = false;
         for (uint64_t word = g * kWords; word < (g + 1) * kWords; ++word) {
-          const uint64_t w = Word(word).load(std::memory_order_relaxed);
+          const uint64_t w = OwnWord(word).load(std::memory_order_relaxed);
           for (uint64_t m = ZeroBytes(w ^ pattern); m != 0; m &= m - 1) {
             const uint64_t i = word * 8 + (std::countr_zero(m) >> 3);
             if (slots()[i].hi.load(std::memory_order_relaxed) == id.hi &&
@@ -475,22 +492,24 @@ class SeqlockTagMap {
     bool GroupHasEmpty(uint64_t pos) const {
       const uint64_t first = pos / kGroup * kWords;
       for (uint64_t word = first; word < first + kWords; ++word) {
-        if (ZeroBytes(Word(word).load(std::memory_order_relaxed)) != 0) return true;
+        if (ZeroBytes(OwnWord(word).load(std::memory_order_relaxed)) != 0) return true;
       }
       return false;
     }
     uint64_t Ctrl(uint64_t pos) const {
-      return (Word(pos / 8).load(std::memory_order_relaxed) >> (pos % 8 * 8)) & 0xff;
+      return (OwnWord(pos / 8).load(std::memory_order_relaxed) >> (pos % 8 * 8)) & 0xff;
     }
     /// Release stores: a reader that sees one also sees the odd version before it.
     void SetCtrl(uint64_t pos, uint64_t byte) {
-      std::atomic<uint64_t>& word = Word(pos / 8);
+      std::atomic<uint64_t>& word = OwnWord(pos / 8);
       const unsigned shift = pos % 8 * 8;
       const uint64_t w = (word.load(std::memory_order_relaxed) & ~(uint64_t{0xff} << shift)) |
                          (byte << shift);
       word.store(w, std::memory_order_release);
       // The copy that the last group's pair reads (kPairCopy).
       if (kPairCopy && pos < 8) Word(group_mask + 1).store(w, std::memory_order_release);
+      // The copy in the previous group's cell (kCells).
+      if (kCells) Word(2 * ((pos / 8 - 1) & group_mask) + 1).store(w, std::memory_order_release);
     }
     void Store(uint64_t pos, const UniqueId& id, uint64_t value, uint64_t tag) {
       slots()[pos].hi.store(id.hi, std::memory_order_release);
