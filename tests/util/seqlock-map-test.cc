@@ -32,13 +32,14 @@ using HoldMap = SeqlockTagMap<const int*, Holds::kSlots>;
 using ShardLockHoldMap = SeqlockTagMap<const int*, Holds::kShardLock>;
 using WideTagMap = SeqlockTagMap<const int*, Holds::kNone, 16>;
 using WideShardLockHoldMap = SeqlockTagMap<const int*, Holds::kShardLock, 16>;
-using PairTagMap = SeqlockTagMap<const int*, Holds::kNone, 8, /*kPairProbe=*/true>;
-using HalfTagMap = SeqlockTagMap<const int*, Holds::kNone, 8, false, /*kMaxLoadEighths=*/4>;
-using PairShardLockHoldMap = SeqlockTagMap<const int*, Holds::kShardLock, 8, true>;
-using PairOneLoadTagMap = SeqlockTagMap<const int*, Holds::kNone, 8, true, 7, /*kOneLoad=*/true>;
-using PairOneLoadShardLockHoldMap = SeqlockTagMap<const int*, Holds::kShardLock, 8, true, 7, true>;
-using WideOneLoadTagMap = SeqlockTagMap<const int*, Holds::kNone, 16, false, 7, true>;
-using PairCellsTagMap = SeqlockTagMap<const int*, Holds::kNone, 8, true, 7, true, /*kCells=*/true>;
+using PairTagMap = SeqlockTagMap<const int*, Holds::kNone, 8, Probe::kPairs>;
+using HalfTagMap = SeqlockTagMap<const int*, Holds::kNone, 8, Probe::kGroups, /*kMaxLoadEighths=*/4>;
+using PairShardLockHoldMap = SeqlockTagMap<const int*, Holds::kShardLock, 8, Probe::kPairs>;
+using PairOneLoadTagMap = SeqlockTagMap<const int*, Holds::kNone, 8, Probe::kPairsOneLoad>;
+using PairOneLoadShardLockHoldMap = SeqlockTagMap<const int*, Holds::kShardLock, 8, Probe::kPairsOneLoad>;
+using WideOneLoadTagMap = SeqlockTagMap<const int*, Holds::kNone, 16, Probe::kGroupsOneLoad>;
+using PairCellsTagMap = SeqlockTagMap<const int*, Holds::kNone, 8, Probe::kPairsInCells>;
+using HomeFirstTagMap = SeqlockTagMap<const int*, Holds::kNone, 8, Probe::kPairsHomeFirst>;
 
 template <typename Map>
 constexpr bool kPools = !std::is_same_v<Map, EpochMap>;
@@ -65,7 +66,7 @@ class SeqlockMapsTest : public ::testing::Test {};
 using Maps = ::testing::Types<EpochMap, StableMap, TagMap, HoldMap, ShardLockHoldMap, WideTagMap,
                                WideShardLockHoldMap, PairTagMap, PairShardLockHoldMap,
                                PairOneLoadTagMap, PairOneLoadShardLockHoldMap,
-                               WideOneLoadTagMap, PairCellsTagMap>;
+                               WideOneLoadTagMap, PairCellsTagMap, HomeFirstTagMap>;
 TYPED_TEST_SUITE(SeqlockMapsTest, Maps);
 
 TYPED_TEST(SeqlockMapsTest, AddGetDelete) {
@@ -136,7 +137,9 @@ TEST(SeqlockTagMapTest, AHalfFullTableGrowsPastHalfAndFindsEveryEntry) {
   for (int i = 0; i < kLive + 2000; ++i) {
     const int* v = nullptr;
     ASSERT_EQ(map.Get(Key(i), &v), i < kLive) << i;
-    if (i < kLive) ASSERT_EQ(v, &vals[i]) << i;
+    if (i < kLive) {
+      ASSERT_EQ(v, &vals[i]) << i;
+    }
   }
   for (int i = 0; i < kLive; i += 2) ASSERT_TRUE(map.Delete(Key(i)));
   for (int i = 0; i < kLive; ++i) {

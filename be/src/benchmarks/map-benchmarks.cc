@@ -55,10 +55,8 @@ template <class T, bool kTypeStable, int kMaxLoadEighths>
 struct BareOf<SeqlockMap<T, kTypeStable, kMaxLoadEighths>> {
   using type = BareMap<T, FlatMap<T>>;
 };
-template <class T, Holds kHolds, int kGroupSlots, bool kPairProbe, int kMaxLoadEighths,
-          bool kOneLoad, bool kCells>
-struct BareOf<
-    SeqlockTagMap<T, kHolds, kGroupSlots, kPairProbe, kMaxLoadEighths, kOneLoad, kCells>> {
+template <class T, Holds kHolds, int kGroupSlots, Probe kProbe, int kMaxLoadEighths>
+struct BareOf<SeqlockTagMap<T, kHolds, kGroupSlots, kProbe, kMaxLoadEighths>> {
   using type = BareMap<T, FlatMap<T>>;
 };
 template <class T, Holds kHolds>
@@ -145,24 +143,27 @@ std::vector<Variant> AllVariants() {
   v.push_back(MakeVariant<SeqlockTagMap<Value, Holds::kShardLock, 16>>(
       "SeqlockShardLockMap256G16", 256));
   // SeqlockTagMap256 and SeqlockShardLockMap256 whose lookups match two 8-slot groups at once.
-  v.push_back(MakeVariant<SeqlockTagMap<Value, Holds::kNone, 8, true>>("SeqlockTagMap256Pair",
-                                                                     256));
-  v.push_back(MakeVariant<SeqlockTagMap<Value, Holds::kShardLock, 8, true>>(
+  v.push_back(MakeVariant<SeqlockTagMap<Value, Holds::kNone, 8, Probe::kPairs>>(
+      "SeqlockTagMap256Pair", 256));
+  v.push_back(MakeVariant<SeqlockTagMap<Value, Holds::kShardLock, 8, Probe::kPairs>>(
       "SeqlockShardLockMap256Pair", 256));
   // The pair read with one 16-byte load (the last group's next word a copy of the first's).
-  v.push_back(MakeVariant<SeqlockTagMap<Value, Holds::kNone, 8, true, 7, true>>(
+  v.push_back(MakeVariant<SeqlockTagMap<Value, Holds::kNone, 8, Probe::kPairsOneLoad>>(
       "SeqlockTagMap256Pair1", 256));
-  v.push_back(MakeVariant<SeqlockTagMap<Value, Holds::kShardLock, 8, true, 7, true>>(
+  v.push_back(MakeVariant<SeqlockTagMap<Value, Holds::kShardLock, 8, Probe::kPairsOneLoad>>(
       "SeqlockShardLockMap256Pair1", 256));
   // The pair in one load from 16-byte aligned cells (each group's word and a copy of the next).
-  v.push_back(MakeVariant<SeqlockTagMap<Value, Holds::kNone, 8, true, 7, true, true>>(
+  v.push_back(MakeVariant<SeqlockTagMap<Value, Holds::kNone, 8, Probe::kPairsInCells>>(
       "SeqlockTagMap256Pair2", 256));
+  // The pair's load and layout, the home group matched first and alone.
+  v.push_back(MakeVariant<SeqlockTagMap<Value, Holds::kNone, 8, Probe::kPairsHomeFirst>>(
+      "SeqlockTagMap256Home", 256));
   // 16-slot groups read with one 16-byte load.
-  v.push_back(MakeVariant<SeqlockTagMap<Value, Holds::kNone, 16, false, 7, true>>(
+  v.push_back(MakeVariant<SeqlockTagMap<Value, Holds::kNone, 16, Probe::kGroupsOneLoad>>(
       "SeqlockTagMap256G16One", 256));
   // SeqlockTagMap256 with tables at most half full, so that fewer keys leave their home group.
-  v.push_back(MakeVariant<SeqlockTagMap<Value, Holds::kNone, 8, false, 4>>("SeqlockTagMap256Half",
-                                                                         256));
+  v.push_back(MakeVariant<SeqlockTagMap<Value, Holds::kNone, 8, Probe::kGroups, 4>>(
+      "SeqlockTagMap256Half", 256));
   // The registry with a SeqlockTagMap beside it that Get reads (mirrored-registry.h).
   v.push_back(MakeVariant<MirroredRegistry<Value>>("MirroredRegistry256", 256));
 #ifdef QR_HAVE_TBB

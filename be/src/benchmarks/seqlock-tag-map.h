@@ -17,9 +17,10 @@
 //   by the retirement, makes it retry. So a reader announces nothing: no store at all.
 //   The price is memory: a shard keeps at most two tables of each capacity below its current
 //   one (a reused table is taken out of the pool), i.e. at most 3x its largest table.
-// - Each table is absl's layout, written with atomics: one control byte per slot (0 empty,
-//   1 deleted, 0x80 | 7 hash bits full) in 8-byte groups, and the slots (two key halves and the
-//   value). A lookup loads one group word atomically, matches the tag in all eight bytes at once
+// - Each table (SeqlockTagTable, seqlock-tag-table.h) is absl's layout, written with atomics:
+//   one control byte per slot (0 empty, 1 deleted, 0x80 | 7 hash bits full) in 8-byte groups,
+//   and the slots (two key halves and the value). A lookup (Probe::kGroups; the other probes
+//   are variants of it) loads one group word atomically, matches the tag in all eight bytes at once
 //   (SSE2 on the loaded word), and compares the key of a matching slot; it stops at the first
 //   group with an empty byte. Tables run up to 7/8 full, as absl's do, so they are no larger
 //   than absl's and the probe's branches are as predictable (one group, one candidate, nearly
@@ -40,20 +41,18 @@
 // With holds (kHolds other than Holds::kNone; seqlock-holds.h): VisitShared(id, fn) runs 'fn'
 // with the entry held, and Get is unchanged.
 
-#include <emmintrin.h>
-
 #include <algorithm>
 #include <atomic>
 #include <bit>
 #include <cstdint>
 #include <memory>
-#include <new>
 #include <thread>
 #include <type_traits>
 #include <vector>
 
 #include "benchmarks/seqlock-holds.h"
 #include "benchmarks/seqlock-map.h"
+#include "benchmarks/seqlock-tag-table.h"
 #include "util/check.h"
 #include "util/shard-lock.h"
 #include "util/spinlock.h"
@@ -76,28 +75,11 @@ class QR_SCOPED_CAPABILITY SpinLockHold {
 };
 
 /// kGroupSlots: slots per probe group, 8 (one control word) or 16 (two, absl's group width).
-/// kPairProbe (8-slot groups only): a lookup loads and matches a group and the next one at
-/// once, so an entry that overflowed into the next group costs no extra branch (the layout and
-/// the writers are unchanged; docs/benchmarks.md, "Why the tag table's probe lost").
-/// kOneLoad (with kPairProbe or 16-slot groups): a lookup reads its 16 control bytes with one
-/// 16-byte load instead of two 8-byte atomic loads and a shuffle (docs/benchmarks.md, "Sixteen
-/// control bytes in one load"). A pair's two words are adjacent in memory (the last group's
-/// next one is a copy of the first's, kept by the writers below the last); a 16-slot group's
-/// two words are 16-byte aligned. That load is an SSE move in inline assembly:
-/// C++ has no 16-byte atomic load that is a plain move, and the probe needs each control byte
-/// read whole (which every x86 load of it guarantees), not the 16 bytes at one instant (the
-/// version check discards a torn view). Under ThreadSanitizer, which cannot see into the
-/// assembly, the two atomic loads read the same two words.
-/// kCells (with kPairProbe and kOneLoad): each group's control word sits in a 16-byte aligned
-/// cell with a copy of the next group's beside it, so the pair's load never crosses a cache
-/// line; twice the control bytes, and a writer stores each control word twice.
-template <typename T, Holds kHolds = Holds::kNone, int kGroupSlots = 8, bool kPairProbe = false,
-          int kMaxLoadEighths = 7, bool kOneLoad = false, bool kCells = false>
+/// kProbe: how a lookup walks the groups (seqlock-tag-table.h). kMaxLoadEighths: how full a
+/// table runs, counting tombstones, before a rehash.
+template <typename T, Holds kHolds = Holds::kNone, int kGroupSlots = 8,
+          Probe kProbe = Probe::kGroups, int kMaxLoadEighths = 7>
 class SeqlockTagMap {
-  static_assert(kGroupSlots == 8 || kGroupSlots == 16, "a group is one or two control words");
-  static_assert(!kPairProbe || kGroupSlots == 8, "a pair probe reads two 8-slot groups");
-  static_assert(!kOneLoad || kPairProbe || kGroupSlots == 16, "one load reads 16 bytes");
-  static_assert(!kCells || (kPairProbe && kOneLoad), "cells hold pairs read in one load");
   static_assert(std::is_pointer_v<T>, "SeqlockTagMap stores pointers");
 
  public:
@@ -267,257 +249,11 @@ class SeqlockTagMap {
   }
 
  private:
-  static constexpr uint64_t kGroup = kGroupSlots;
-  /// Control words (8 bytes, 8 slots each) per group.
-  static constexpr uint64_t kWords = kGroup / 8;
-  /// The low bits of movemask that belong to a group (an 8-slot group fills half a register).
-  static constexpr uint32_t kGroupBits = kGroup == 8 ? 0xff : 0xffff;
-  static constexpr uint64_t kEmptyCtrl = 0;
-  static constexpr uint64_t kDeletedCtrl = 1;
-  static constexpr uint64_t kLsb = 0x0101010101010101ULL;
-  static constexpr uint64_t kMsb = 0x8080808080808080ULL;
-
-  /// The control byte of a full slot: the top 7 bits of the hash (the low bits pick the group).
-  static uint64_t Tag(uint64_t h) { return 0x80 | (h >> 57); }
-  /// 0x80 in every byte of 'w' that is zero, 0 elsewhere (exact: no carries between bytes).
-  [[gnu::always_inline]] static uint64_t ZeroBytes(uint64_t w) {
-    return ~(((w & ~kMsb) + ~kMsb) | w | ~kMsb);
-  }
-
-  /// A table: the control words (last first), its header (group mask), then the slots, in one
-  /// allocation; a Table* points at the header.
-  struct Table {
-    struct Slot {
-      std::atomic<uint64_t> hi{0};
-      std::atomic<uint64_t> lo{0};
-      std::atomic<uint64_t> value{0};
-    };
-    uint64_t group_mask;  // Never changes: a stale reader's probe stays in bounds.
-    uint64_t padding;
-
-    /// The allocation: the control words, last first, then the header, then the slots. So
-    /// both a control word (Word) and a slot are at a fixed distance from the header, whatever
-    /// the capacity: a reader addresses them without loading the header.
-    static Table* Create(uint64_t capacity) {
-      const uint64_t groups = capacity / kGroup;
-      auto* mem = static_cast<char*>(::operator new(Bytes(capacity), std::align_val_t{64}));
-      auto* t = new (mem + CtrlBytes(capacity)) Table{groups - 1, 0};
-      for (uint64_t i = 0; i < CtrlWords(capacity); ++i) new (&t->Word(i)) std::atomic<uint64_t>(0);
-      for (uint64_t i = 0; i < capacity; ++i) new (&t->slots()[i]) Slot;
-      return t;
-    }
-    static void Destroy(Table* t) {
-      static_assert(std::is_trivially_destructible_v<Slot>);
-      ::operator delete(reinterpret_cast<char*>(t) - CtrlBytes(t->capacity()),
-                        std::align_val_t{64});
-    }
-    /// A pair in one load reads one more word: the copy of word 0 below the last
-    /// (Word(group_mask + 1)).
-    static constexpr bool kPairCopy = kOneLoad && kPairProbe && !kCells;
-    static uint64_t CtrlWords(uint64_t capacity) {
-      return kCells ? capacity / 8 * 2 : capacity / 8 + (kPairCopy ? 1 : 0);
-    }
-    static uint64_t CtrlBytes(uint64_t capacity) { return CtrlWords(capacity) * sizeof(uint64_t); }
-    static uint64_t Bytes(uint64_t capacity) {
-      return CtrlBytes(capacity) + sizeof(Table) + capacity * sizeof(Slot);
-    }
-    uint64_t capacity() const { return (group_mask + 1) * kGroup; }
-    /// Control word 'i' (slots 8i to 8i + 7), below the header.
-    [[gnu::always_inline]] std::atomic<uint64_t>& Word(uint64_t i) {
-      return reinterpret_cast<std::atomic<uint64_t>*>(this)[-1 - static_cast<int64_t>(i)];
-    }
-    [[gnu::always_inline]] const std::atomic<uint64_t>& Word(uint64_t i) const {
-      return reinterpret_cast<const std::atomic<uint64_t>*>(this)[-1 - static_cast<int64_t>(i)];
-    }
-    /// The control word of slots 8i to 8i + 7 (Word(i), or with kCells the high half of cell i,
-    /// whose low half, Word(2i + 1), is the copy of the next group's).
-    [[gnu::always_inline]] std::atomic<uint64_t>& OwnWord(uint64_t i) {
-      return Word(kCells ? 2 * i : i);
-    }
-    [[gnu::always_inline]] const std::atomic<uint64_t>& OwnWord(uint64_t i) const {
-      return Word(kCells ? 2 * i : i);
-    }
-    Slot* slots() { return reinterpret_cast<Slot*>(this + 1); }
-    const Slot* slots() const { return reinterpret_cast<const Slot*>(this + 1); }
-    /// Words i + 1 (low half) and i (high half), which lie in that order in memory, in one
-    /// 16-byte load (kOneLoad). It is an SSE move in inline assembly, with a "memory" clobber:
-    /// a compiler barrier, as the acquire loads it replaces are (x86 orders the load itself),
-    /// so nothing moves across it, the version loads included. Under ThreadSanitizer, two
-    /// atomic loads of the same words.
-    [[gnu::always_inline]] __m128i Load16(uint64_t i) const {
-#if defined(__x86_64__) && !defined(QR_SHARD_LOCK_TSAN)
-      __m128i w;
-      asm volatile("movdqu %1, %0"
-                   : "=x"(w)
-                   : "m"(*reinterpret_cast<const char(*)[16]>(&Word(i + 1)))
-                   : "memory");
-      return w;
-#else
-      const uint64_t hi = Word(i).load(std::memory_order_acquire);
-      const uint64_t lo = Word(i + 1).load(std::memory_order_acquire);
-      return _mm_set_epi64x(static_cast<int64_t>(hi), static_cast<int64_t>(lo));
-#endif
-    }
-
-    /// Group 'g''s control bytes in a register, each word loaded atomically (acquire); an
-    /// 8-slot group leaves the upper half zero. kOneLoad (16-slot groups): one 16-byte load,
-    /// the group's second word in the low half.
-    [[gnu::always_inline]] __m128i LoadGroup(uint64_t g) const {
-      if constexpr (kOneLoad) {
-        return Load16(2 * g);
-      } else if constexpr (kWords == 1) {
-        return _mm_cvtsi64_si128(
-            static_cast<int64_t>(OwnWord(g).load(std::memory_order_acquire)));
-      } else {
-        const uint64_t lo = Word(2 * g).load(std::memory_order_acquire);
-        const uint64_t hi = Word(2 * g + 1).load(std::memory_order_acquire);
-        return _mm_set_epi64x(static_cast<int64_t>(hi), static_cast<int64_t>(lo));
-      }
-    }
-
-    /// The reader's probe: acquire loads, at most every group once (a torn view of a table
-    /// being written may have no empty byte; the caller's version check discards the result).
-    /// 'mask': a group mask no larger than this table's (the shard's 'mask', see Shard).
-    [[gnu::always_inline]] bool Find(uint64_t mask, const UniqueId& id, uint64_t h,
-                                     uint64_t* value) const {
-      // The tag in every byte (never 0: an 8-slot group's zero upper half matches nothing).
-      const __m128i tag = _mm_set1_epi8(static_cast<char>(Tag(h)));
-      if constexpr (kPairProbe) return FindInPairs(mask, id, tag, h, value);
-      const Slot* s = slots();
-      uint64_t g = h & mask;
-      for (uint64_t n = 0; n <= mask; ++n, g = (g + 1) & mask) {
-        // The group's control words, loaded atomically, then matched in all bytes at once.
-        const __m128i w = LoadGroup(g);
-        uint32_t matches = _mm_movemask_epi8(_mm_cmpeq_epi8(w, tag)) & kGroupBits;
-        // kOneLoad: the low byte is the group's second word's; one rotation puts slot i at bit i.
-        if constexpr (kOneLoad) matches = std::rotl(static_cast<uint16_t>(matches), 8);
-        for (uint32_t m = matches; m != 0; m &= m - 1) {
-          const Slot& slot = s[g * kGroup + std::countr_zero(m)];
-          if (slot.hi.load(std::memory_order_acquire) == id.hi &&
-              slot.lo.load(std::memory_order_acquire) == id.lo) [[likely]] {
-            *value = slot.value.load(std::memory_order_acquire);
-            return true;
-          }
-        }
-        // An empty byte in the group (an 8-slot group's zero upper half is masked off).
-        if ((_mm_movemask_epi8(_mm_cmpeq_epi8(w, _mm_setzero_si128())) & kGroupBits) != 0)
-            [[likely]] {
-          return false;
-        }
-      }
-      return false;
-    }
-
-    /// Find, two 8-slot groups at a time: groups g and g + 1 in one register and one match.
-    /// The writers place an entry in the first group of its sequence with a free slot, so an
-    /// entry is at or before the first group with an empty byte: when g or g + 1 has one, the
-    /// entry is in one of them or absent. A match in g + 1 while g has an empty byte is still
-    /// exact (the key is compared). With one group, g + 1 is g: its matches are tried twice.
-    [[gnu::always_inline]] bool FindInPairs(uint64_t mask, const UniqueId& id, __m128i tag,
-                                            uint64_t h, uint64_t* value) const {
-      const Slot* s = slots();
-      const uint64_t slot_mask = mask * kGroup + (kGroup - 1);
-      uint64_t g = h & mask;
-      for (uint64_t n = 0; n <= mask; n += 2) {
-        const uint64_t next = (g + 1) & mask;
-        const __m128i w = LoadPair(g, next);
-        uint32_t matches = _mm_movemask_epi8(_mm_cmpeq_epi8(w, tag));
-        // kOneLoad: the low byte is group g + 1's (its word lies below g's); one rotation puts
-        // g's candidates first, as without it.
-        if constexpr (kOneLoad) matches = std::rotl(static_cast<uint16_t>(matches), 8);
-        for (uint32_t m = matches; m != 0; m &= m - 1) {
-          // Bit i < 8: slot i of g; bit i >= 8: slot i - 8 of g + 1 (wrapped with the table).
-          const Slot& slot = s[(g * kGroup + std::countr_zero(m)) & slot_mask];
-          if (slot.hi.load(std::memory_order_acquire) == id.hi &&
-              slot.lo.load(std::memory_order_acquire) == id.lo) [[likely]] {
-            *value = slot.value.load(std::memory_order_acquire);
-            return true;
-          }
-        }
-        if (_mm_movemask_epi8(_mm_cmpeq_epi8(w, _mm_setzero_si128())) != 0) [[likely]] {
-          return false;
-        }
-        g = (next + 1) & mask;
-      }
-      return false;
-    }
-
-    /// Groups g and 'next' (g + 1, wrapped with the table) in a register. kOneLoad: word g + 1
-    /// in the low half, g in the high, read by one 16-byte load from word g + 1 (for the last
-    /// group, g + 1 is the copy of word 0 below it); otherwise g low, g + 1 high, two atomic
-    /// loads. 'g' at most the reader's mask, which is at most this table's group mask.
-    [[gnu::always_inline]] __m128i LoadPair(uint64_t g, [[maybe_unused]] uint64_t next) const {
-      if constexpr (kCells) {
-        return Load16(2 * g);
-      } else if constexpr (kOneLoad) {
-        return Load16(g);
-      } else {
-        const uint64_t lo = Word(g).load(std::memory_order_acquire);
-        const uint64_t hi = Word(next).load(std::memory_order_acquire);
-        return _mm_set_epi64x(static_cast<int64_t>(hi), static_cast<int64_t>(lo));
-      }
-    }
-
-    /// The writer's probe (under the shard mutex): true and the slot of 'id' if present,
-    /// otherwise false and the slot to insert into (the first deleted or empty one).
-    bool FindSlot(const UniqueId& id, uint64_t h, uint64_t* pos) {
-      const uint64_t pattern = kLsb * Tag(h);
-      uint64_t first_free = UINT64_MAX;
-      uint64_t g = h & group_mask;
-      for (uint64_t n = 0; n <= group_mask; ++n, g = (g + 1) & group_mask) {
-        bool has_empty = false;
-        for (uint64_t word = g * kWords; word < (g + 1) * kWords; ++word) {
-          const uint64_t w = OwnWord(word).load(std::memory_order_relaxed);
-          for (uint64_t m = ZeroBytes(w ^ pattern); m != 0; m &= m - 1) {
-            const uint64_t i = word * 8 + (std::countr_zero(m) >> 3);
-            if (slots()[i].hi.load(std::memory_order_relaxed) == id.hi &&
-                slots()[i].lo.load(std::memory_order_relaxed) == id.lo) {
-              *pos = i;
-              return true;
-            }
-          }
-          const uint64_t free = ZeroBytes(w) | ZeroBytes(w ^ (kLsb * kDeletedCtrl));
-          if (first_free == UINT64_MAX && free != 0) {
-            first_free = word * 8 + (std::countr_zero(free) >> 3);
-          }
-          has_empty |= ZeroBytes(w) != 0;
-        }
-        // The reader stops at the first group with an empty byte, so the writer does too.
-        if (has_empty) break;
-      }
-      *pos = first_free;  // Never UINT64_MAX: Add keeps 1/8 of the slots empty.
-      return false;
-    }
-
-    bool GroupHasEmpty(uint64_t pos) const {
-      const uint64_t first = pos / kGroup * kWords;
-      for (uint64_t word = first; word < first + kWords; ++word) {
-        if (ZeroBytes(OwnWord(word).load(std::memory_order_relaxed)) != 0) return true;
-      }
-      return false;
-    }
-    uint64_t Ctrl(uint64_t pos) const {
-      return (OwnWord(pos / 8).load(std::memory_order_relaxed) >> (pos % 8 * 8)) & 0xff;
-    }
-    /// Release stores: a reader that sees one also sees the odd version before it.
-    void SetCtrl(uint64_t pos, uint64_t byte) {
-      std::atomic<uint64_t>& word = OwnWord(pos / 8);
-      const unsigned shift = pos % 8 * 8;
-      const uint64_t w = (word.load(std::memory_order_relaxed) & ~(uint64_t{0xff} << shift)) |
-                         (byte << shift);
-      word.store(w, std::memory_order_release);
-      // The copy that the last group's pair reads (kPairCopy).
-      if (kPairCopy && pos < 8) Word(group_mask + 1).store(w, std::memory_order_release);
-      // The copy in the previous group's cell (kCells).
-      if (kCells) Word(2 * ((pos / 8 - 1) & group_mask) + 1).store(w, std::memory_order_release);
-    }
-    void Store(uint64_t pos, const UniqueId& id, uint64_t value, uint64_t tag) {
-      slots()[pos].hi.store(id.hi, std::memory_order_release);
-      slots()[pos].lo.store(id.lo, std::memory_order_release);
-      slots()[pos].value.store(value, std::memory_order_release);
-      SetCtrl(pos, tag);
-    }
-  };
+  using Table = SeqlockTagTable<kGroupSlots, kProbe>;
+  static constexpr uint64_t kGroup = Table::kGroup;
+  static constexpr uint64_t kEmptyCtrl = Table::kEmptyCtrl;
+  static constexpr uint64_t kDeletedCtrl = Table::kDeletedCtrl;
+  static uint64_t Tag(uint64_t h) { return Table::Tag(h); }
 
   struct NoHolds {};
   using HoldsOf = std::conditional_t<

@@ -181,7 +181,7 @@ class BasicStableQueryRegistry {
 
   std::conditional_t<
       kPairOneLoad,
-      SeqlockTagMap<Node*, Holds::kNone, 8, /*kPairProbe=*/true, 7, /*kOneLoad=*/true>,
+      SeqlockTagMap<Node*, Holds::kNone, 8, Probe::kPairsOneLoad>,
       SeqlockTagMap<Node*>>
       map_;
   Mutex mu_;
