@@ -30,7 +30,8 @@ QueryContext Context() {
 template <typename Registry>
 class HazardQueryRegistryTest : public ::testing::Test {};
 using Registries = ::testing::Types<HazardQueryRegistry<true>, HazardQueryRegistry<false>,
-                                    StableQueryRegistry, StablePairQueryRegistry>;
+                                    StableQueryRegistry, StablePairQueryRegistry,
+                                    StableWindowQueryRegistry>;
 TYPED_TEST_SUITE(HazardQueryRegistryTest, Registries);
 
 TYPED_TEST(HazardQueryRegistryTest, ReferencesKeepAStateAndTheLastOneDeletesIt) {

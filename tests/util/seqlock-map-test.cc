@@ -40,6 +40,7 @@ using PairOneLoadShardLockHoldMap = SeqlockTagMap<const int*, Holds::kShardLock,
 using WideOneLoadTagMap = SeqlockTagMap<const int*, Holds::kNone, 16, Probe::kGroupsOneLoad>;
 using PairCellsTagMap = SeqlockTagMap<const int*, Holds::kNone, 8, Probe::kPairsInCells>;
 using HomeFirstTagMap = SeqlockTagMap<const int*, Holds::kNone, 8, Probe::kPairsHomeFirst>;
+using WindowTagMap = SeqlockTagMap<const int*, Holds::kNone, 8, Probe::kWindows>;
 
 template <typename Map>
 constexpr bool kPools = !std::is_same_v<Map, EpochMap>;
@@ -66,7 +67,8 @@ class SeqlockMapsTest : public ::testing::Test {};
 using Maps = ::testing::Types<EpochMap, StableMap, TagMap, HoldMap, ShardLockHoldMap, WideTagMap,
                                WideShardLockHoldMap, PairTagMap, PairShardLockHoldMap,
                                PairOneLoadTagMap, PairOneLoadShardLockHoldMap,
-                               WideOneLoadTagMap, PairCellsTagMap, HomeFirstTagMap>;
+                               WideOneLoadTagMap, PairCellsTagMap, HomeFirstTagMap,
+                               WindowTagMap>;
 TYPED_TEST_SUITE(SeqlockMapsTest, Maps);
 
 TYPED_TEST(SeqlockMapsTest, AddGetDelete) {

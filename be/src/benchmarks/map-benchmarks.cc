@@ -158,6 +158,9 @@ std::vector<Variant> AllVariants() {
   // The pair's load and layout, the home group matched first and alone.
   v.push_back(MakeVariant<SeqlockTagMap<Value, Holds::kNone, 8, Probe::kPairsHomeFirst>>(
       "SeqlockTagMap256Home", 256));
+  // absl's probe: 16 control bytes from the key's own slot on (seqlock-window-table.h).
+  v.push_back(MakeVariant<SeqlockTagMap<Value, Holds::kNone, 8, Probe::kWindows>>(
+      "SeqlockTagMap256Window", 256));
   // 16-slot groups read with one 16-byte load.
   v.push_back(MakeVariant<SeqlockTagMap<Value, Holds::kNone, 16, Probe::kGroupsOneLoad>>(
       "SeqlockTagMap256G16One", 256));

@@ -338,6 +338,7 @@ void RegisterReferenceMixBenchmarks(const MapBenchmarkOptions& o) {
                      {"QueryExecMgr256Again", &BM_RegistryMix<ShardedQueryRegistry>},
                      {"StableSeqlockTag256", &BM_RegistryMix<StableQueryRegistry>},
                      {"StableSeqlockPair1256", &BM_RegistryMix<StablePairQueryRegistry>},
+                     {"StableSeqlockWindow256", &BM_RegistryMix<StableWindowQueryRegistry>},
                      {"HazardSeqlockTag256", &BM_RegistryMix<HazardQueryRegistry<true>>},
                      {"HazardFenceSeqlockTag256", &BM_RegistryMix<HazardQueryRegistry<false>>}},
                     o);

@@ -20,12 +20,13 @@
 // - Each table (SeqlockTagTable, seqlock-tag-table.h) is absl's layout, written with atomics:
 //   one control byte per slot (0 empty, 1 deleted, 0x80 | 7 hash bits full) in 8-byte groups,
 //   and the slots (two key halves and the value). A lookup (Probe::kGroups; the other probes
-//   are variants of it) loads one group word atomically, matches the tag in all eight bytes at once
-//   (SSE2 on the loaded word), and compares the key of a matching slot; it stops at the first
-//   group with an empty byte. Tables run up to 7/8 full, as absl's do, so they are no larger
-//   than absl's and the probe's branches are as predictable (one group, one candidate, nearly
-//   always). A delete in a group that still has an empty byte empties the slot instead of
-//   leaving a tombstone (no probe ever went past that group), so churn rarely rehashes.
+//   are in the same header, absl's windows in seqlock-window-table.h) loads one group word
+//   atomically, matches the tag in all eight bytes at once (SSE2 on the loaded word), and
+//   compares the key of a matching slot; it stops at the first group with an empty byte.
+//   Tables run up to 7/8 full, as absl's do, so they are no larger than absl's and the probe's
+//   branches are as predictable (one group, one candidate, nearly always). A delete in a group
+//   that still has an empty byte empties the slot instead of leaving a tombstone (no probe ever
+//   went past that group), so churn rarely rehashes.
 // - Writers of a shard serialise on a SpinLock (ShardLock's writer lock) on a line of its own,
 //   so a writer's lock and unlock do not move the line readers read.
 // - A reader's chain of dependent loads is as short as absl's: the shard's line gives the table
@@ -53,6 +54,7 @@
 #include "benchmarks/seqlock-holds.h"
 #include "benchmarks/seqlock-map.h"
 #include "benchmarks/seqlock-tag-table.h"
+#include "benchmarks/seqlock-window-table.h"
 #include "util/check.h"
 #include "util/shard-lock.h"
 #include "util/spinlock.h"
@@ -187,7 +189,7 @@ class SeqlockTagMap {
     *old = std::bit_cast<T>(t->slots()[pos].value.load(std::memory_order_relaxed));
     // A group that still has an empty byte was never full (a slot once full only becomes
     // deleted), so no probe ever went past it: the slot can be empty again, not a tombstone.
-    const bool never_full = t->GroupHasEmpty(pos);
+    const bool never_full = t->NeverFull(pos);
     BeginWrite(s);
     t->SetCtrl(pos, never_full ? kEmptyCtrl : kDeletedCtrl);
     EndWrite(s);
@@ -249,7 +251,8 @@ class SeqlockTagMap {
   }
 
  private:
-  using Table = SeqlockTagTable<kGroupSlots, kProbe>;
+  using Table = std::conditional_t<kProbe == Probe::kWindows, SeqlockWindowTable,
+                                   SeqlockTagTable<kGroupSlots, kProbe>>;
   static constexpr uint64_t kGroup = Table::kGroup;
   static constexpr uint64_t kEmptyCtrl = Table::kEmptyCtrl;
   static constexpr uint64_t kDeletedCtrl = Table::kDeletedCtrl;
@@ -367,11 +370,7 @@ class SeqlockTagMap {
       if (s.pool[i]->capacity() != capacity) continue;
       t = s.pool[i];
       s.pool.erase(s.pool.begin() + static_cast<std::ptrdiff_t>(i));
-      // Release stores: a stale reader still in this table that sees one also sees the
-      // version bump that retired it, and retries.
-      for (uint64_t i = 0; i < Table::CtrlWords(capacity); ++i) {
-        t->Word(i).store(0, std::memory_order_release);
-      }
+      t->ClearCtrl();
       s.tables_reused++;
       break;
     }

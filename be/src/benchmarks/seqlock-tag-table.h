@@ -47,10 +47,26 @@ enum class Probe {
   /// kPairsOneLoad's load and layout, but the home group is matched first, alone, and the
   /// next one from the same register only when the home group has no empty byte.
   kPairsHomeFirst,
+  /// absl's probe (SeqlockWindowTable, seqlock-window-table.h): 16 control bytes from the key's
+  /// own slot on, one byte per slot in slot order, so a window starts at any slot.
+  kWindows,
+};
+
+/// What every tag table shares: the control bytes' values and a slot.
+struct TagTableBase {
+  static constexpr uint64_t kEmptyCtrl = 0;
+  static constexpr uint64_t kDeletedCtrl = 1;
+  /// The control byte of a full slot: the top 7 bits of the hash (the low bits pick the group).
+  static uint64_t Tag(uint64_t h) { return 0x80 | (h >> 57); }
+  struct Slot {
+    std::atomic<uint64_t> hi{0};
+    std::atomic<uint64_t> lo{0};
+    std::atomic<uint64_t> value{0};
+  };
 };
 
 template <int kGroupSlots, Probe kProbe>
-struct SeqlockTagTable {
+struct SeqlockTagTable : TagTableBase {
   static_assert(kGroupSlots == 8 || kGroupSlots == 16, "a group is one or two control words");
   static constexpr bool kPairProbe = kProbe == Probe::kPairs || kProbe == Probe::kPairsOneLoad ||
                                      kProbe == Probe::kPairsInCells ||
@@ -69,23 +85,14 @@ struct SeqlockTagTable {
   static constexpr uint64_t kWords = kGroup / 8;
   /// The low bits of movemask that belong to a group (an 8-slot group fills half a register).
   static constexpr uint32_t kGroupBits = kGroup == 8 ? 0xff : 0xffff;
-  static constexpr uint64_t kEmptyCtrl = 0;
-  static constexpr uint64_t kDeletedCtrl = 1;
   static constexpr uint64_t kLsb = 0x0101010101010101ULL;
   static constexpr uint64_t kMsb = 0x8080808080808080ULL;
 
-  /// The control byte of a full slot: the top 7 bits of the hash (the low bits pick the group).
-  static uint64_t Tag(uint64_t h) { return 0x80 | (h >> 57); }
   /// 0x80 in every byte of 'w' that is zero, 0 elsewhere (exact: no carries between bytes).
   [[gnu::always_inline]] static uint64_t ZeroBytes(uint64_t w) {
     return ~(((w & ~kMsb) + ~kMsb) | w | ~kMsb);
   }
 
-  struct Slot {
-    std::atomic<uint64_t> hi{0};
-    std::atomic<uint64_t> lo{0};
-    std::atomic<uint64_t> value{0};
-  };
   uint64_t group_mask;  // Never changes: a stale reader's probe stays in bounds.
   uint64_t padding;
 
@@ -95,7 +102,7 @@ struct SeqlockTagTable {
   static SeqlockTagTable* Create(uint64_t capacity) {
     const uint64_t groups = capacity / kGroup;
     auto* mem = static_cast<char*>(::operator new(Bytes(capacity), std::align_val_t{64}));
-    auto* t = new (mem + CtrlBytes(capacity)) SeqlockTagTable{groups - 1, 0};
+    auto* t = new (mem + CtrlBytes(capacity)) SeqlockTagTable{{}, groups - 1, 0};
     for (uint64_t i = 0; i < CtrlWords(capacity); ++i) new (&t->Word(i)) std::atomic<uint64_t>(0);
     for (uint64_t i = 0; i < capacity; ++i) new (&t->slots()[i]) Slot;
     return t;
@@ -325,12 +332,21 @@ struct SeqlockTagTable {
     return false;
   }
 
-  bool GroupHasEmpty(uint64_t pos) const {
+  /// Whether deleting the entry at 'pos' may leave its slot empty instead of a tombstone: its
+  /// group still has an empty byte, so it was never full and no probe ever went past it.
+  bool NeverFull(uint64_t pos) const {
     const uint64_t first = pos / kGroup * kWords;
     for (uint64_t word = first; word < first + kWords; ++word) {
       if (ZeroBytes(OwnWord(word).load(std::memory_order_relaxed)) != 0) return true;
     }
     return false;
+  }
+  /// Empties every control byte of a pooled table before its reuse. Release stores: a stale
+  /// reader still in this table that sees one also sees the version bump that retired it.
+  void ClearCtrl() {
+    for (uint64_t i = 0; i < CtrlWords(capacity()); ++i) {
+      Word(i).store(0, std::memory_order_release);
+    }
   }
   uint64_t Ctrl(uint64_t pos) const {
     return (OwnWord(pos / 8).load(std::memory_order_relaxed) >> (pos % 8 * 8)) & 0xff;

@@ -39,10 +39,10 @@
 
 namespace qr::bench {
 
-/// kPairOneLoad: the map's lookups match a group and the next one in one 16-byte load
-/// (SeqlockTagMap's kPairProbe and kOneLoad), so that a key outside its home group costs no
-/// second probe step.
-template <bool kPairOneLoad = false>
+/// kProbe: how the map's lookups walk its table (seqlock-tag-table.h): 8-slot groups one at a
+/// time (kGroups), a group and the next one in one 16-byte load (kPairsOneLoad), or absl's
+/// windows of 16 control bytes from the key's own slot (kWindows).
+template <Probe kProbe = Probe::kGroups>
 class BasicStableQueryRegistry {
  public:
   /// A state is destroyed at its last Release (for the tests shared with HazardQueryRegistry).
@@ -179,11 +179,7 @@ class BasicStableQueryRegistry {
     return index;
   }
 
-  std::conditional_t<
-      kPairOneLoad,
-      SeqlockTagMap<Node*, Holds::kNone, 8, Probe::kPairsOneLoad>,
-      SeqlockTagMap<Node*>>
-      map_;
+  SeqlockTagMap<Node*, Holds::kNone, 8, kProbe> map_;
   Mutex mu_;
   /// Every node ever allocated.
   std::vector<std::unique_ptr<Node>> nodes_ QR_GUARDED_BY(mu_);
@@ -198,14 +194,15 @@ class BasicStableQueryRegistry {
   static inline std::atomic<int64_t> live_states_{0};
 };
 
-template <bool kPairOneLoad>
-inline typename BasicStableQueryRegistry<kPairOneLoad>::Node*
-BasicStableQueryRegistry<kPairOneLoad>::Node::Of(QueryState* qs) {
+template <Probe kProbe>
+inline typename BasicStableQueryRegistry<kProbe>::Node*
+BasicStableQueryRegistry<kProbe>::Node::Of(QueryState* qs) {
   static_assert(std::is_standard_layout_v<Node>, "offsetof needs a standard-layout node");
   return reinterpret_cast<Node*>(reinterpret_cast<unsigned char*>(qs) - offsetof(Node, storage));
 }
 
 using StableQueryRegistry = BasicStableQueryRegistry<>;
-using StablePairQueryRegistry = BasicStableQueryRegistry</*kPairOneLoad=*/true>;
+using StablePairQueryRegistry = BasicStableQueryRegistry<Probe::kPairsOneLoad>;
+using StableWindowQueryRegistry = BasicStableQueryRegistry<Probe::kWindows>;
 
 }  // namespace qr::bench
