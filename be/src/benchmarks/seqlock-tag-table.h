@@ -62,6 +62,12 @@ struct TagTableBase {
     std::atomic<uint64_t> hi{0};
     std::atomic<uint64_t> lo{0};
     std::atomic<uint64_t> value{0};
+    /// Release stores, before the control byte's: a reader that sees the byte sees these.
+    void Fill(const UniqueId& id, uint64_t v) {
+      hi.store(id.hi, std::memory_order_release);
+      lo.store(id.lo, std::memory_order_release);
+      value.store(v, std::memory_order_release);
+    }
   };
 };
 
@@ -364,9 +370,7 @@ struct SeqlockTagTable : TagTableBase {
     if (kCells) Word(2 * ((pos / 8 - 1) & group_mask) + 1).store(w, std::memory_order_release);
   }
   void Store(uint64_t pos, const UniqueId& id, uint64_t value, uint64_t tag) {
-    slots()[pos].hi.store(id.hi, std::memory_order_release);
-    slots()[pos].lo.store(id.lo, std::memory_order_release);
-    slots()[pos].value.store(value, std::memory_order_release);
+    slots()[pos].Fill(id, value);
     SetCtrl(pos, tag);
   }
 };

@@ -198,9 +198,7 @@ struct SeqlockWindowTable : TagTableBase {
     if (pos < kWidth - 1) Byte(capacity() + pos).store(b, std::memory_order_release);
   }
   void Store(uint64_t pos, const UniqueId& id, uint64_t value, uint64_t tag) {
-    slots()[pos].hi.store(id.hi, std::memory_order_release);
-    slots()[pos].lo.store(id.lo, std::memory_order_release);
-    slots()[pos].value.store(value, std::memory_order_release);
+    slots()[pos].Fill(id, value);
     SetCtrl(pos, tag);
   }
 };
