@@ -13,6 +13,7 @@
 #include <memory>
 #include <thread>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -31,7 +32,7 @@ template <typename Registry>
 class HazardQueryRegistryTest : public ::testing::Test {};
 using Registries = ::testing::Types<HazardQueryRegistry<true>, HazardQueryRegistry<false>,
                                     StableQueryRegistry, StablePairQueryRegistry,
-                                    StableWindowQueryRegistry>;
+                                    StableWindowQueryRegistry, StableWindowCheckQueryRegistry>;
 TYPED_TEST_SUITE(HazardQueryRegistryTest, Registries);
 
 TYPED_TEST(HazardQueryRegistryTest, ReferencesKeepAStateAndTheLastOneDeletesIt) {
@@ -164,6 +165,53 @@ TEST(StableQueryRegistryTest, AnEndedQuerysNodeIsReusedAndItsOldIdMissesIt) {
   registry.Release(again);
   registry.Release(qb);
   EXPECT_EQ(StableQueryRegistry::LiveStates(), live_before);
+}
+
+/// Ends the query 'victim' and creates 'reuse_id' (which takes the ended query's node) inside
+/// a lookup, between its find and its reference, once.
+struct EndAndReuseOnce {
+  static inline QueryState* victim = nullptr;
+  static inline UniqueId reuse_id;
+  static inline QueryState* created = nullptr;
+  template <class Registry>
+  static void Run(Registry* registry) {
+    if (victim == nullptr) return;
+    registry->Release(std::exchange(victim, nullptr));
+    created = registry->Create(reuse_id, Context());
+  }
+};
+
+template <bool kShardCheck>
+void ExpectANodeReusedBeforeTheReferenceIsNotReturned() {
+  using Registry = BasicStableQueryRegistry<Probe::kWindows, kShardCheck, EndAndReuseOnce>;
+  const int64_t live_before = Registry::LiveStates();
+  {
+    Registry registry(4);
+    const UniqueId a = GenerateQueryId();
+    QueryState* qa = registry.Create(a, Context());
+    EndAndReuseOnce::victim = qa;
+    EndAndReuseOnce::reuse_id = GenerateQueryId();
+    // The lookup finds a's node, then a ends and its node now holds another query: the
+    // reference the lookup takes is to that query, which it must drop and not return.
+    EXPECT_EQ(registry.Get(a), nullptr);
+    ASSERT_EQ(EndAndReuseOnce::created, qa);  // The same node (the race did happen).
+    EXPECT_EQ(qa->query_id(), EndAndReuseOnce::reuse_id);
+    QueryState* again = registry.Get(EndAndReuseOnce::reuse_id);
+    ASSERT_EQ(again, qa);
+    registry.Release(again);
+    registry.Release(qa);  // The creation reference: the last one.
+    EXPECT_EQ(registry.Get(EndAndReuseOnce::reuse_id), nullptr);
+    EndAndReuseOnce::created = nullptr;
+  }
+  EXPECT_EQ(Registry::LiveStates(), live_before);
+}
+
+TEST(StableQueryRegistryTest, ANodeReusedBeforeTheReferenceIsNotReturned) {
+  ExpectANodeReusedBeforeTheReferenceIsNotReturned</*kShardCheck=*/false>();
+}
+
+TEST(StableQueryRegistryTest, ANodeReusedBeforeTheReferenceIsNotReturnedWithTheShardCheck) {
+  ExpectANodeReusedBeforeTheReferenceIsNotReturned</*kShardCheck=*/true>();
 }
 
 }  // namespace

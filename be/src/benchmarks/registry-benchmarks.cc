@@ -339,6 +339,8 @@ void RegisterReferenceMixBenchmarks(const MapBenchmarkOptions& o) {
                      {"StableSeqlockTag256", &BM_RegistryMix<StableQueryRegistry>},
                      {"StableSeqlockPair1256", &BM_RegistryMix<StablePairQueryRegistry>},
                      {"StableSeqlockWindow256", &BM_RegistryMix<StableWindowQueryRegistry>},
+                     {"StableSeqlockWindowCheck256",
+                      &BM_RegistryMix<StableWindowCheckQueryRegistry>},
                      {"HazardSeqlockTag256", &BM_RegistryMix<HazardQueryRegistry<true>>},
                      {"HazardFenceSeqlockTag256", &BM_RegistryMix<HazardQueryRegistry<false>>}},
                     o);

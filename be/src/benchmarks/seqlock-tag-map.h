@@ -76,8 +76,9 @@ class QR_SCOPED_CAPABILITY SpinLockHold {
   SpinLock* const lock_;
 };
 
-/// kGroupSlots: slots per probe group, 8 (one control word) or 16 (two, absl's group width).
-/// kProbe: how a lookup walks the groups (seqlock-tag-table.h). kMaxLoadEighths: how full a
+/// kGroupSlots: slots per probe group, 8 (one control word) or 16 (two, absl's group width);
+/// kWindows has no groups and ignores it. kProbe: how a lookup walks the table
+/// (seqlock-tag-table.h). kMaxLoadEighths: how full a
 /// table runs, counting tombstones, before a rehash.
 template <typename T, Holds kHolds = Holds::kNone, int kGroupSlots = 8,
           Probe kProbe = Probe::kGroups, int kMaxLoadEighths = 7>
@@ -187,8 +188,8 @@ class SeqlockTagMap {
     uint64_t pos = 0;
     if (!t->FindSlot(id, h, &pos)) return false;
     *old = std::bit_cast<T>(t->slots()[pos].value.load(std::memory_order_relaxed));
-    // A group that still has an empty byte was never full (a slot once full only becomes
-    // deleted), so no probe ever went past it: the slot can be empty again, not a tombstone.
+    // No probe ever went past the slot (its group, or with kWindows every window that holds it,
+    // was never full): it can be empty again instead of a tombstone.
     const bool never_full = t->NeverFull(pos);
     BeginWrite(s);
     t->SetCtrl(pos, never_full ? kEmptyCtrl : kDeletedCtrl);

@@ -42,7 +42,18 @@ namespace qr::bench {
 /// kProbe: how the map's lookups walk its table (seqlock-tag-table.h): 8-slot groups one at a
 /// time (kGroups), a group and the next one in one 16-byte load (kPairsOneLoad), or absl's
 /// windows of 16 control bytes from the key's own slot (kWindows).
-template <Probe kProbe = Probe::kGroups>
+/// A test seam (AfterFind below): nothing.
+struct NoAfterFind {
+  template <class Registry>
+  static void Run(Registry*) {}
+};
+
+/// kShardCheck: after taking its reference, a lookup first checks that the map's shard has not
+/// changed since it found the node (Unchanged: one load of the shard's version, a line only
+/// writers write), and reads the node's id (the line every reference's CAS takes) only when it
+/// has. AfterFind::Run(this) runs in a lookup between its find and its reference (tests: end
+/// the query there and reuse its node).
+template <Probe kProbe = Probe::kGroups, bool kShardCheck = false, class AfterFind = NoAfterFind>
 class BasicStableQueryRegistry {
  public:
   /// A state is destroyed at its last Release (for the tests shared with HazardQueryRegistry).
@@ -92,7 +103,13 @@ class BasicStableQueryRegistry {
   QueryState* Get(const UniqueId& id) {
     for (;;) {
       Node* n = nullptr;
-      if (!map_.Get(id, &n)) return nullptr;
+      typename Map::Ticket ticket;
+      if constexpr (kShardCheck) {
+        if (!map_.Get(id, &n, &ticket)) return nullptr;
+      } else {
+        if (!map_.Get(id, &n)) return nullptr;
+      }
+      AfterFind::Run(this);
       int32_t refs = n->refs.load(std::memory_order_relaxed);
       do {
         // 0: the state is ending (its Release unregisters it next) or not built yet; either
@@ -100,6 +117,13 @@ class BasicStableQueryRegistry {
         if (refs == 0) return nullptr;
       } while (!n->refs.compare_exchange_weak(refs, refs + 1, std::memory_order_acquire,
                                               std::memory_order_relaxed));
+      // kShardCheck: the shard's version unchanged means 'id' is still registered to 'n' (a
+      // node is reused only after its last Release deleted its id, which changed that
+      // version; the CAS acquired the count from the node's new owner, which happens after
+      // that delete, so this load sees the change).
+      if constexpr (kShardCheck) {
+        if (Map::Unchanged(ticket)) [[likely]] return n->state();
+      }
       if (n->hi.load(std::memory_order_relaxed) == id.hi &&
           n->lo.load(std::memory_order_relaxed) == id.lo) [[likely]] {
         return n->state();
@@ -179,7 +203,8 @@ class BasicStableQueryRegistry {
     return index;
   }
 
-  SeqlockTagMap<Node*, Holds::kNone, 8, kProbe> map_;
+  using Map = SeqlockTagMap<Node*, Holds::kNone, 8, kProbe>;
+  Map map_;
   Mutex mu_;
   /// Every node ever allocated.
   std::vector<std::unique_ptr<Node>> nodes_ QR_GUARDED_BY(mu_);
@@ -194,9 +219,9 @@ class BasicStableQueryRegistry {
   static inline std::atomic<int64_t> live_states_{0};
 };
 
-template <Probe kProbe>
-inline typename BasicStableQueryRegistry<kProbe>::Node*
-BasicStableQueryRegistry<kProbe>::Node::Of(QueryState* qs) {
+template <Probe kProbe, bool kShardCheck, class AfterFind>
+inline typename BasicStableQueryRegistry<kProbe, kShardCheck, AfterFind>::Node*
+BasicStableQueryRegistry<kProbe, kShardCheck, AfterFind>::Node::Of(QueryState* qs) {
   static_assert(std::is_standard_layout_v<Node>, "offsetof needs a standard-layout node");
   return reinterpret_cast<Node*>(reinterpret_cast<unsigned char*>(qs) - offsetof(Node, storage));
 }
@@ -204,5 +229,7 @@ BasicStableQueryRegistry<kProbe>::Node::Of(QueryState* qs) {
 using StableQueryRegistry = BasicStableQueryRegistry<>;
 using StablePairQueryRegistry = BasicStableQueryRegistry<Probe::kPairsOneLoad>;
 using StableWindowQueryRegistry = BasicStableQueryRegistry<Probe::kWindows>;
+using StableWindowCheckQueryRegistry =
+    BasicStableQueryRegistry<Probe::kWindows, /*kShardCheck=*/true>;
 
 }  // namespace qr::bench
