@@ -5,7 +5,7 @@
 // queries and states never deleted.
 
 #include "benchmarks/hazard-query-registry.h"
-#include "benchmarks/stable-query-registry.h"
+#include "runtime/stable-query-registry.h"
 
 #include <atomic>
 #include <cstddef>

@@ -9,7 +9,7 @@
 
 #include "benchmarks/mirrored-registry.h"
 #include "benchmarks/seqlock-map.h"
-#include "benchmarks/seqlock-tag-map.h"
+#include "util/seqlock-tag-map.h"
 
 #include <atomic>
 #include <cstdint>

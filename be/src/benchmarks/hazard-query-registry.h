@@ -12,8 +12,8 @@
 // domain, which deletes it once no record holds it, up to ~2R deletions late: a difference from
 // QueryExecMgr that adopting this would have to answer. Per access the reader pays the map's
 // loads, two stores to its own line, one load of the shard's version and the reference count's
-// CAS; ShardedQueryRegistry (QueryExecMgr) pays ShardLock's two locked RMWs on top of the same
-// CAS.
+// CAS; ShardLockQueryRegistry (QueryExecMgr before issue 20) pays ShardLock's two locked RMWs
+// on top of the same CAS.
 //
 // Thread-safety: thread-safe. A thread's Gets do not nest.
 
@@ -23,8 +23,8 @@
 #include <glog/logging.h>
 
 #include "benchmarks/hazard-domain.h"
-#include "benchmarks/seqlock-tag-map.h"
 #include "runtime/query-state.h"
+#include "util/seqlock-tag-map.h"
 #include "util/unique-id.h"
 
 namespace qr::bench {

@@ -21,7 +21,7 @@
 #include <utility>
 
 #include "benchmarks/hazard-domain.h"
-#include "benchmarks/seqlock-tag-map.h"
+#include "util/seqlock-tag-map.h"
 #include "util/unique-id.h"
 
 namespace qr::bench {

@@ -364,7 +364,7 @@ struct References {
   const std::unique_ptr<std::atomic<int32_t>[]> counts;
 };
 
-/// QueryExecMgr's reference on the entry 'v' (found by a Get): TryAddRef's CAS, then the
+/// QueryExecMgr's reference on the entry 'v' (found by a Get): the count's CAS, then the
 /// release's fetch_sub. Both are locked instructions, as a shared_ptr copy's increment and
 /// its destruction's decrement are.
 [[gnu::always_inline]] inline void TakeAndDropReference(const References& refs, Value v) {

@@ -15,8 +15,8 @@
 #include "benchmarks/mirrored-registry.h"
 #include "benchmarks/registry-variants.h"
 #include "benchmarks/seqlock-map.h"
-#include "benchmarks/seqlock-tag-map.h"
 #include "runtime/registry-flags.h"
+#include "util/seqlock-tag-map.h"
 
 namespace qr::bench {
 

@@ -14,7 +14,7 @@
 // the benchmark's mixes never do (each key has one writer at a time).
 // Thread-safety: thread-safe (each call on its own, as above).
 
-#include "benchmarks/seqlock-tag-map.h"
+#include "util/seqlock-tag-map.h"
 #include "util/sharded-query-map-util.h"
 #include "util/unique-id.h"
 

@@ -5,11 +5,12 @@
 //     query creates a QueryState through the registry, does A x (GetQueryState +
 //     ReleaseQueryState), then releases it. Registries: a global boost::mutex registry (the
 //     original "before"), 4 SpinLock shards with every access exclusive (the original
-//     "after"), and QueryExecMgr itself (shared-lock Get, lock-free Release) with 4 shards and
-//     with the --registry_num_shards default; and HazardSeqlockTag*Shards and
-//     StableSeqlockTag*Shards, the same reference counting over a SeqlockTagMap read without a
-//     lock, with hazard records or type-stable nodes (hazard-query-registry.h,
-//     stable-query-registry.h).
+//     "after"), QueryExecMgr itself (type-stable states over a map read without a lock,
+//     runtime/stable-query-registry.h) and ShardLockQueryExecMgr (QueryExecMgr before issue
+//     20: shared-lock Get, lock-free Release) with 4 shards and with the --registry_num_shards
+//     default; and HazardSeqlockTag*Shards and StableSeqlockTag*Shards, the same reference
+//     counting over other SeqlockTagMaps, with hazard records or type-stable nodes
+//     (hazard-query-registry.h, runtime/stable-query-registry.h).
 //  2. BM_RequestLifecycle<Map>/queries:Q/accesses:A - the same for the coordinator side's
 //     ClientRequestStateMap: register, A lookups that copy the shared_ptr, unregister; and
 //     HazardSeqlockTag*Shards, the same lookups over a SeqlockTagMap read without a lock
@@ -18,12 +19,12 @@
 //     iteration, uncontended Get (alone, and interleaved with its bare inner map: BM_GetVsBare;
 //     BM_GetRefVsBare does the same with a reference taken to what each Get found and dropped,
 //     on both sides, as the daemon's lookups do).
-//  4. BM_WalkAll<Mode>/entries:E: one walk over every entry (QueryExecMgr::GetAll's), with
+//  4. BM_WalkAll<Mode>/entries:E: one walk over every entry (the walk GetAll made), with
 //     each shard held exclusively (DoFuncForAllEntries) or shared (VisitAllShared), over
 //     shards that all went read-biased before it, or that never do (*NeverBiased).
 //  5. BM_<Mix>Refs<Registry>/entries:E/threads:T: the map mixes over the executor's registries,
-//     whose lookups take a reference (QueryExecMgr, and the lock-free StableQueryRegistry and
-//     HazardQueryRegistry); BM_<Mix>Shared<Map>: the same over maps of shared_ptrs
+//     whose lookups take a reference (QueryExecMgr, ShardLockQueryExecMgr, and the other
+//     StableQueryRegistry and HazardQueryRegistry variants); BM_<Mix>Shared<Map>: the same over maps of shared_ptrs
 //     (ClientRequestStateMap and HazardSharedMap). Each with its default twice (*Again), as an
 //     A/A control of the machine's spread.
 // Every throughput benchmark reports ops_per_s, ns_per_op and ctx_switches_per_op counters;

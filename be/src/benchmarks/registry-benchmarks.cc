@@ -2,8 +2,11 @@
 
 #include "benchmarks/registry-benchmarks.h"
 
+#include <atomic>
+#include <cstddef>
 #include <memory>
 #include <mutex>
+#include <new>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -18,10 +21,10 @@
 #include "benchmarks/hazard-shared-map.h"
 #include "benchmarks/map-benchmark-templates.h"
 #include "benchmarks/registry-variants.h"
-#include "benchmarks/stable-query-registry.h"
 #include "runtime/query-exec-mgr.h"
 #include "runtime/query-state.h"
 #include "runtime/registry-flags.h"
+#include "runtime/stable-query-registry.h"
 #include "service/client-request-state.h"
 #include "util/spinlock.h"
 #include "util/unique-id.h"
@@ -87,6 +90,69 @@ class ExclusiveQueryRegistry {
 
   const FibonacciShardPicker pick_shard_;
   std::unique_ptr<Shard[]> shards_;
+};
+
+/// QueryExecMgr as it was before issue 20 (commit 2910cbf and earlier), for comparison: the
+/// states in ShardedQueryMap<Box*>, a Box being a state with its reference count in front (a
+/// heap allocation per query, freed at its last Release). A Get adds a reference with a CAS
+/// inside the shard's shared hold (VisitShared: read-biased, or a reader slot), a Release
+/// subtracts one with no lock, and the last Release erases the entry under the shard's
+/// exclusive lock (which waits for the readers that found it) and deletes the box after it.
+class ShardLockQueryRegistry {
+ public:
+  explicit ShardLockQueryRegistry(int num_shards) : map_(num_shards) {}
+  ~ShardLockQueryRegistry() {
+    map_.DoFuncForAllEntries([](const UniqueId&, Box*& b) { delete b; });
+  }
+
+  QueryState* Create(const UniqueId& id, QueryContext ctx) {
+    QueryState* qs = TryCreate(id, std::move(ctx));
+    CHECK(qs != nullptr);
+    return qs;
+  }
+  QueryState* TryCreate(const UniqueId& id, QueryContext ctx) {
+    auto b = std::make_unique<Box>(id, std::move(ctx));
+    if (!map_.Add(id, b.get()).ok()) return nullptr;
+    return b.release()->state();
+  }
+  QueryState* Get(const UniqueId& id) {
+    return map_.VisitShared(id, [](Box* const* entry) -> QueryState* {
+      if (entry == nullptr) return nullptr;
+      Box* b = *entry;
+      int32_t n = b->refs.load(std::memory_order_relaxed);
+      do {
+        if (n == 0) return nullptr;  // Being unregistered.
+      } while (!b->refs.compare_exchange_weak(n, n + 1, std::memory_order_relaxed));
+      return b->state();
+    });
+  }
+  void Release(QueryState* qs) {
+    Box* b = Box::Of(qs);
+    if (b->refs.fetch_sub(1, std::memory_order_acq_rel) > 1) return;
+    {
+      Map::ScopedShardedMapRef ref(qs->query_id(), &map_);
+      ref->erase(qs->query_id());
+    }
+    delete b;
+  }
+
+ private:
+  /// The count in front of the state, as QueryState's own count was (on its first lines).
+  struct Box {
+    std::atomic<int32_t> refs{1};
+    alignas(QueryState) unsigned char storage[sizeof(QueryState)];
+
+    Box(const UniqueId& id, QueryContext ctx) { new (storage) QueryState(id, std::move(ctx)); }
+    ~Box() { state()->~QueryState(); }
+    QueryState* state() { return std::launder(reinterpret_cast<QueryState*>(storage)); }
+    static Box* Of(QueryState* qs) {
+      static_assert(std::is_standard_layout_v<Box>, "offsetof needs a standard-layout box");
+      return reinterpret_cast<Box*>(reinterpret_cast<unsigned char*>(qs) -
+                                    offsetof(Box, storage));
+    }
+  };
+  using Map = ShardedQueryMap<Box*>;
+  Map map_;
 };
 
 /// QueryExecMgr itself, with 'num_shards' shards.
@@ -218,6 +284,9 @@ void RegisterLifecycleBenchmarks(const std::string& grid_points, double min_time
       RegisterLifecycle("BM_QueryLifecycle<QueryExecMgr" + std::to_string(n) + "Shards>",
                         &BM_QueryLifecycle<ShardedQueryRegistry>, n, queries, accesses,
                         min_time_s);
+      RegisterLifecycle(
+          "BM_QueryLifecycle<ShardLockQueryExecMgr" + std::to_string(n) + "Shards>",
+          &BM_QueryLifecycle<ShardLockQueryRegistry>, n, queries, accesses, min_time_s);
     }
     // QueryExecMgr's references over a map read without a lock (hazard-query-registry.h,
     // stable-query-registry.h).
@@ -339,8 +408,7 @@ void RegisterReferenceMixBenchmarks(const MapBenchmarkOptions& o) {
                      {"StableSeqlockTag256", &BM_RegistryMix<StableQueryRegistry>},
                      {"StableSeqlockPair1256", &BM_RegistryMix<StablePairQueryRegistry>},
                      {"StableSeqlockWindow256", &BM_RegistryMix<StableWindowQueryRegistry>},
-                     {"StableSeqlockWindowCheck256",
-                      &BM_RegistryMix<StableWindowCheckQueryRegistry>},
+                     {"ShardLockQueryExecMgr256", &BM_RegistryMix<ShardLockQueryRegistry>},
                      {"HazardSeqlockTag256", &BM_RegistryMix<HazardQueryRegistry<true>>},
                      {"HazardFenceSeqlockTag256", &BM_RegistryMix<HazardQueryRegistry<false>>}},
                     o);

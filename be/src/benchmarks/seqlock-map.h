@@ -52,6 +52,7 @@
 #include <vector>
 
 #include "util/mutex.h"
+#include "util/seqlock-tag-table.h"
 #include "util/sharded-query-map-util.h"
 #include "util/thread-annotations.h"
 #include "util/unique-id.h"
@@ -174,16 +175,6 @@ class ReadSection {
 };
 
 }  // namespace seqlock_internal
-
-/// Counters of a SeqlockMap (exact when read; not a consistent snapshot across shards).
-struct SeqlockMapStats {
-  uint64_t tables_retired = 0;
-  uint64_t tables_freed = 0;
-  /// Type-stable tables: retired ones taken back by a rehash, and the ones waiting in pools.
-  uint64_t tables_reused = 0;
-  uint64_t tables_pooled = 0;
-  uint64_t entries = 0;
-};
 
 /// 'kTypeStable': readers announce nothing; a retired table is kept in its shard's pool and
 /// reused by a later rehash of that shard (never freed while the map lives), so a reader still

@@ -38,11 +38,11 @@ QueryExecMgr::~QueryExecMgr() {
 }
 
 Status QueryExecMgr::CreateQueryState(const UniqueId& id, QueryContext ctx, QueryState** out) {
-  // Allocate outside the shard lock; the lock only guards the insertion.
-  auto qs = std::make_unique<QueryState>(id, std::move(ctx));
-  QR_RETURN_IF_ERROR(registry_.Add(id, qs.get()));
+  // Built outside the shard's writer lock; the lock only guards the insertion.
+  QueryState* qs = registry_.TryCreate(id, std::move(ctx));
+  if (qs == nullptr) return AlreadyExists(PrintId(id) + " is already registered");
   created_.fetch_add(1, std::memory_order_relaxed);
-  *out = qs.release();
+  *out = qs;
   return Status::OK();
 }
 
@@ -54,21 +54,7 @@ Status QueryExecMgr::CreateQueryState(const UniqueId& id, QueryContext ctx,
   return Status::OK();
 }
 
-bool QueryExecMgr::TryAddRef(QueryState* qs) {
-  int32_t n = qs->refcount_.load(std::memory_order_relaxed);
-  do {
-    if (n == 0) return false;
-    // Relaxed: the reference is taken from a live one; the registry (or the caller's own
-    // reference) already orders the state's creation before this.
-  } while (!qs->refcount_.compare_exchange_weak(n, n + 1, std::memory_order_relaxed));
-  return true;
-}
-
-QueryState* QueryExecMgr::GetQueryState(const UniqueId& id) {
-  return registry_.VisitShared(id, [](QueryState* const* entry) -> QueryState* {
-    return entry != nullptr && TryAddRef(*entry) ? *entry : nullptr;
-  });
-}
+QueryState* QueryExecMgr::GetQueryState(const UniqueId& id) { return registry_.Get(id); }
 
 QueryStateHandle QueryExecMgr::GetQueryStateHandle(const UniqueId& id) {
   return QueryStateHandle(this, GetQueryState(id));
@@ -76,20 +62,9 @@ QueryStateHandle QueryExecMgr::GetQueryStateHandle(const UniqueId& id) {
 
 void QueryExecMgr::ReleaseQueryState(QueryState* qs) {
   DCHECK(qs != nullptr);
-  // acq_rel: the thread that drops the last reference sees what every other holder wrote.
-  const int32_t before = qs->refcount_.fetch_sub(1, std::memory_order_acq_rel);
-  DCHECK_GT(before, 0);
-  if (before > 1) return;
-  {
-    // The last reference: nobody can take a new one (TryAddRef refuses 0), and the exclusive
-    // lock waits for the readers that found the entry to leave the shard.
-    Registry::ScopedShardedMapRef ref(qs->query_id(), &registry_);
-    auto it = ref->find(qs->query_id());
-    DCHECK(it != ref->end() && it->second == qs);
-    ref->erase(it);
-  }
-  // The entry is gone, so nobody can find it; delete outside the lock.
-  delete qs;
+  // False unless this was the last reference; then the state is unregistered and destroyed,
+  // and the registry is done with it.
+  if (!registry_.Release(qs)) return;
   // Counted under drain_lock_ and this thread's last use of the manager: a WaitForDrain() that
   // sees every state released lets its caller destroy the manager at once, so no release may
   // still be about to touch it (counting before the lock, or waiting on the registry's count,
@@ -102,13 +77,11 @@ void QueryExecMgr::ReleaseQueryState(QueryState* qs) {
 std::vector<QueryStateHandle> QueryExecMgr::GetAll() {
   std::vector<QueryStateHandle> out;
   out.reserve(registry_.Count() + 16);
-  // Take a reference to each under its shard lock, held shared: the reference is a CAS on the
-  // state's count, so the walk excludes only the writers of one shard at a time and revokes no
-  // read bias (the callback does no allocation beyond the reserved vector's occasional growth).
-  // Act on the states after the locks are released.
-  registry_.VisitAllShared([&](const UniqueId&, QueryState* qs) {
-    if (TryAddRef(qs)) out.emplace_back(this, qs);  // Skips a state being unregistered.
-  });
+  // Take a reference to each under its shard's writer lock: the reference is a CAS on the
+  // state's count, so the walk excludes only the writers of one shard at a time and no lookup
+  // (the callback does no allocation beyond the reserved vector's occasional growth). Act on
+  // the states after the locks are released.
+  registry_.ForEachReferenced([&](QueryState* qs) { out.emplace_back(this, qs); });
   return out;
 }
 

@@ -7,8 +7,8 @@
 
 #include "runtime/query-state.h"
 #include "runtime/registry-flags.h"
+#include "runtime/stable-query-registry.h"
 #include "util/mutex.h"
-#include "util/sharded-query-map-util.h"
 #include "util/status.h"
 
 namespace qr {
@@ -41,18 +41,22 @@ class QueryStateHandle {
   QueryState* qs_ = nullptr;
 };
 
-/// Executor-side registry of live queries, keyed by query id.
+/// Executor-side registry of live queries, keyed by query id (QueryStateRegistry,
+/// runtime/stable-query-registry.h: issue 20, item 3).
 ///
-/// Each QueryState carries an atomic refcount: CreateQueryState() starts it at 1,
-/// GetQueryState() adds one while holding the shard shared (so lookups of one shard run in
-/// parallel) and never from 0, ReleaseQueryState() removes one without any lock, and the
-/// release that reaches 0 erases the entry under the shard's exclusive lock (which waits for
-/// every reader that may have found it) and deletes the QueryState after unlocking. Between
-/// that release and the erase the id is still registered but Get returns nullptr.
-/// Bulk operations take references under the shard locks and act after releasing them.
+/// Each QueryState lives in a node of type-stable memory with an atomic reference count beside
+/// it: CreateQueryState() starts it at 1, GetQueryState() finds the node in a sharded map whose
+/// lookups take no lock and store nothing (a seqlock per shard: util/seqlock-tag-map.h), adds
+/// one with a CAS that never raises it from 0 and checks that the node still holds the query
+/// (its shard unchanged, else its id), ReleaseQueryState() removes one without any lock, and the
+/// release that reaches 0 deletes the entry under the shard's writer lock, destroys the
+/// QueryState and keeps its node for a later query. Between that release and the delete the id
+/// is still registered but Get returns nullptr.
+/// Bulk operations take references under the shards' writer locks and act after releasing them.
 /// Thread-safety: all methods are thread-safe.
-/// Ownership: owns every QueryState; one lives while its refcount is above zero.
-/// Lock order: a shard lock is a leaf; a QueryState's own lock is never taken under it.
+/// Ownership: owns every QueryState; one lives while its count is above zero. Nodes are freed
+/// with the manager (at most the peak of live queries, about 1 KiB each).
+/// Lock order: a shard's writer lock is a leaf; a QueryState's own lock is never taken under it.
 class QueryExecMgr {
  public:
   explicit QueryExecMgr(int num_shards = FLAGS_registry_num_shards);
@@ -85,13 +89,10 @@ class QueryExecMgr {
   int64_t num_created() const { return created_.load(std::memory_order_relaxed); }
   int64_t num_released() const { return released_.load(std::memory_order_relaxed); }
 
-  using Registry = ShardedQueryMap<QueryState*>;
+  using Registry = QueryStateRegistry;
   const Registry& registry() const { return registry_; }
 
  private:
-  /// Adds a reference unless the count is already 0 (the state is being unregistered).
-  static bool TryAddRef(QueryState* qs);
-
   Registry registry_;
   std::atomic<int64_t> created_{0};
   /// QueryStates deleted (their last reference released). Raised under drain_lock_ only.

@@ -55,8 +55,9 @@ struct QueryContext {
 };
 
 /// Executor-side state of one query: its context, execution state and counters, its result
-/// buffer and its cancellation flag. Owned by QueryExecMgr and refcounted: obtain one through
-/// QueryExecMgr and hold it in a QueryStateHandle.
+/// buffer and its cancellation flag. Owned by QueryExecMgr, which counts its references (beside
+/// it, in type-stable memory: runtime/stable-query-registry.h): obtain one through QueryExecMgr
+/// and hold it in a QueryStateHandle.
 /// Thread-safety: all methods are thread-safe.
 class QueryState {
  public:
@@ -108,12 +109,8 @@ class QueryState {
   std::atomic<int64_t> vm_steps{0};
 
  private:
-  friend class QueryExecMgr;
-
   const UniqueId id_;
   const QueryContext ctx_;
-  /// References held (QueryExecMgr). Never raised from 0: the last release unregisters it.
-  std::atomic<int32_t> refcount_{1};
   std::atomic<ExecState> exec_state_{ExecState::kCreated};
   std::atomic<bool> cancelled_{false};
   std::atomic<int64_t> exec_start_ns_{0};

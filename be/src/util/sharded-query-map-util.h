@@ -317,8 +317,8 @@ class ShardedQueryMap {
 
   /// Calls 'fn(const Key&, const T&)' for every entry, holding each shard shared while
   /// visiting it: beside that shard's lookups, never beside a writer of it. For walks that
-  /// only read the values or change what they point to atomically (taking a reference, as
-  /// QueryExecMgr::GetAll() does): unlike DoFuncForAllEntries(), it makes lookups wait for
+  /// only read the values or change what they point to atomically (taking a reference to a
+  /// refcounted value): unlike DoFuncForAllEntries(), it makes lookups wait for
   /// nobody and revokes no shard's read bias (each revocation is a membarrier(), ~1 us or
   /// more). 'fn' must be short and must not call into this map.
   template <typename Fn>

@@ -1,7 +1,8 @@
 #pragma once
 
-// SeqlockTagTable: the table of SeqlockTagMap (seqlock-tag-map.h), its layout and its probes.
-// A benchmark variant for issue 20, item 3, not the registry.
+// SeqlockTagTable: the table of SeqlockTagMap (seqlock-tag-map.h), its layout and its probes
+// (issue 20, item 3). QueryExecMgr uses absl's windows (seqlock-window-table.h, built on this
+// file's TagTableBase); the group probes here are the variants the benchmarks compare.
 //
 // absl's layout written with atomics: one control byte per slot (0 empty, 1 deleted, 0x80 | 7
 // hash bits full) in 8-byte words, a group of 8 or 16 slots per probe step, and the slots (two
@@ -25,7 +26,18 @@
 
 #include "util/unique-id.h"
 
-namespace qr::bench {
+namespace qr {
+
+/// Counters of a seqlock map: SeqlockTagMap and the benchmarks' SeqlockMap (exact when read;
+/// not a consistent snapshot across shards).
+struct SeqlockMapStats {
+  uint64_t tables_retired = 0;
+  uint64_t tables_freed = 0;
+  /// Type-stable tables: retired ones taken back by a rehash, and the ones waiting in pools.
+  uint64_t tables_reused = 0;
+  uint64_t tables_pooled = 0;
+  uint64_t entries = 0;
+};
 
 /// How a lookup walks the groups. The pair probes need 8-slot groups: an entry that overflowed
 /// its home group into the next one costs no second step (the writers place an entry in the
@@ -375,4 +387,4 @@ struct SeqlockTagTable : TagTableBase {
   }
 };
 
-}  // namespace qr::bench
+}  // namespace qr

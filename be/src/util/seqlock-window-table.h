@@ -1,7 +1,7 @@
 #pragma once
 
-// SeqlockWindowTable: SeqlockTagMap's table with absl's probe (Probe::kWindows). A benchmark
-// variant for issue 20, item 3, not the registry (docs/benchmarks.md, "absl's probe windows").
+// SeqlockWindowTable: SeqlockTagMap's table with absl's probe (Probe::kWindows), the table of
+// QueryExecMgr's registry (issue 20, item 3; docs/benchmarks.md, "absl's probe windows").
 //
 // The groups of SeqlockTagTable are aligned: a key whose 8 (or 16) slot group is full goes to
 // the next group, 6.7% of the keys at 100,000 entries with 8-slot groups, and each of them
@@ -35,10 +35,10 @@
 #include <new>
 #include <type_traits>
 
-#include "benchmarks/seqlock-tag-table.h"
+#include "util/seqlock-tag-table.h"
 #include "util/unique-id.h"
 
-namespace qr::bench {
+namespace qr {
 
 struct SeqlockWindowTable : TagTableBase {
   /// Bytes a window matches; also the smallest capacity.
@@ -203,4 +203,4 @@ struct SeqlockWindowTable : TagTableBase {
   }
 };
 
-}  // namespace qr::bench
+}  // namespace qr

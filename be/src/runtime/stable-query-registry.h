@@ -1,20 +1,22 @@
 #pragma once
 
-// StableQueryRegistry: QueryExecMgr's reference counting over a SeqlockTagMap, with the states in
-// type-stable memory instead of hazard records (issue 20, item 3; compare
-// hazard-query-registry.h). A benchmark variant for BM_QueryLifecycle, not the registry.
+// StableQueryRegistry: reference-counted QueryStates over a SeqlockTagMap, with the states in
+// type-stable memory (issue 20, item 3). QueryExecMgr's registry is one (QueryStateRegistry:
+// absl's probe windows and the shard check); the other parameters are the variants
+// process-wide-locks-benchmark compares (docs/benchmarks.md, "The reference protocol's shard
+// check"; compare benchmarks/hazard-query-registry.h, which protects with hazard records).
 //
 // A state lives in a node that is never freed while the registry lives: the last Release
 // unregisters the state, destroys it and returns the node to a pool of the registry (one of 16,
 // by thread), and a later Create reuses the node. The node's reference count and query id are
 // atomics that outlive the state, so a reader holding a stale node pointer (its find raced with
-// the node's end and reuse) touches only them: it takes a reference with the same CAS as
-// QueryExecMgr::TryAddRef, which fails on a count of 0 (the state is ending or not yet built),
-// then checks the node's id. A reference to a node that now holds another query is dropped
+// the node's end and reuse) touches only them: it takes a reference with a CAS that fails on a
+// count of 0 (the state is ending or not yet built), then checks the node's id (or, with the
+// shard check, first that the map's shard is unchanged since the find). A reference to a node that now holds another query is dropped
 // again (a Release like any other, which ends that query if its owner has let go meanwhile) and
 // the lookup retries. So a Get stores nothing but the reference it takes (no hazard record, no
-// fence), and a state is destroyed at its last Release, as QueryExecMgr's are (its node's memory
-// stays with the registry, at most the peak of live states).
+// fence), and a state is destroyed at its last Release (its node's memory stays with the
+// registry: at most the peak of live states, about 1 KiB each).
 //
 // Ordering: Create builds the state, writes the id and registers the node before the count's
 // release store of 1 (a reader that finds the node before it sees 0: not registered yet); a
@@ -27,17 +29,19 @@
 #include <memory>
 #include <new>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include <glog/logging.h>
 
-#include "benchmarks/seqlock-tag-map.h"
 #include "runtime/query-state.h"
 #include "util/mutex.h"
+#include "util/seqlock-tag-map.h"
+#include "util/sharded-query-map-util.h"
 #include "util/thread-annotations.h"
 #include "util/unique-id.h"
 
-namespace qr::bench {
+namespace qr {
 
 /// kProbe: how the map's lookups walk its table (seqlock-tag-table.h): 8-slot groups one at a
 /// time (kGroups), a group and the next one in one 16-byte load (kPairsOneLoad), or absl's
@@ -72,15 +76,16 @@ class BasicStableQueryRegistry {
   BasicStableQueryRegistry(const BasicStableQueryRegistry&) = delete;
   BasicStableQueryRegistry& operator=(const BasicStableQueryRegistry&) = delete;
 
-  QueryState* Create(const UniqueId& id, const QueryContext& ctx) {
-    QueryState* qs = TryCreate(id, ctx);
+  QueryState* Create(const UniqueId& id, QueryContext ctx) {
+    QueryState* qs = TryCreate(id, std::move(ctx));
     CHECK(qs != nullptr);
     return qs;
   }
-  /// Create, or nullptr if 'id' is registered (a query that ended, still referenced).
-  QueryState* TryCreate(const UniqueId& id, const QueryContext& ctx) {
+  /// A new state with one reference, or nullptr if 'id' is registered (a live query, or one
+  /// that ended and is still referenced).
+  QueryState* TryCreate(const UniqueId& id, QueryContext ctx) {
     Node* n = TakeNode();
-    n->BuildState(id, ctx);
+    n->BuildState(id, std::move(ctx));
     live_states_.fetch_add(1, std::memory_order_relaxed);
     n->hi.store(id.hi, std::memory_order_relaxed);
     n->lo.store(id.lo, std::memory_order_relaxed);
@@ -134,12 +139,39 @@ class BasicStableQueryRegistry {
     }
   }
 
-  /// Drops one reference; the last one unregisters the state, destroys it and pools its node.
-  void Release(QueryState* qs) {
+  /// Drops one reference; the last one unregisters the state, destroys it and pools its node,
+  /// and returns true (its last use of the registry).
+  bool Release(QueryState* qs) {
     Node* n = Node::Of(qs);
-    if (n->refs.fetch_sub(1, std::memory_order_acq_rel) > 1) return;
+    // acq_rel: the thread that drops the last reference sees what every other holder wrote.
+    const int32_t before = n->refs.fetch_sub(1, std::memory_order_acq_rel);
+    DCHECK_GT(before, 0);
+    if (before > 1) return false;
     End(n);
+    return true;
   }
+
+  /// Calls 'fn(QueryState*)' with a new reference to every registered state (which 'fn' must
+  /// release), skipping the ones ending. Each shard is walked under its writers' lock (no Add
+  /// or Delete of that shard meanwhile, lookups go on); 'fn' runs under it, so it must be
+  /// short and must not call into the registry.
+  template <typename Fn>
+  void ForEachReferenced(Fn fn) {
+    map_.ForEachValue([&](Node* n) {
+      int32_t refs = n->refs.load(std::memory_order_relaxed);
+      do {
+        if (refs == 0) return;  // Ending, or not published yet.
+      } while (!n->refs.compare_exchange_weak(refs, refs + 1, std::memory_order_acquire,
+                                              std::memory_order_relaxed));
+      fn(n->state());
+    });
+  }
+
+  /// Registered states (exact when nothing is created or ended meanwhile).
+  uint64_t Count() const { return map_.Count(); }
+  int num_shards() const { return map_.num_shards(); }
+  /// The map's statistics of one shard (entries, writer-lock acquisitions; lookups take none).
+  ShardStats GetShardStats(int shard) const { return map_.GetShardStats(shard); }
 
  private:
   /// Type-stable: allocated once, never freed while the registry lives. The count and the id,
@@ -154,8 +186,8 @@ class BasicStableQueryRegistry {
     alignas(QueryState) unsigned char storage[sizeof(QueryState)];
 
     QueryState* state() { return std::launder(reinterpret_cast<QueryState*>(storage)); }
-    void BuildState(const UniqueId& id, const QueryContext& ctx) {
-      new (storage) QueryState(id, ctx);
+    void BuildState(const UniqueId& id, QueryContext ctx) {
+      new (storage) QueryState(id, std::move(ctx));
       live = true;
     }
     void DestroyState() {
@@ -231,5 +263,7 @@ using StablePairQueryRegistry = BasicStableQueryRegistry<Probe::kPairsOneLoad>;
 using StableWindowQueryRegistry = BasicStableQueryRegistry<Probe::kWindows>;
 using StableWindowCheckQueryRegistry =
     BasicStableQueryRegistry<Probe::kWindows, /*kShardCheck=*/true>;
+/// QueryExecMgr's.
+using QueryStateRegistry = StableWindowCheckQueryRegistry;
 
-}  // namespace qr::bench
+}  // namespace qr

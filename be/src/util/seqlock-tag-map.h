@@ -1,9 +1,12 @@
 #pragma once
 
-// SeqlockTagMap: a candidate registry design whose readers write nothing at all, over tables as
+// SeqlockTagMap: a sharded map of pointers whose readers write nothing at all, over tables as
 // compact as absl's (issue 20, items 2 and 3; docs/benchmarks.md, "Readers that write nothing,
-// over tagged groups"). A benchmark variant, not the registry: ShardedQueryMap and ShardLock are
-// unchanged.
+// over tagged groups" and the sections after it). QueryExecMgr's registry is one, with absl's
+// probe windows (Probe::kWindows; runtime/stable-query-registry.h); the other probes and the
+// holds (seqlock-holds.h) are the variants the benchmarks compare. ShardedQueryMap and
+// ShardLock, the coordinator's registry, are unchanged. Not an installed header yet: its API
+// (Get copies a pointer out, no references into the table) is the library's next change.
 //
 // What it keeps from SeqlockMap (seqlock-map.h): shards chosen from 'hi' as ShardedQueryMap
 // chooses them, writers serialised on a shard mutex that make the shard's version odd while they
@@ -51,18 +54,18 @@
 #include <type_traits>
 #include <vector>
 
-#include "benchmarks/seqlock-holds.h"
-#include "benchmarks/seqlock-map.h"
-#include "benchmarks/seqlock-tag-table.h"
-#include "benchmarks/seqlock-window-table.h"
 #include "util/check.h"
+#include "util/seqlock-holds.h"
+#include "util/seqlock-tag-table.h"
+#include "util/seqlock-window-table.h"
 #include "util/shard-lock.h"
-#include "util/spinlock.h"
 #include "util/sharded-query-map-util.h"
+#include "util/spinlock.h"
+#include "util/status.h"
 #include "util/thread-annotations.h"
 #include "util/unique-id.h"
 
-namespace qr::bench {
+namespace qr {
 
 /// RAII hold of a SpinLock, visible to the thread-safety analysis.
 class QR_SCOPED_CAPABILITY SpinLockHold {
@@ -86,10 +89,11 @@ class SeqlockTagMap {
   static_assert(std::is_pointer_v<T>, "SeqlockTagMap stores pointers");
 
  public:
-  /// 'num_shards': a power of two. 'initial_capacity': slots of each shard's first table
-  /// (rounded up to a power of two >= 8, one group).
+  /// QR_REQUIRES: ValidateNumShards(num_shards) is OK (checked: a bad value aborts with the
+  /// reason). 'initial_capacity': slots of each shard's first table (rounded up to a power of
+  /// two >= 8, one group).
   explicit SeqlockTagMap(int num_shards, uint64_t initial_capacity = 8)
-      : pick_shard_(num_shards),
+      : pick_shard_(CheckedNumShards(num_shards)),
         shards_(std::make_unique<Shard[]>(num_shards)),
         num_shards_(num_shards) {
     const uint64_t capacity = std::bit_ceil(std::max<uint64_t>(initial_capacity, kGroup));
@@ -170,6 +174,7 @@ class SeqlockTagMap {
     t->Store(pos, id, std::bit_cast<uint64_t>(v), Tag(h));
     EndWrite(s);
     s.live++;
+    s.size.store(s.live, std::memory_order_relaxed);
     if (was_empty) s.used++;
     return true;
   }
@@ -195,6 +200,7 @@ class SeqlockTagMap {
     t->SetCtrl(pos, never_full ? kEmptyCtrl : kDeletedCtrl);
     EndWrite(s);
     s.live--;
+    s.size.store(s.live, std::memory_order_relaxed);
     if (never_full) s.used--;
     return true;
   }
@@ -235,6 +241,27 @@ class SeqlockTagMap {
         fn(std::bit_cast<T>(t->slots()[pos].value.load(std::memory_order_relaxed)));
       }
     }
+  }
+
+  int num_shards() const { return num_shards_; }
+  /// Entries over every shard (exact when no writer runs).
+  uint64_t Count() const {
+    uint64_t n = 0;
+    for (int i = 0; i < num_shards_; ++i) n += shards_[i].size.load(std::memory_order_relaxed);
+    return n;
+  }
+  /// Entries of one shard and its writers' lock: acquisitions (Add, Delete, ForEachValue),
+  /// contended ones and sleeps. Lookups take no lock, so shared_acquisitions, bias_revocations
+  /// and read_biased stay 0. Read without the lock, as ShardedQueryMap's.
+  ShardStats GetShardStats(int shard) const {
+    QR_CHECK(shard >= 0 && shard < num_shards_, "GetShardStats: no such shard");
+    const Shard& s = shards_[shard];
+    ShardStats st;
+    st.entries = s.size.load(std::memory_order_relaxed);
+    st.acquisitions = s.mu.acquisitions();
+    st.contended_acquisitions = s.mu.contended_acquisitions();
+    st.sleeps = s.mu.sleeps();
+    return st;
   }
 
   /// tables_freed stays 0: retired tables are pooled (tables_pooled) or reused (tables_reused).
@@ -286,6 +313,8 @@ class SeqlockTagMap {
     alignas(64) mutable SpinLock mu;
     [[no_unique_address]] mutable HoldsOf holds;
     uint64_t live QR_GUARDED_BY(mu) = 0;
+    /// 'live' as of the last change, readable without the lock.
+    std::atomic<uint64_t> size{0};
     /// Live entries and deleted slots of 'table'.
     uint64_t used QR_GUARDED_BY(mu) = 0;
     uint64_t tables_retired QR_GUARDED_BY(mu) = 0;
@@ -402,9 +431,15 @@ class SeqlockTagMap {
     return shards_[pick_shard_(id.hi)];
   }
 
+  static int CheckedNumShards(int num_shards) {
+    const Status s = ValidateNumShards(num_shards);
+    QR_CHECK(s.ok(), s.message());
+    return num_shards;
+  }
+
   const FibonacciShardPicker pick_shard_;
   const std::unique_ptr<Shard[]> shards_;
   const int num_shards_;
 };
 
-}  // namespace qr::bench
+}  // namespace qr

@@ -31,7 +31,7 @@
 
 #include "util/shard-lock.h"
 
-namespace qr::bench {
+namespace qr {
 
 /// What SeqlockTagMap's holds (VisitShared) are built on, if it has them (see above).
 enum class Holds { kNone, kSlots, kShardLock };
@@ -95,4 +95,4 @@ struct SlotHolds {
   void Lower() { writer.store(0, std::memory_order_release); }
 };
 
-}  // namespace qr::bench
+}  // namespace qr
