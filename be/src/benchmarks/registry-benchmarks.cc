@@ -26,6 +26,7 @@
 #include "runtime/registry-flags.h"
 #include "runtime/stable-query-registry.h"
 #include "service/client-request-state.h"
+#include "util/mutex.h"
 #include "util/spinlock.h"
 #include "util/unique-id.h"
 
@@ -98,6 +99,8 @@ class ExclusiveQueryRegistry {
 /// inside the shard's shared hold (VisitShared: read-biased, or a reader slot), a Release
 /// subtracts one with no lock, and the last Release erases the entry under the shard's
 /// exclusive lock (which waits for the readers that found it) and deletes the box after it.
+/// With QueryExecMgr's accounting (a creation counter, each deletion counted under the drain
+/// lock), so that it compares with QueryExecMgr itself.
 class ShardLockQueryRegistry {
  public:
   explicit ShardLockQueryRegistry(int num_shards) : map_(num_shards) {}
@@ -113,6 +116,7 @@ class ShardLockQueryRegistry {
   QueryState* TryCreate(const UniqueId& id, QueryContext ctx) {
     auto b = std::make_unique<Box>(id, std::move(ctx));
     if (!map_.Add(id, b.get()).ok()) return nullptr;
+    created_.fetch_add(1, std::memory_order_relaxed);
     return b.release()->state();
   }
   QueryState* Get(const UniqueId& id) {
@@ -134,6 +138,8 @@ class ShardLockQueryRegistry {
       ref->erase(qs->query_id());
     }
     delete b;
+    MutexLock l(&drain_lock_);
+    released_.fetch_add(1, std::memory_order_relaxed);
   }
 
  private:
@@ -153,6 +159,9 @@ class ShardLockQueryRegistry {
   };
   using Map = ShardedQueryMap<Box*>;
   Map map_;
+  std::atomic<int64_t> created_{0};
+  Mutex drain_lock_;
+  std::atomic<int64_t> released_{0};
 };
 
 /// QueryExecMgr itself, with 'num_shards' shards.
@@ -409,6 +418,8 @@ void RegisterReferenceMixBenchmarks(const MapBenchmarkOptions& o) {
                      {"StableSeqlockPair1256", &BM_RegistryMix<StablePairQueryRegistry>},
                      {"StableSeqlockWindow256", &BM_RegistryMix<StableWindowQueryRegistry>},
                      {"ShardLockQueryExecMgr256", &BM_RegistryMix<ShardLockQueryRegistry>},
+                     {"ShardLockQueryExecMgr256Again", &BM_RegistryMix<ShardLockQueryRegistry>},
+                     {"QueryStateRegistry256", &BM_RegistryMix<QueryStateRegistry>},
                      {"HazardSeqlockTag256", &BM_RegistryMix<HazardQueryRegistry<true>>},
                      {"HazardFenceSeqlockTag256", &BM_RegistryMix<HazardQueryRegistry<false>>}},
                     o);

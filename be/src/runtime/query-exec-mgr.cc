@@ -54,17 +54,11 @@ Status QueryExecMgr::CreateQueryState(const UniqueId& id, QueryContext ctx,
   return Status::OK();
 }
 
-QueryState* QueryExecMgr::GetQueryState(const UniqueId& id) { return registry_.Get(id); }
-
 QueryStateHandle QueryExecMgr::GetQueryStateHandle(const UniqueId& id) {
   return QueryStateHandle(this, GetQueryState(id));
 }
 
-void QueryExecMgr::ReleaseQueryState(QueryState* qs) {
-  DCHECK(qs != nullptr);
-  // False unless this was the last reference; then the state is unregistered and destroyed,
-  // and the registry is done with it.
-  if (!registry_.Release(qs)) return;
+void QueryExecMgr::CountRelease() {
   // Counted under drain_lock_ and this thread's last use of the manager: a WaitForDrain() that
   // sees every state released lets its caller destroy the manager at once, so no release may
   // still be about to touch it (counting before the lock, or waiting on the registry's count,

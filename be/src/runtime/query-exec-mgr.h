@@ -5,6 +5,8 @@
 #include <functional>
 #include <vector>
 
+#include <glog/logging.h>
+
 #include "runtime/query-state.h"
 #include "runtime/registry-flags.h"
 #include "runtime/stable-query-registry.h"
@@ -69,11 +71,18 @@ class QueryExecMgr {
   /// Raw form of CreateQueryState: the caller owns one reference and must release it.
   Status CreateQueryState(const UniqueId& id, QueryContext ctx, QueryState** out);
 
-  /// A new reference, or nullptr when 'id' is not registered.
-  QueryState* GetQueryState(const UniqueId& id);
+  /// A new reference, or nullptr when 'id' is not registered. Inline, as the release: a lookup
+  /// that takes no lock is short enough for a call to show (docs/benchmarks.md, "QueryExecMgr
+  /// over the window table").
+  QueryState* GetQueryState(const UniqueId& id) { return registry_.Get(id); }
   QueryStateHandle GetQueryStateHandle(const UniqueId& id);
   /// Drops one reference; the last one unregisters and deletes the QueryState.
-  void ReleaseQueryState(QueryState* qs);
+  void ReleaseQueryState(QueryState* qs) {
+    DCHECK(qs != nullptr);
+    // False unless this was the last reference; then the state is unregistered and destroyed,
+    // and the registry is done with it.
+    if (registry_.Release(qs)) CountRelease();
+  }
 
   /// Cancels every live query with 'reason'; returns how many were newly cancelled.
   int CancelAll(const QueryError& reason);
@@ -93,6 +102,9 @@ class QueryExecMgr {
   const Registry& registry() const { return registry_; }
 
  private:
+  /// After a state's last release: counts it for WaitForDrain (out of line).
+  void CountRelease();
+
   Registry registry_;
   std::atomic<int64_t> created_{0};
   /// QueryStates deleted (their last reference released). Raised under drain_lock_ only.
