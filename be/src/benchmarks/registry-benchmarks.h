@@ -16,9 +16,9 @@ namespace qr::bench {
 void RegisterLifecycleBenchmarks(const std::string& grid_points, double min_time_s);
 
 /// The mixes over the executor's registries (BM_<Mix>Refs: QueryExecMgr, its ShardLock
-/// predecessor and the other lock-free variants) and over the coordinator's maps of shared_ptrs (BM_<Mix>Shared: ClientRequestStateMap
-/// and HazardSharedMap), each default twice: *Again is the spread of identical code side by side
-/// (an A/A control).
+/// predecessor and the other lock-free variants) and over the coordinator's maps of
+/// shared_ptrs (BM_<Mix>Shared: ClientRequestStateMap and HazardSharedMap), each default twice:
+/// *Again is the spread of identical code side by side (an A/A control).
 void RegisterReferenceMixBenchmarks(const MapBenchmarkOptions& o);
 
 }  // namespace qr::bench

@@ -12,11 +12,12 @@
 // atomics that outlive the state, so a reader holding a stale node pointer (its find raced with
 // the node's end and reuse) touches only them: it takes a reference with a CAS that fails on a
 // count of 0 (the state is ending or not yet built), then checks the node's id (or, with the
-// shard check, first that the map's shard is unchanged since the find). A reference to a node that now holds another query is dropped
-// again (a Release like any other, which ends that query if its owner has let go meanwhile) and
-// the lookup retries. So a Get stores nothing but the reference it takes (no hazard record, no
-// fence), and a state is destroyed at its last Release (its node's memory stays with the
-// registry: at most the peak of live states, about 1 KiB each).
+// shard check, first that the map's shard is unchanged since the find). A reference to a node
+// that now holds another query is dropped again (a Release like any other, which ends that
+// query if its owner has let go meanwhile) and the lookup retries. So a Get stores nothing but
+// the reference it takes (no hazard record, no fence), and a state is destroyed at its last
+// Release (its node's memory stays with the registry: at most the peak of live states, about
+// 1 KiB each).
 //
 // Ordering: Create builds the state, writes the id and registers the node before the count's
 // release store of 1 (a reader that finds the node before it sees 0: not registered yet); a
@@ -43,15 +44,15 @@
 
 namespace qr {
 
-/// kProbe: how the map's lookups walk its table (seqlock-tag-table.h): 8-slot groups one at a
-/// time (kGroups), a group and the next one in one 16-byte load (kPairsOneLoad), or absl's
-/// windows of 16 control bytes from the key's own slot (kWindows).
 /// A test seam (AfterFind below): nothing.
 struct NoAfterFind {
   template <class Registry>
   static void Run(Registry*) {}
 };
 
+/// kProbe: how the map's lookups walk its table (seqlock-tag-table.h): 8-slot groups one at a
+/// time (kGroups), a group and the next one in one 16-byte load (kPairsOneLoad), or absl's
+/// windows of 16 control bytes from the key's own slot (kWindows).
 /// kShardCheck: after taking its reference, a lookup first checks that the map's shard has not
 /// changed since it found the node (Unchanged: one load of the shard's version, a line only
 /// writers write), and reads the node's id (the line every reference's CAS takes) only when it
