@@ -82,8 +82,8 @@ constexpr bool kGlibcMalloc = true;
 #endif
 
 /// What glibc's malloc holds: the bytes handed out (arena chunks in use plus blocks mapped on
-/// their own, which --M_MMAP_THRESHOLD makes every block of 1 MiB and more) and the free bytes
-/// its arenas keep. RSS minus these two is the binary, the stacks and what is not malloc's.
+/// their own, which coordinatord's mallopt(M_MMAP_THRESHOLD) makes every block of 1 MiB and
+/// more) and the free bytes its arenas keep. RSS minus these two is the binary, the stacks and what is not malloc's.
 /// mallinfo2() walks every arena's free lists under its lock: tens of microseconds.
 void AppendAllocatorMetrics(std::string* out) {
   if constexpr (!kGlibcMalloc) return;
@@ -98,6 +98,8 @@ void AppendAllocatorMetrics(std::string* out) {
 }
 }  // namespace
 
+/// The standard process_* families (the names Prometheus' client libraries use), the
+/// allocator's and the build's version and revision.
 void AppendProcessMetrics(std::string* out) {
   rusage ru{};
   getrusage(RUSAGE_SELF, &ru);
