@@ -6,6 +6,7 @@
 #include <thread>
 #include <vector>
 
+#include <query_registry/seqlock-tag-map.h>
 #include <query_registry/unique-id.h>
 
 #include "session-registry.h"
@@ -89,6 +90,34 @@ int main() {
   const qr::UniqueId id = qr::GenerateQueryId();
   Expect(by_query_id.Add(id, 1).ok() && by_query_id.Get(id) == 1, "UniqueId-keyed map");
   Expect(by_query_id.num_shards() == qr::kDefaultNumShards, "default shard count");
+
+  // SeqlockQueryMap holds pointers and looks them up without a lock: a writer adds and deletes
+  // while readers look up the entries that stay, which must always be found with their value.
+  static const int kValues[2] = {7, 8};
+  qr::SeqlockQueryMap<const int*> pointers(16);
+  std::vector<qr::UniqueId> stay(1000), churn(1000);
+  for (auto& k : stay) {
+    k = qr::GenerateQueryId();
+    pointers.Add(k, &kValues[0]);
+  }
+  for (auto& k : churn) k = qr::GenerateQueryId();
+  std::thread writer([&] {
+    for (int round = 0; round < 20; ++round) {
+      for (const auto& k : churn) pointers.Add(k, &kValues[1]);
+      for (const auto& k : churn) pointers.Delete(k);
+    }
+  });
+  int misses = 0;
+  for (int round = 0; round < 20; ++round) {
+    for (const auto& k : stay) {
+      const int* v = nullptr;
+      if (!pointers.Get(k, &v) || v != &kValues[0]) ++misses;
+    }
+  }
+  writer.join();
+  Expect(misses == 0, std::to_string(misses) + " lookups of SeqlockQueryMap missed");
+  Expect(pointers.Count() == stay.size(), "SeqlockQueryMap count " +
+                                              std::to_string(pointers.Count()));
 
   if (failures == 0) std::printf("session-registry: all checks passed\n");
   return failures == 0 ? 0 : 1;

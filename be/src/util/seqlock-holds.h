@@ -29,7 +29,7 @@
 #include <memory>
 #include <thread>
 
-#include "util/shard-lock.h"
+#include "shard-lock.h"
 
 namespace qr {
 

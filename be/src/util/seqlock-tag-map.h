@@ -5,10 +5,12 @@
 // over tagged groups" and the sections after it). QueryExecMgr's registry is one, with absl's
 // probe windows (Probe::kWindows; runtime/stable-query-registry.h); the other probes and the
 // holds (seqlock-holds.h) are the variants the benchmarks compare. ShardedQueryMap and
-// ShardLock, the coordinator's registry, are unchanged. Not an installed header yet: its API
-// (Get copies a pointer out, no references into the table) is the library's next change.
+// ShardLock, the coordinator's registry, are unchanged. SeqlockQueryMap (at the end) is the
+// library's name for the map to use; unlike ShardedQueryMap it holds pointers only, Get copies
+// one out, and nothing hands out a reference into the table (a reader holds no lock to keep
+// one valid): a value's lifetime is the caller's (QueryExecMgr: type-stable nodes).
 //
-// What it keeps from SeqlockMap (seqlock-map.h): shards chosen from 'hi' as ShardedQueryMap
+// Keys are UniqueIds. What it keeps from SeqlockMap (the benchmarks' seqlock-map.h): shards chosen from 'hi' as ShardedQueryMap
 // chooses them, writers serialised on a shard mutex that make the shard's version odd while they
 // change its table, and readers that load the version (acquire), probe with acquire loads and
 // retry if the version changed or was odd. What it changes:
@@ -54,16 +56,16 @@
 #include <type_traits>
 #include <vector>
 
-#include "util/check.h"
-#include "util/seqlock-holds.h"
-#include "util/seqlock-tag-table.h"
-#include "util/seqlock-window-table.h"
-#include "util/shard-lock.h"
-#include "util/sharded-query-map-util.h"
-#include "util/spinlock.h"
-#include "util/status.h"
-#include "util/thread-annotations.h"
-#include "util/unique-id.h"
+#include "check.h"
+#include "seqlock-holds.h"
+#include "seqlock-tag-table.h"
+#include "seqlock-window-table.h"
+#include "shard-lock.h"
+#include "sharded-query-map-util.h"
+#include "spinlock.h"
+#include "status.h"
+#include "thread-annotations.h"
+#include "unique-id.h"
 
 namespace qr {
 
@@ -441,5 +443,11 @@ class SeqlockTagMap {
   const std::unique_ptr<Shard[]> shards_;
   const int num_shards_;
 };
+
+/// The map to use (QueryExecMgr's): values are pointers, lookups take no lock and store
+/// nothing, absl's probe windows. The other template arguments are variants the benchmarks
+/// compare (docs/benchmarks.md).
+template <typename T>
+using SeqlockQueryMap = SeqlockTagMap<T, Holds::kNone, 8, Probe::kWindows>;
 
 }  // namespace qr

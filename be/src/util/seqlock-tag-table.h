@@ -24,7 +24,8 @@
 #include <new>
 #include <type_traits>
 
-#include "util/unique-id.h"
+#include "shard-lock.h"  // QR_SHARD_LOCK_TSAN
+#include "unique-id.h"
 
 namespace qr {
 

@@ -35,8 +35,9 @@
 #include <new>
 #include <type_traits>
 
-#include "util/seqlock-tag-table.h"
-#include "util/unique-id.h"
+#include "seqlock-tag-table.h"
+#include "shard-lock.h"  // QR_SHARD_LOCK_TSAN
+#include "unique-id.h"
 
 namespace qr {
 
