@@ -465,6 +465,8 @@ TEST_F(DebugPagesTest, AdmittedQueryWaitingForAnExecutorThreadIsQueued) {
   TestResponse metrics = TestHttpClient(port_).Get("/metrics");
   EXPECT_NE(metrics.body.find("\nqr_executor_queue_length 1\n"), std::string::npos);
   EXPECT_NE(metrics.body.find("\nqr_executor_threads_busy 1\n"), std::string::npos);
+  // The executor's states: both in the one 2 MiB slab mapped at this server's first query.
+  EXPECT_NE(metrics.body.find("\nqr_executor_state_memory_bytes 2097152\n"), std::string::npos);
   EXPECT_EQ(second.Cancel().status, 204);
   EXPECT_EQ(first->Cancel().status, 204);
 }

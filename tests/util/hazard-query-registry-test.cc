@@ -32,7 +32,9 @@ template <typename Registry>
 class HazardQueryRegistryTest : public ::testing::Test {};
 using Registries = ::testing::Types<HazardQueryRegistry<true>, HazardQueryRegistry<false>,
                                     StableQueryRegistry, StablePairQueryRegistry,
-                                    StableWindowQueryRegistry, StableWindowCheckQueryRegistry>;
+                                    StableWindowQueryRegistry, StableWindowCheckQueryRegistry,
+                                    QueryStateSlabRegistry, QueryStateHugeSlabRegistry,
+                                    QueryStateRegistry>;
 TYPED_TEST_SUITE(HazardQueryRegistryTest, Registries);
 
 TYPED_TEST(HazardQueryRegistryTest, ReferencesKeepAStateAndTheLastOneDeletesIt) {
@@ -212,6 +214,92 @@ TEST(StableQueryRegistryTest, ANodeReusedBeforeTheReferenceIsNotReturned) {
 
 TEST(StableQueryRegistryTest, ANodeReusedBeforeTheReferenceIsNotReturnedWithTheShardCheck) {
   ExpectANodeReusedBeforeTheReferenceIsNotReturned</*kShardCheck=*/true>();
+}
+
+/// Ends the query 'victim' inside a lookup, between its find and its reference, once: the
+/// lookup's CAS then meets a count of 0 on a node that still holds the victim's id.
+struct EndOnce {
+  static inline QueryState* victim = nullptr;
+  template <class Registry>
+  static void Run(Registry* registry) {
+    if (victim != nullptr) registry->Release(std::exchange(victim, nullptr));
+  }
+};
+
+template <bool kGuessOne>
+void ExpectAnEndingNodeIsNotReferenced() {
+  using Registry = BasicStableQueryRegistry<Probe::kWindows, /*kShardCheck=*/true, EndOnce,
+                                            NodeMemory::kHugeSlabs, kGuessOne>;
+  const int64_t live_before = Registry::LiveStates();
+  {
+    Registry registry(4);
+    const UniqueId a = GenerateQueryId();
+    QueryState* qa = registry.Create(a, Context());
+    EndOnce::victim = qa;
+    // The lookup finds a's node, a's last reference is dropped: the count is 0 and the node
+    // still holds a's id, so only the count tells the lookup that a has ended.
+    EXPECT_EQ(registry.Get(a), nullptr);
+    EXPECT_EQ(EndOnce::victim, nullptr);  // The race did happen.
+    EXPECT_EQ(Registry::LiveStates(), live_before);
+    const UniqueId b = GenerateQueryId();
+    QueryState* qb = registry.Create(b, Context());
+    EXPECT_EQ(qb, qa);  // The node was pooled, with no reference left on it.
+    EXPECT_EQ(registry.Get(a), nullptr);
+    registry.Release(qb);
+  }
+  EXPECT_EQ(Registry::LiveStates(), live_before);
+}
+
+TEST(StableQueryRegistryTest, AnEndingNodeIsNotReferenced) {
+  ExpectAnEndingNodeIsNotReferenced</*kGuessOne=*/false>();
+}
+
+TEST(StableQueryRegistryTest, AnEndingNodeIsNotReferencedWithTheGuessedCount) {
+  ExpectAnEndingNodeIsNotReferenced</*kGuessOne=*/true>();
+}
+
+/// QueryStateRegistry's nodes over more than two slabs: every state found under its own id,
+/// the slabs kept and reused once every query ended, and a count above 1 (the guess wrong)
+/// still referenced.
+TEST(StableQueryRegistryTest, NodesFillSlabsAndEndedNodesAreReused) {
+  constexpr size_t kSlab = size_t{2} << 20;
+  const size_t per_slab = QueryStateRegistry::NodesPerSlab();
+  ASSERT_GE(per_slab, 1000u);  // About 1 KiB a node.
+  const size_t n = 2 * per_slab + 7;
+  const int64_t live_before = QueryStateRegistry::LiveStates();
+  {
+    QueryStateRegistry registry(8);
+    EXPECT_EQ(registry.NodeBytes(), 0u);  // No slab before the first query.
+    for (int round = 0; round < 2; ++round) {
+      std::vector<UniqueId> ids(n);
+      std::vector<QueryState*> states(n);
+      for (size_t i = 0; i < n; ++i) {
+        ids[i] = GenerateQueryId();
+        states[i] = registry.Create(ids[i], Context());
+      }
+      EXPECT_EQ(registry.NodeBytes(), 3 * kSlab) << "round " << round;
+      EXPECT_EQ(registry.Count(), n);
+      for (size_t i = 0; i < n; ++i) {
+        QueryState* qs = registry.Get(ids[i]);
+        ASSERT_EQ(qs, states[i]) << i;
+        EXPECT_EQ(qs->query_id(), ids[i]);
+        EXPECT_EQ(reinterpret_cast<uintptr_t>(qs) % alignof(QueryState), 0u);
+        QueryState* twice = registry.Get(ids[i]);  // The count is 2: the guess of 1 fails.
+        ASSERT_EQ(twice, qs);
+        registry.Release(twice);
+        registry.Release(qs);
+      }
+      for (size_t i = 0; i < n; ++i) EXPECT_TRUE(registry.Release(states[i]));
+      EXPECT_EQ(registry.Count(), 0u);
+      EXPECT_EQ(QueryStateRegistry::LiveStates(), live_before);
+      for (const UniqueId& id : ids) EXPECT_EQ(registry.Get(id), nullptr);
+    }
+    // The second round reused the first round's nodes: no slab was added.
+    EXPECT_EQ(registry.NodeBytes(), 3 * kSlab);
+    QueryState* left = registry.Create(GenerateQueryId(), Context());
+    (void)left;  // The destructor destroys a state still registered.
+  }
+  EXPECT_EQ(QueryStateRegistry::LiveStates(), live_before);
 }
 
 }  // namespace

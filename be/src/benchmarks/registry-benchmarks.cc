@@ -420,6 +420,9 @@ void RegisterReferenceMixBenchmarks(const MapBenchmarkOptions& o) {
                      {"ShardLockQueryExecMgr256", &BM_RegistryMix<ShardLockQueryRegistry>},
                      {"ShardLockQueryExecMgr256Again", &BM_RegistryMix<ShardLockQueryRegistry>},
                      {"QueryStateRegistry256", &BM_RegistryMix<QueryStateRegistry>},
+                     {"QueryStateNewNodes256", &BM_RegistryMix<StableWindowCheckQueryRegistry>},
+                     {"QueryStateSlabs256", &BM_RegistryMix<QueryStateSlabRegistry>},
+                     {"QueryStateHugeSlabs256", &BM_RegistryMix<QueryStateHugeSlabRegistry>},
                      {"HazardSeqlockTag256", &BM_RegistryMix<HazardQueryRegistry<true>>},
                      {"HazardFenceSeqlockTag256", &BM_RegistryMix<HazardQueryRegistry<false>>}},
                     o);

@@ -17,7 +17,7 @@
 // query if its owner has let go meanwhile) and the lookup retries. So a Get stores nothing but
 // the reference it takes (no hazard record, no fence), and a state is destroyed at its last
 // Release (its node's memory stays with the registry: at most the peak of live states, about
-// 1 KiB each).
+// 1 KiB each; QueryStateRegistry keeps its nodes in 2 MiB slabs, see NodeMemory).
 //
 // Ordering: Create builds the state, writes the id and registers the node before the count's
 // release store of 1 (a reader that finds the node before it sees 0: not registered yet); a
@@ -33,7 +33,20 @@
 #include <utility>
 #include <vector>
 
+#include <sys/mman.h>
+
 #include <glog/logging.h>
+
+#if defined(__SANITIZE_ADDRESS__)
+#define QR_STABLE_REGISTRY_LSAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(leak_sanitizer)
+#define QR_STABLE_REGISTRY_LSAN 1
+#endif
+#endif
+#ifdef QR_STABLE_REGISTRY_LSAN
+#include <sanitizer/lsan_interface.h>
+#endif
 
 #include "runtime/query-state.h"
 #include "util/mutex.h"
@@ -50,6 +63,24 @@ struct NoAfterFind {
   static void Run(Registry*) {}
 };
 
+/// Where the nodes live (docs/benchmarks.md, "Node memory and the guessed count").
+/// kNew: one allocation per node, operator new with the node's 64-byte alignment. glibc's
+///   memalign gives the 1,024-byte node a 1,152-byte stride, so the nodes' first lines (the
+///   count and the id, which every lookup touches) all fall in half of the cache sets.
+/// kSlabs: 2 MiB slabs mapped as the registry grows, never unmapped while it lives; nodes at a
+///   stride of an odd number of cache lines (their first lines spread over every set); a page
+///   is faulted in when a node on it is first used.
+/// kHugeSlabs: the same slabs, 2 MiB-aligned and advised as transparent huge pages
+///   (MADV_HUGEPAGE; advice only, without THP they keep 4 KiB pages). A lookup's node then
+///   costs no page walk of its own: 100,000 live states fill 52 huge pages, not 27,000 pages.
+enum class NodeMemory { kNew, kSlabs, kHugeSlabs };
+
+/// kNodes: where the nodes live (above).
+/// kGuessOne: a lookup takes its reference with a CAS that expects a count of 1 (the creator's
+/// alone, the common case) instead of loading the count first: the CAS fetches the line for
+/// writing at once, where a load fetches it shared and the CAS then upgrades it (a second
+/// transfer when other CPUs write the count, as in the hot query). A wrong guess costs one
+/// failed CAS, which returns the count to retry with.
 /// kProbe: how the map's lookups walk its table (seqlock-tag-table.h): 8-slot groups one at a
 /// time (kGroups), a group and the next one in one 16-byte load (kPairsOneLoad), or absl's
 /// windows of 16 control bytes from the key's own slot (kWindows).
@@ -58,7 +89,8 @@ struct NoAfterFind {
 /// writers write), and reads the node's id (the line every reference's CAS takes) only when it
 /// has. AfterFind::Run(this) runs in a lookup between its find and its reference (tests: end
 /// the query there and reuse its node).
-template <Probe kProbe = Probe::kGroups, bool kShardCheck = false, class AfterFind = NoAfterFind>
+template <Probe kProbe = Probe::kGroups, bool kShardCheck = false, class AfterFind = NoAfterFind,
+          NodeMemory kNodes = NodeMemory::kNew, bool kGuessOne = false>
 class BasicStableQueryRegistry {
  public:
   /// A state is destroyed at its last Release (for the tests shared with HazardQueryRegistry).
@@ -68,10 +100,22 @@ class BasicStableQueryRegistry {
   /// No Get or Release may be running; the states still registered are destroyed.
   ~BasicStableQueryRegistry() {
     MutexLock l(&mu_);
-    for (const std::unique_ptr<Node>& n : nodes_) {
-      if (!n->live) continue;
+    auto destroy = [](Node* n) {
+      if (!n->live) return;
       n->DestroyState();
       live_states_.fetch_sub(1, std::memory_order_relaxed);
+    };
+    if constexpr (kNodes == NodeMemory::kNew) {
+      for (const std::unique_ptr<Node>& n : nodes_) destroy(n.get());
+    } else {
+      for (size_t s = 0; s < slabs_.size(); ++s) {
+        const size_t used = s + 1 < slabs_.size() ? kNodesPerSlab : slab_used_;
+        for (size_t i = 0; i < used; ++i) destroy(SlabNode(s, i));
+#ifdef QR_STABLE_REGISTRY_LSAN
+        __lsan_unregister_root_region(slabs_[s], kSlabBytes);
+#endif
+        munmap(slabs_[s], kSlabBytes);
+      }
     }
   }
   BasicStableQueryRegistry(const BasicStableQueryRegistry&) = delete;
@@ -116,13 +160,16 @@ class BasicStableQueryRegistry {
         if (!map_.Get(id, &n)) return nullptr;
       }
       AfterFind::Run(this);
-      int32_t refs = n->refs.load(std::memory_order_relaxed);
-      do {
+      int32_t refs = kGuessOne ? 1 : n->refs.load(std::memory_order_relaxed);
+      for (;;) {
         // 0: the state is ending (its Release unregisters it next) or not built yet; either
         // way 'id' is not registered to this node any more, or not yet.
         if (refs == 0) return nullptr;
-      } while (!n->refs.compare_exchange_weak(refs, refs + 1, std::memory_order_acquire,
-                                              std::memory_order_relaxed));
+        if (n->refs.compare_exchange_weak(refs, refs + 1, std::memory_order_acquire,
+                                          std::memory_order_relaxed)) {
+          break;
+        }
+      }
       // kShardCheck: the shard's version unchanged means 'id' is still registered to 'n' (a
       // node is reused only after its last Release deleted its id, which changed that
       // version; the CAS acquired the count from the node's new owner, which happens after
@@ -167,6 +214,11 @@ class BasicStableQueryRegistry {
       fn(n->state());
     });
   }
+
+  /// Nodes a slab holds (kSlabs, kHugeSlabs).
+  static constexpr size_t NodesPerSlab() { return kNodesPerSlab; }
+  /// Bytes of node memory the registry holds (mapped slabs, or allocated nodes for kNew).
+  size_t NodeBytes() const { return node_bytes_.load(std::memory_order_relaxed); }
 
   /// Registered states (exact when nothing is created or ended meanwhile).
   uint64_t Count() const { return map_.Count(); }
@@ -221,8 +273,47 @@ class BasicStableQueryRegistry {
       }
     }
     MutexLock l(&mu_);
-    nodes_.push_back(std::make_unique<Node>());
-    return nodes_.back().get();
+    if constexpr (kNodes == NodeMemory::kNew) {
+      nodes_.push_back(std::make_unique<Node>());
+      node_bytes_.fetch_add(sizeof(Node), std::memory_order_relaxed);
+      return nodes_.back().get();
+    } else {
+      if (slabs_.empty() || slab_used_ == kNodesPerSlab) {
+        slabs_.push_back(MapSlab());
+        slab_used_ = 0;
+        node_bytes_.fetch_add(kSlabBytes, std::memory_order_relaxed);
+      }
+      return new (SlabNode(slabs_.size() - 1, slab_used_++)) Node;
+    }
+  }
+  /// Node 'i' of slab 's'.
+  Node* SlabNode(size_t s, size_t i) QR_REQUIRES(mu_) {
+    return reinterpret_cast<Node*>(static_cast<unsigned char*>(slabs_[s]) + i * kNodeStride);
+  }
+  /// A new slab of kSlabBytes (2 MiB-aligned for kHugeSlabs: 2 MiB more are mapped and the
+  /// ends unmapped).
+  static void* MapSlab() {
+    const size_t extra = kNodes == NodeMemory::kHugeSlabs ? kSlabBytes : 0;
+    void* p = mmap(nullptr, kSlabBytes + extra, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    PCHECK(p != MAP_FAILED) << "mmap of a " << kSlabBytes << "-byte node slab";
+    if constexpr (kNodes == NodeMemory::kHugeSlabs) {
+      const uintptr_t start = reinterpret_cast<uintptr_t>(p);
+      const uintptr_t aligned = (start + kSlabBytes - 1) & ~(kSlabBytes - 1);
+      if (aligned > start) munmap(p, aligned - start);
+      if (aligned + kSlabBytes < start + 2 * kSlabBytes) {
+        munmap(reinterpret_cast<void*>(aligned + kSlabBytes), start + kSlabBytes - aligned);
+      }
+      p = reinterpret_cast<void*>(aligned);
+      // Advice only: without transparent huge pages the slab keeps 4 KiB pages.
+      madvise(p, kSlabBytes, MADV_HUGEPAGE);
+    }
+#ifdef QR_STABLE_REGISTRY_LSAN
+    // The states' own allocations are referenced from here only: LeakSanitizer scans the heap,
+    // not anonymous mappings.
+    __lsan_register_root_region(p, kSlabBytes);
+#endif
+    return p;
   }
   void PoolNode(Node* n) {
     Pool& p = pools_[PoolIndex()];
@@ -239,8 +330,16 @@ class BasicStableQueryRegistry {
   using Map = SeqlockTagMap<Node*, Holds::kNone, 8, kProbe>;
   Map map_;
   Mutex mu_;
-  /// Every node ever allocated.
+  /// Every node ever allocated (kNew).
   std::vector<std::unique_ptr<Node>> nodes_ QR_GUARDED_BY(mu_);
+  /// kSlabs, kHugeSlabs: the slabs, the last one holding 'slab_used_' nodes so far.
+  static constexpr size_t kSlabBytes = size_t{2} << 20;
+  static constexpr size_t kNodeStride =
+      (sizeof(Node) / 64) % 2 == 0 ? sizeof(Node) + 64 : sizeof(Node);
+  static constexpr size_t kNodesPerSlab = kSlabBytes / kNodeStride;
+  std::vector<void*> slabs_ QR_GUARDED_BY(mu_);
+  size_t slab_used_ QR_GUARDED_BY(mu_) = 0;
+  std::atomic<size_t> node_bytes_{0};
   /// Nodes whose state has ended, for reuse (one pool per thread, threads sharing pools
   /// beyond kPools: the pool's mutex is then theirs alone, where one pool's was every writer's).
   static constexpr size_t kPools = 16;
@@ -252,9 +351,9 @@ class BasicStableQueryRegistry {
   static inline std::atomic<int64_t> live_states_{0};
 };
 
-template <Probe kProbe, bool kShardCheck, class AfterFind>
-inline typename BasicStableQueryRegistry<kProbe, kShardCheck, AfterFind>::Node*
-BasicStableQueryRegistry<kProbe, kShardCheck, AfterFind>::Node::Of(QueryState* qs) {
+template <Probe kProbe, bool kShardCheck, class AfterFind, NodeMemory kNodes, bool kGuessOne>
+inline auto BasicStableQueryRegistry<kProbe, kShardCheck, AfterFind, kNodes, kGuessOne>::Node::Of(
+    QueryState* qs) -> Node* {
   static_assert(std::is_standard_layout_v<Node>, "offsetof needs a standard-layout node");
   return reinterpret_cast<Node*>(reinterpret_cast<unsigned char*>(qs) - offsetof(Node, storage));
 }
@@ -264,7 +363,15 @@ using StablePairQueryRegistry = BasicStableQueryRegistry<Probe::kPairsOneLoad>;
 using StableWindowQueryRegistry = BasicStableQueryRegistry<Probe::kWindows>;
 using StableWindowCheckQueryRegistry =
     BasicStableQueryRegistry<Probe::kWindows, /*kShardCheck=*/true>;
-/// QueryExecMgr's.
-using QueryStateRegistry = StableWindowCheckQueryRegistry;
+/// QueryExecMgr's: absl's windows, the shard check, nodes in huge-page slabs, the guessed count.
+using QueryStateRegistry = BasicStableQueryRegistry<Probe::kWindows, /*kShardCheck=*/true,
+                                                    NoAfterFind, NodeMemory::kHugeSlabs,
+                                                    /*kGuessOne=*/true>;
+/// QueryStateRegistry's steps, for the benchmarks: the nodes in slabs of 4 KiB pages, and in
+/// huge-page slabs, each without the guessed count (StableWindowCheckQueryRegistry: neither).
+using QueryStateSlabRegistry = BasicStableQueryRegistry<Probe::kWindows, /*kShardCheck=*/true,
+                                                        NoAfterFind, NodeMemory::kSlabs>;
+using QueryStateHugeSlabRegistry = BasicStableQueryRegistry<Probe::kWindows, /*kShardCheck=*/true,
+                                                            NoAfterFind, NodeMemory::kHugeSlabs>;
 
 }  // namespace qr

@@ -290,6 +290,10 @@ void AppendRegistryMetrics(const QueryCoordinator& coordinator, const QueryExecM
   Scalar("qr_executor_queries_released_total", "counter",
          "Executor-side query states released (last reference dropped).", exec.num_released(),
          out);
+  Scalar("qr_executor_state_memory_bytes", "gauge",
+         "Memory the executor's registry holds for query states: 2 MiB slabs, kept while the "
+         "daemon runs (the peak of live queries, about 1,927 states a slab).",
+         static_cast<int64_t>(exec.registry().NodeBytes()), out);
 }
 
 /// Use of the memory and disk budgets, next to their limits in qr_limit.
