@@ -23,8 +23,9 @@
 //     each shard held exclusively (DoFuncForAllEntries) or shared (VisitAllShared), over
 //     shards that all went read-biased before it, or that never do (*NeverBiased).
 //  5. BM_<Mix>Refs<Registry>/entries:E/threads:T: the map mixes over the executor's registries,
-//     whose lookups take a reference (QueryExecMgr, ShardLockQueryExecMgr, and the other
-//     StableQueryRegistry and HazardQueryRegistry variants); BM_<Mix>Shared<Map>: the same
+//     whose lookups take a reference (QueryExecMgr, ShardLockQueryExecMgr, QueryStateRegistry
+//     and the steps to it (QueryStateNewNodes, QueryStateSlabs, QueryStateHugeSlabs), and the
+//     other StableQueryRegistry and HazardQueryRegistry variants); BM_<Mix>Shared<Map>: the same
 //     over maps of shared_ptrs (ClientRequestStateMap and HazardSharedMap). Each with its
 //     default twice (*Again), as an A/A control of the machine's spread.
 // Every throughput benchmark reports ops_per_s, ns_per_op and ctx_switches_per_op counters;
