@@ -34,7 +34,7 @@ using Registries = ::testing::Types<HazardQueryRegistry<true>, HazardQueryRegist
                                     StableQueryRegistry, StablePairQueryRegistry,
                                     StableWindowQueryRegistry, StableWindowCheckQueryRegistry,
                                     QueryStateSlabRegistry, QueryStateHugeSlabRegistry,
-                                    QueryStateRegistry>;
+                                    QueryStateGuessOneRegistry, QueryStateRegistry>;
 TYPED_TEST_SUITE(HazardQueryRegistryTest, Registries);
 
 TYPED_TEST(HazardQueryRegistryTest, ReferencesKeepAStateAndTheLastOneDeletesIt) {
@@ -171,21 +171,22 @@ TEST(StableQueryRegistryTest, AnEndedQuerysNodeIsReusedAndItsOldIdMissesIt) {
 
 /// Ends the query 'victim' and creates 'reuse_id' (which takes the ended query's node) inside
 /// a lookup, between its find and its reference, once.
-struct EndAndReuseOnce {
+struct EndAndReuseOnce : NoSeams {
   static inline QueryState* victim = nullptr;
   static inline UniqueId reuse_id;
   static inline QueryState* created = nullptr;
   template <class Registry>
-  static void Run(Registry* registry) {
+  static void AfterFind(Registry* registry) {
     if (victim == nullptr) return;
     registry->Release(std::exchange(victim, nullptr));
     created = registry->Create(reuse_id, Context());
   }
 };
 
-template <bool kShardCheck>
+template <bool kShardCheck, RefTake kTake = RefTake::kLoadCas>
 void ExpectANodeReusedBeforeTheReferenceIsNotReturned() {
-  using Registry = BasicStableQueryRegistry<Probe::kWindows, kShardCheck, EndAndReuseOnce>;
+  using Registry = BasicStableQueryRegistry<Probe::kWindows, kShardCheck, EndAndReuseOnce,
+                                            NodeMemory::kNew, kTake>;
   const int64_t live_before = Registry::LiveStates();
   {
     Registry registry(4);
@@ -200,8 +201,8 @@ void ExpectANodeReusedBeforeTheReferenceIsNotReturned() {
     EXPECT_EQ(qa->query_id(), EndAndReuseOnce::reuse_id);
     QueryState* again = registry.Get(EndAndReuseOnce::reuse_id);
     ASSERT_EQ(again, qa);
-    registry.Release(again);
-    registry.Release(qa);  // The creation reference: the last one.
+    EXPECT_FALSE(registry.Release(again));
+    EXPECT_TRUE(registry.Release(qa));  // The creation reference: the last one.
     EXPECT_EQ(registry.Get(EndAndReuseOnce::reuse_id), nullptr);
     EndAndReuseOnce::created = nullptr;
   }
@@ -216,20 +217,25 @@ TEST(StableQueryRegistryTest, ANodeReusedBeforeTheReferenceIsNotReturnedWithTheS
   ExpectANodeReusedBeforeTheReferenceIsNotReturned</*kShardCheck=*/true>();
 }
 
+TEST(StableQueryRegistryTest, ANodeReusedBeforeTheReferenceIsNotReturnedWithAnAdd) {
+  ExpectANodeReusedBeforeTheReferenceIsNotReturned</*kShardCheck=*/false, RefTake::kAdd>();
+  ExpectANodeReusedBeforeTheReferenceIsNotReturned</*kShardCheck=*/true, RefTake::kAdd>();
+}
+
 /// Ends the query 'victim' inside a lookup, between its find and its reference, once: the
 /// lookup's CAS then meets a count of 0 on a node that still holds the victim's id.
-struct EndOnce {
+struct EndOnce : NoSeams {
   static inline QueryState* victim = nullptr;
   template <class Registry>
-  static void Run(Registry* registry) {
+  static void AfterFind(Registry* registry) {
     if (victim != nullptr) registry->Release(std::exchange(victim, nullptr));
   }
 };
 
-template <bool kGuessOne>
+template <RefTake kTake>
 void ExpectAnEndingNodeIsNotReferenced() {
   using Registry = BasicStableQueryRegistry<Probe::kWindows, /*kShardCheck=*/true, EndOnce,
-                                            NodeMemory::kHugeSlabs, kGuessOne>;
+                                            NodeMemory::kHugeSlabs, kTake>;
   const int64_t live_before = Registry::LiveStates();
   {
     Registry registry(4);
@@ -245,30 +251,81 @@ void ExpectAnEndingNodeIsNotReferenced() {
     QueryState* qb = registry.Create(b, Context());
     EXPECT_EQ(qb, qa);  // The node was pooled, with no reference left on it.
     EXPECT_EQ(registry.Get(a), nullptr);
-    registry.Release(qb);
+    // One reference, the creator's: the failed lookup left none on the node (kAdd: its add to
+    // the dead count was replaced by b's count).
+    EXPECT_TRUE(registry.Release(qb));
   }
   EXPECT_EQ(Registry::LiveStates(), live_before);
 }
 
 TEST(StableQueryRegistryTest, AnEndingNodeIsNotReferenced) {
-  ExpectAnEndingNodeIsNotReferenced</*kGuessOne=*/false>();
+  ExpectAnEndingNodeIsNotReferenced<RefTake::kLoadCas>();
 }
 
 TEST(StableQueryRegistryTest, AnEndingNodeIsNotReferencedWithTheGuessedCount) {
-  ExpectAnEndingNodeIsNotReferenced</*kGuessOne=*/true>();
+  ExpectAnEndingNodeIsNotReferenced<RefTake::kGuessOne>();
 }
 
-/// QueryStateRegistry's nodes over more than two slabs: every state found under its own id,
-/// the slabs kept and reused once every query ended, and a count above 1 (the guess wrong)
-/// still referenced.
-TEST(StableQueryRegistryTest, NodesFillSlabsAndEndedNodesAreReused) {
+TEST(StableQueryRegistryTest, AnEndingNodeIsNotReferencedWithAnAdd) {
+  ExpectAnEndingNodeIsNotReferenced<RefTake::kAdd>();
+}
+
+/// RefTake::kAdd: looks 'id' up once inside the last Release, between its decrement to 0 and
+/// its mark of the count as dead (the query is still registered), and keeps the reference.
+struct LookUpBeforeTheMark : NoSeams {
+  static inline const UniqueId* id = nullptr;
+  static inline QueryState* found = nullptr;
+  template <class Registry>
+  static void BeforeMarkDead(Registry* registry) {
+    if (id != nullptr) found = registry->Get(*std::exchange(id, nullptr));
+  }
+};
+
+TEST(StableQueryRegistryTest, ALookupBetweenTheLastDecrementAndTheMarkKeepsTheQuery) {
+  using Registry = BasicStableQueryRegistry<Probe::kWindows, /*kShardCheck=*/true,
+                                            LookUpBeforeTheMark, NodeMemory::kHugeSlabs,
+                                            RefTake::kAdd>;
+  const int64_t live_before = Registry::LiveStates();
+  {
+    Registry registry(4);
+    const UniqueId a = GenerateQueryId();
+    QueryState* qa = registry.Create(a, Context());
+    LookUpBeforeTheMark::id = &a;
+    // The lookup adds to the 0 before the mark: the mark fails, this Release is not the last,
+    // and the lookup holds a state still registered and alive.
+    EXPECT_FALSE(registry.Release(qa));
+    ASSERT_EQ(LookUpBeforeTheMark::found, qa);  // The race did happen.
+    EXPECT_EQ(Registry::LiveStates(), live_before + 1);
+    EXPECT_EQ(registry.Count(), 1u);
+    EXPECT_EQ(qa->query_id(), a);
+    QueryState* again = registry.Get(a);
+    ASSERT_EQ(again, qa);
+    EXPECT_FALSE(registry.Release(again));
+    // The lookup's reference is the last one: its Release ends the query.
+    EXPECT_TRUE(registry.Release(std::exchange(LookUpBeforeTheMark::found, nullptr)));
+    EXPECT_EQ(Registry::LiveStates(), live_before);
+    EXPECT_EQ(registry.Count(), 0u);
+    EXPECT_EQ(registry.Get(a), nullptr);
+    // The node is reused with a count of 1.
+    QueryState* qb = registry.Create(GenerateQueryId(), Context());
+    EXPECT_EQ(qb, qa);
+    EXPECT_TRUE(registry.Release(qb));
+  }
+  EXPECT_EQ(Registry::LiveStates(), live_before);
+}
+
+/// Nodes over more than two slabs: every state found under its own id, the slabs kept and
+/// reused once every query ended, and a count above 1 (kGuessOne: the guess wrong) still
+/// referenced.
+template <class Registry>
+void ExpectNodesFillSlabsAndEndedNodesAreReused() {
   constexpr size_t kSlab = size_t{2} << 20;
-  const size_t per_slab = QueryStateRegistry::NodesPerSlab();
+  const size_t per_slab = Registry::NodesPerSlab();
   ASSERT_GE(per_slab, 1000u);  // About 1 KiB a node.
   const size_t n = 2 * per_slab + 7;
-  const int64_t live_before = QueryStateRegistry::LiveStates();
+  const int64_t live_before = Registry::LiveStates();
   {
-    QueryStateRegistry registry(8);
+    Registry registry(8);
     EXPECT_EQ(registry.NodeBytes(), 0u);  // No slab before the first query.
     for (int round = 0; round < 2; ++round) {
       std::vector<UniqueId> ids(n);
@@ -284,14 +341,15 @@ TEST(StableQueryRegistryTest, NodesFillSlabsAndEndedNodesAreReused) {
         ASSERT_EQ(qs, states[i]) << i;
         EXPECT_EQ(qs->query_id(), ids[i]);
         EXPECT_EQ(reinterpret_cast<uintptr_t>(qs) % alignof(QueryState), 0u);
-        QueryState* twice = registry.Get(ids[i]);  // The count is 2: the guess of 1 fails.
+        // A count of 2 (kGuessOne: the guess of 1 fails).
+        QueryState* twice = registry.Get(ids[i]);
         ASSERT_EQ(twice, qs);
         registry.Release(twice);
         registry.Release(qs);
       }
       for (size_t i = 0; i < n; ++i) EXPECT_TRUE(registry.Release(states[i]));
       EXPECT_EQ(registry.Count(), 0u);
-      EXPECT_EQ(QueryStateRegistry::LiveStates(), live_before);
+      EXPECT_EQ(Registry::LiveStates(), live_before);
       for (const UniqueId& id : ids) EXPECT_EQ(registry.Get(id), nullptr);
     }
     // The second round reused the first round's nodes: no slab was added.
@@ -299,7 +357,15 @@ TEST(StableQueryRegistryTest, NodesFillSlabsAndEndedNodesAreReused) {
     QueryState* left = registry.Create(GenerateQueryId(), Context());
     (void)left;  // The destructor destroys a state still registered.
   }
-  EXPECT_EQ(QueryStateRegistry::LiveStates(), live_before);
+  EXPECT_EQ(Registry::LiveStates(), live_before);
+}
+
+TEST(StableQueryRegistryTest, NodesFillSlabsAndEndedNodesAreReused) {
+  ExpectNodesFillSlabsAndEndedNodesAreReused<QueryStateRegistry>();
+}
+
+TEST(StableQueryRegistryTest, NodesFillSlabsAndEndedNodesAreReusedWithTheGuessedCount) {
+  ExpectNodesFillSlabsAndEndedNodesAreReused<QueryStateGuessOneRegistry>();
 }
 
 }  // namespace

@@ -24,8 +24,9 @@
 //     shards that all went read-biased before it, or that never do (*NeverBiased).
 //  5. BM_<Mix>Refs<Registry>/entries:E/threads:T: the map mixes over the executor's registries,
 //     whose lookups take a reference (QueryExecMgr, ShardLockQueryExecMgr, QueryStateRegistry
-//     and the steps to it (QueryStateNewNodes, QueryStateSlabs, QueryStateHugeSlabs), and the
-//     other StableQueryRegistry and HazardQueryRegistry variants); BM_<Mix>Shared<Map>: the same
+//     and the steps to it (QueryStateNewNodes, QueryStateSlabs, QueryStateHugeSlabs,
+//     QueryStateGuessOne), and the other StableQueryRegistry and HazardQueryRegistry
+//     variants); BM_<Mix>Shared<Map>: the same
 //     over maps of shared_ptrs (ClientRequestStateMap and HazardSharedMap). Each with its
 //     default twice (*Again), as an A/A control of the machine's spread.
 // Every throughput benchmark reports ops_per_s, ns_per_op and ctx_switches_per_op counters;
@@ -33,7 +34,8 @@
 //
 // Items 1, 2 and 5 are registered by registry-benchmarks.cc, 3 by map-benchmarks.cc.
 //
-// --callgrind_variant=NAME runs only an uncontended Get loop for valgrind --tool=callgrind.
+// --callgrind_variant=NAME runs only an uncontended Get loop for valgrind --tool=callgrind (for
+// a registry of the Refs mixes, each Get with the Release of what it found).
 
 #include <atomic>
 #include <chrono>
@@ -243,6 +245,9 @@ int main(int argc, char** argv) {
   gflags::ParseCommandLineFlags(&argc, &argv, true);
   using namespace qr::bench;
   if (!FLAGS_callgrind_variant.empty()) {
+    const int registry = RunCallgrindRegistryGets(FLAGS_callgrind_variant, FLAGS_callgrind_entries,
+                                                  FLAGS_callgrind_ops);
+    if (registry >= 0) return registry;
     return RunCallgrindGets(FLAGS_callgrind_variant, FLAGS_callgrind_entries,
                             FLAGS_callgrind_ops, FLAGS_callgrind_reference);
   }

@@ -26,6 +26,10 @@ for reference in false true; do
   "$bench" --callgrind_variant=ShardedQueryMap256 --callgrind_ops=1000 \
     --callgrind_reference=$reference >/dev/null 2>"$work/err" || { cat "$work/err"; exit 1; }
 done
+for registry in QueryStateRegistry256 ShardLockQueryExecMgr256; do
+  "$bench" --callgrind_variant=$registry --callgrind_ops=1000 >/dev/null 2>"$work/err" ||
+    { cat "$work/err"; exit 1; }
+done
 
 python3 - "$work/run.json" <<'PY'
 import json, os, sys

@@ -410,22 +410,82 @@ void RegisterMixFamily(const std::string& family,
 
 }  // namespace
 
+namespace {
+
+/// The executor's registries of the Refs mixes, each with its mix and its callgrind loop.
+struct RegistryVariant {
+  const char* name;
+  MixBenchmark mix;
+  int (*callgrind)(int entries, int ops);
+};
+
+/// The loop callgrind measures for a registry (--toggle-collect=*CallgrindRegistryLoop*): 'ops'
+/// lookups of the lookup-only mix's keys, each a Get and the Release of what it found, as a
+/// Refs mix's lookups are; flattened, as CallgrindGetLoop is.
+template <class Registry>
+[[gnu::noinline, gnu::flatten]] uint64_t CallgrindRegistryLoop(Registry& registry,
+                                                               const Workload& w, int ops) {
+  const std::vector<uint32_t>& seq = w.ops[0];
+  const size_t mask = seq.size() - 1;
+  uint64_t found = 0;
+  size_t p = 0;
+  for (int i = 0; i < ops; ++i) {
+    QueryState* qs = registry.Get(w.keys[seq[p] & kOpKeyMask]);
+    if (qs != nullptr) {
+      registry.Release(qs);
+      ++found;
+    }
+    benchmark::DoNotOptimize(qs);
+    p = (p + 1) & mask;
+  }
+  return found;
+}
+
+template <class Registry>
+int CallgrindRegistryGets(int entries, int ops) {
+  const Workload& w = GetWorkload(Mix::kLookupOnly, 1, entries);
+  QueryContext ctx;
+  ctx.statement = std::make_shared<const std::string>("SELECT count(*) FROM lineitem");
+  ctx.user = "bench";
+  auto registry = std::make_unique<Registry>(256);
+  std::vector<QueryState*> created(w.entries);
+  for (int i = 0; i < w.entries; ++i) created[i] = registry->Create(w.keys[i], ctx);
+  CHECK_EQ(CallgrindRegistryLoop(*registry, w, ops), static_cast<uint64_t>(ops));
+  for (QueryState* qs : created) registry->Release(qs);
+  return 0;
+}
+
+template <class Registry>
+RegistryVariant MakeRegistryVariant(const char* name) {
+  return {name, &BM_RegistryMix<Registry>, &CallgrindRegistryGets<Registry>};
+}
+
+const std::vector<RegistryVariant>& RegistryVariants() {
+  static const std::vector<RegistryVariant> variants = {
+      MakeRegistryVariant<ShardedQueryRegistry>("QueryExecMgr256"),
+      MakeRegistryVariant<ShardedQueryRegistry>("QueryExecMgr256Again"),
+      MakeRegistryVariant<StableQueryRegistry>("StableSeqlockTag256"),
+      MakeRegistryVariant<StablePairQueryRegistry>("StableSeqlockPair1256"),
+      MakeRegistryVariant<StableWindowQueryRegistry>("StableSeqlockWindow256"),
+      MakeRegistryVariant<ShardLockQueryRegistry>("ShardLockQueryExecMgr256"),
+      MakeRegistryVariant<ShardLockQueryRegistry>("ShardLockQueryExecMgr256Again"),
+      MakeRegistryVariant<QueryStateRegistry>("QueryStateRegistry256"),
+      MakeRegistryVariant<StableWindowCheckQueryRegistry>("QueryStateNewNodes256"),
+      MakeRegistryVariant<QueryStateSlabRegistry>("QueryStateSlabs256"),
+      MakeRegistryVariant<QueryStateHugeSlabRegistry>("QueryStateHugeSlabs256"),
+      MakeRegistryVariant<QueryStateGuessOneRegistry>("QueryStateGuessOne256"),
+      MakeRegistryVariant<HazardQueryRegistry<true>>("HazardSeqlockTag256"),
+      MakeRegistryVariant<HazardQueryRegistry<false>>("HazardFenceSeqlockTag256"),
+  };
+  return variants;
+}
+
+}  // namespace
+
 void RegisterReferenceMixBenchmarks(const MapBenchmarkOptions& o) {
-  RegisterMixFamily("Refs",
-                    {{"QueryExecMgr256", &BM_RegistryMix<ShardedQueryRegistry>},
-                     {"QueryExecMgr256Again", &BM_RegistryMix<ShardedQueryRegistry>},
-                     {"StableSeqlockTag256", &BM_RegistryMix<StableQueryRegistry>},
-                     {"StableSeqlockPair1256", &BM_RegistryMix<StablePairQueryRegistry>},
-                     {"StableSeqlockWindow256", &BM_RegistryMix<StableWindowQueryRegistry>},
-                     {"ShardLockQueryExecMgr256", &BM_RegistryMix<ShardLockQueryRegistry>},
-                     {"ShardLockQueryExecMgr256Again", &BM_RegistryMix<ShardLockQueryRegistry>},
-                     {"QueryStateRegistry256", &BM_RegistryMix<QueryStateRegistry>},
-                     {"QueryStateNewNodes256", &BM_RegistryMix<StableWindowCheckQueryRegistry>},
-                     {"QueryStateSlabs256", &BM_RegistryMix<QueryStateSlabRegistry>},
-                     {"QueryStateHugeSlabs256", &BM_RegistryMix<QueryStateHugeSlabRegistry>},
-                     {"HazardSeqlockTag256", &BM_RegistryMix<HazardQueryRegistry<true>>},
-                     {"HazardFenceSeqlockTag256", &BM_RegistryMix<HazardQueryRegistry<false>>}},
-                    o);
+  std::vector<std::pair<std::string, MixBenchmark>> refs;
+  for (const RegistryVariant& v : RegistryVariants()) refs.emplace_back(v.name, v.mix);
+  RegisterMixFamily("Refs", refs, o);
   using SharedMap = ShardedQueryMapVariant<SharedValue, FlatMap<SharedValue>>;
   RegisterMixFamily(
       "Shared",
@@ -434,6 +494,13 @@ void RegisterReferenceMixBenchmarks(const MapBenchmarkOptions& o) {
        {"HazardSeqlockTag256", &BM_SharedMix<HazardSharedMap<const Entry, true>>},
        {"HazardFenceSeqlockTag256", &BM_SharedMix<HazardSharedMap<const Entry, false>>}},
       o);
+}
+
+int RunCallgrindRegistryGets(const std::string& variant, int entries, int ops) {
+  for (const RegistryVariant& v : RegistryVariants()) {
+    if (variant == v.name) return v.callgrind(entries, ops);
+  }
+  return -1;
 }
 
 }  // namespace qr::bench

@@ -21,4 +21,10 @@ void RegisterLifecycleBenchmarks(const std::string& grid_points, double min_time
 /// *Again is the spread of identical code side by side (an A/A control).
 void RegisterReferenceMixBenchmarks(const MapBenchmarkOptions& o);
 
+/// --callgrind_variant for the registries of the Refs mixes: builds 'variant' with 'entries'
+/// queries and does 'ops' lookups of them, each a Get and the Release of what it found, in a
+/// non-inlined loop named CallgrindRegistryLoop (for valgrind --tool=callgrind
+/// --toggle-collect). Returns 0, or -1 when 'variant' is not one of those registries.
+int RunCallgrindRegistryGets(const std::string& variant, int entries, int ops);
+
 }  // namespace qr::bench
