@@ -125,7 +125,7 @@ class SeqlockTagMap {
     bool found = false;
     uint64_t version = 0;
     if (!TryGet(s, id, h, out, &found, &version)) [[unlikely]] {
-      return GetSlow(s, id, h, out, nullptr);
+      return FromSlowRead(GetSlow(s, id, h), s, out, nullptr);
     }
     return found;
   }
@@ -144,7 +144,7 @@ class SeqlockTagMap {
     bool found = false;
     uint64_t version = 0;
     if (!TryGet(s, id, h, out, &found, &version)) [[unlikely]] {
-      return GetSlow(s, id, h, out, ticket);
+      return FromSlowRead(GetSlow(s, id, h), s, out, ticket);
     }
     *ticket = Ticket{&s, version};
     return found;
@@ -365,23 +365,38 @@ class SeqlockTagMap {
     *version = v1;
     return true;
   }
+  /// What GetSlow read: the value's bits, and the shard's version (even) with bit 0 set when
+  /// the id was found. Sixteen bytes, returned in two registers: the slow path takes no
+  /// pointer to the caller's value or ticket, which can then stay in registers on the fast
+  /// path (with pointers passed, QueryStateRegistry's lookup stored and reloaded them: 6 of
+  /// its 103 instructions; docs/benchmarks.md, "A reference that is one add").
+  struct SlowRead {
+    uint64_t value;
+    uint64_t version_found;
+  };
   /// Retries until a read sees no writer, out of line (it keeps the fast path's registers
-  /// free); fills '*ticket' unless null.
-  [[gnu::noinline]] static bool GetSlow(const Shard& s, const UniqueId& id, uint64_t h, T* out,
-                                        Ticket* ticket) {
+  /// free).
+  [[gnu::noinline]] static SlowRead GetSlow(const Shard& s, const UniqueId& id, uint64_t h) {
     for (uint32_t spins = 0;; ++spins) {
       if (spins >= 64) {
         std::this_thread::yield();  // A preempted writer holds the version odd.
       } else {
         __builtin_ia32_pause();
       }
+      T out{};
       bool found = false;
       uint64_t version = 0;
-      if (TryGet(s, id, h, out, &found, &version)) {
-        if (ticket != nullptr) *ticket = Ticket{&s, version};
-        return found;
+      if (TryGet(s, id, h, &out, &found, &version)) {
+        return SlowRead{found ? std::bit_cast<uint64_t>(out) : 0, version | (found ? 1 : 0)};
       }
     }
+  }
+  /// Get's result from a SlowRead: '*out' if found, '*ticket' unless null.
+  static bool FromSlowRead(const SlowRead& r, const Shard& s, T* out, Ticket* ticket) {
+    const bool found = (r.version_found & 1) != 0;
+    if (found) *out = std::bit_cast<T>(r.value);
+    if (ticket != nullptr) *ticket = Ticket{&s, r.version_found & ~uint64_t{1}};
+    return found;
   }
 
   static void BeginWrite(Shard& s) QR_REQUIRES(s.mu) {
