@@ -28,6 +28,7 @@
 #include "service/client-request-state.h"
 #include "util/mutex.h"
 #include "util/spinlock.h"
+#include "util/stable-ref-registry.h"
 #include "util/unique-id.h"
 
 namespace qr::bench {
@@ -480,6 +481,37 @@ const std::vector<RegistryVariant>& RegistryVariants() {
   return variants;
 }
 
+/// BM_<Mix>Shared<StableRefRegistry256>: BM_SharedMix's operations over the coordinator's
+/// lock-free registry (util/stable-ref-registry.h): one StableRef per key, made once (the
+/// workload's entries copied into type-stable nodes); a Get takes a reference and drops it, an
+/// Add registers the key's object, a Delete unregisters it.
+void BM_StableRefMix(benchmark::State& state, int shards, Mix mix, int threads, int entries,
+                     int round_ms) {
+  const Workload& w = GetWorkload(mix, threads, entries);
+  std::vector<StableRef<Entry>> values;
+  values.reserve(w.values.size());
+  for (size_t i = 0; i < w.values.size(); ++i) {
+    values.push_back(MakeStable<Entry>(w.keys[i], w.values[i]));
+  }
+  auto map = std::make_unique<StableRefRegistry<Entry>>(shards);
+  for (int i = 0; i < w.entries; ++i) CHECK(map->Add(values[i]));
+  const UniqueId* keys = w.keys.data();
+  const Totals totals = TimeMix(
+      state, threads, round_ms,
+      [&](int t, size_t* pos, uint64_t* failures, const std::atomic<bool>& stop) {
+        return ReplayOps(
+            w, t, pos, failures, stop,
+            [&](uint32_t k) {
+              StableRef<Entry> v = map->Get(keys[k]);
+              benchmark::DoNotOptimize(v.get());
+              return static_cast<bool>(v);
+            },
+            [&](uint32_t k) { return map->Add(values[k]); },
+            [&](uint32_t k) { return map->Delete(keys[k]); });
+      });
+  ReportLockStats(*map, totals.ops, &state);
+}
+
 }  // namespace
 
 void RegisterReferenceMixBenchmarks(const MapBenchmarkOptions& o) {
@@ -492,7 +524,8 @@ void RegisterReferenceMixBenchmarks(const MapBenchmarkOptions& o) {
       {{"ClientRequestStateMap256", &BM_SharedMix<SharedMap>},
        {"ClientRequestStateMap256Again", &BM_SharedMix<SharedMap>},
        {"HazardSeqlockTag256", &BM_SharedMix<HazardSharedMap<const Entry, true>>},
-       {"HazardFenceSeqlockTag256", &BM_SharedMix<HazardSharedMap<const Entry, false>>}},
+       {"HazardFenceSeqlockTag256", &BM_SharedMix<HazardSharedMap<const Entry, false>>},
+       {"StableRefRegistry256", &BM_StableRefMix}},
       o);
 }
 

@@ -34,26 +34,14 @@
 #include <utility>
 #include <vector>
 
-#include <sys/mman.h>
-
 #include <glog/logging.h>
-
-#if defined(__SANITIZE_ADDRESS__)
-#define QR_STABLE_REGISTRY_LSAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(leak_sanitizer)
-#define QR_STABLE_REGISTRY_LSAN 1
-#endif
-#endif
-#ifdef QR_STABLE_REGISTRY_LSAN
-#include <sanitizer/lsan_interface.h>
-#endif
 
 #include "runtime/query-state.h"
 #include "util/mutex.h"
 #include "util/seqlock-tag-map.h"
 #include "util/sharded-query-map-util.h"
 #include "util/thread-annotations.h"
+#include "util/type-stable-nodes.h"
 #include "util/unique-id.h"
 
 namespace qr {
@@ -68,18 +56,6 @@ struct NoSeams {
   template <class Registry>
   static void BeforeMarkDead(Registry*) {}
 };
-
-/// Where the nodes live (docs/benchmarks.md, "Node memory and the guessed count").
-/// kNew: one allocation per node, operator new with the node's 64-byte alignment. glibc's
-///   memalign gives the 1,024-byte node a 1,152-byte stride, so the nodes' first lines (the
-///   count and the id, which every lookup touches) all fall in half of the cache sets.
-/// kSlabs: 2 MiB slabs mapped as the registry grows, never unmapped while it lives; nodes at a
-///   stride of an odd number of cache lines (their first lines spread over every set); a page
-///   is faulted in when a node on it is first used.
-/// kHugeSlabs: the same slabs, 2 MiB-aligned and advised as transparent huge pages
-///   (MADV_HUGEPAGE; advice only, without THP they keep 4 KiB pages). A lookup's node then
-///   costs no page walk of its own: 100,000 live states fill 52 huge pages, not 27,000 pages.
-enum class NodeMemory { kNew, kSlabs, kHugeSlabs };
 
 /// How a lookup takes its reference on the node it found (docs/benchmarks.md, "Node memory and
 /// the guessed count" and "A reference that is one add").
@@ -120,24 +96,11 @@ class BasicStableQueryRegistry {
   explicit BasicStableQueryRegistry(int num_shards) : map_(num_shards) {}
   /// No Get or Release may be running; the states still registered are destroyed.
   ~BasicStableQueryRegistry() {
-    MutexLock l(&mu_);
-    auto destroy = [](Node* n) {
+    nodes_.ForEachNode([](Node* n) {
       if (!n->live) return;
       n->DestroyState();
       live_states_.fetch_sub(1, std::memory_order_relaxed);
-    };
-    if constexpr (kNodes == NodeMemory::kNew) {
-      for (const std::unique_ptr<Node>& n : nodes_) destroy(n.get());
-    } else {
-      for (size_t s = 0; s < slabs_.size(); ++s) {
-        const size_t used = s + 1 < slabs_.size() ? kNodesPerSlab : slab_used_;
-        for (size_t i = 0; i < used; ++i) destroy(SlabNode(s, i));
-#ifdef QR_STABLE_REGISTRY_LSAN
-        __lsan_unregister_root_region(slabs_[s], kSlabBytes);
-#endif
-        munmap(slabs_[s], kSlabBytes);
-      }
-    }
+    });
   }
   BasicStableQueryRegistry(const BasicStableQueryRegistry&) = delete;
   BasicStableQueryRegistry& operator=(const BasicStableQueryRegistry&) = delete;
@@ -241,9 +204,9 @@ class BasicStableQueryRegistry {
   }
 
   /// Nodes a slab holds (kSlabs, kHugeSlabs).
-  static constexpr size_t NodesPerSlab() { return kNodesPerSlab; }
+  static constexpr size_t NodesPerSlab() { return Nodes::NodesPerSlab(); }
   /// Bytes of node memory the registry holds (mapped slabs, or allocated nodes for kNew).
-  size_t NodeBytes() const { return node_bytes_.load(std::memory_order_relaxed); }
+  size_t NodeBytes() const { return nodes_.Bytes(); }
 
   /// Registered states (exact when nothing is created or ended meanwhile).
   uint64_t Count() const { return map_.Count(); }
@@ -304,96 +267,13 @@ class BasicStableQueryRegistry {
     PoolNode(n);
   }
 
-  /// A pooled node, or a new one: the calling thread's pool first (a thread that ends the
-  /// queries it created takes their nodes back without meeting another thread), then the other
-  /// pools, then a new node.
-  Node* TakeNode() {
-    const size_t mine = PoolIndex();
-    for (size_t i = 0; i < kPools; ++i) {
-      Pool& p = pools_[(mine + i) % kPools];
-      MutexLock l(&p.mu);
-      if (!p.free.empty()) {
-        Node* n = p.free.back();
-        p.free.pop_back();
-        return n;
-      }
-    }
-    MutexLock l(&mu_);
-    if constexpr (kNodes == NodeMemory::kNew) {
-      nodes_.push_back(std::make_unique<Node>());
-      node_bytes_.fetch_add(sizeof(Node), std::memory_order_relaxed);
-      return nodes_.back().get();
-    } else {
-      if (slabs_.empty() || slab_used_ == kNodesPerSlab) {
-        slabs_.push_back(MapSlab());
-        slab_used_ = 0;
-        node_bytes_.fetch_add(kSlabBytes, std::memory_order_relaxed);
-      }
-      return new (SlabNode(slabs_.size() - 1, slab_used_++)) Node;
-    }
-  }
-  /// Node 'i' of slab 's'.
-  Node* SlabNode(size_t s, size_t i) QR_REQUIRES(mu_) {
-    return reinterpret_cast<Node*>(static_cast<unsigned char*>(slabs_[s]) + i * kNodeStride);
-  }
-  /// A new slab of kSlabBytes (2 MiB-aligned for kHugeSlabs: 2 MiB more are mapped and the
-  /// ends unmapped).
-  static void* MapSlab() {
-    const size_t extra = kNodes == NodeMemory::kHugeSlabs ? kSlabBytes : 0;
-    void* p = mmap(nullptr, kSlabBytes + extra, PROT_READ | PROT_WRITE,
-                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    PCHECK(p != MAP_FAILED) << "mmap of a " << kSlabBytes << "-byte node slab";
-    if constexpr (kNodes == NodeMemory::kHugeSlabs) {
-      const uintptr_t start = reinterpret_cast<uintptr_t>(p);
-      const uintptr_t aligned = (start + kSlabBytes - 1) & ~(kSlabBytes - 1);
-      if (aligned > start) munmap(p, aligned - start);
-      if (aligned + kSlabBytes < start + 2 * kSlabBytes) {
-        munmap(reinterpret_cast<void*>(aligned + kSlabBytes), start + kSlabBytes - aligned);
-      }
-      p = reinterpret_cast<void*>(aligned);
-      // Advice only: without transparent huge pages the slab keeps 4 KiB pages.
-      madvise(p, kSlabBytes, MADV_HUGEPAGE);
-    }
-#ifdef QR_STABLE_REGISTRY_LSAN
-    // The states' own allocations are referenced from here only: LeakSanitizer scans the heap,
-    // not anonymous mappings.
-    __lsan_register_root_region(p, kSlabBytes);
-#endif
-    return p;
-  }
-  void PoolNode(Node* n) {
-    Pool& p = pools_[PoolIndex()];
-    MutexLock l(&p.mu);
-    p.free.push_back(n);
-  }
-  /// The calling thread's pool: threads take pools in turn as they first use one.
-  static size_t PoolIndex() {
-    static std::atomic<size_t> next{0};
-    thread_local const size_t index = next.fetch_add(1, std::memory_order_relaxed) % kPools;
-    return index;
-  }
+  Node* TakeNode() { return nodes_.Take(); }
+  void PoolNode(Node* n) { nodes_.Put(n); }
 
   using Map = SeqlockTagMap<Node*, Holds::kNone, 8, kProbe>;
   Map map_;
-  Mutex mu_;
-  /// Every node ever allocated (kNew).
-  std::vector<std::unique_ptr<Node>> nodes_ QR_GUARDED_BY(mu_);
-  /// kSlabs, kHugeSlabs: the slabs, the last one holding 'slab_used_' nodes so far.
-  static constexpr size_t kSlabBytes = size_t{2} << 20;
-  static constexpr size_t kNodeStride =
-      (sizeof(Node) / 64) % 2 == 0 ? sizeof(Node) + 64 : sizeof(Node);
-  static constexpr size_t kNodesPerSlab = kSlabBytes / kNodeStride;
-  std::vector<void*> slabs_ QR_GUARDED_BY(mu_);
-  size_t slab_used_ QR_GUARDED_BY(mu_) = 0;
-  std::atomic<size_t> node_bytes_{0};
-  /// Nodes whose state has ended, for reuse (one pool per thread, threads sharing pools
-  /// beyond kPools: the pool's mutex is then theirs alone, where one pool's was every writer's).
-  static constexpr size_t kPools = 16;
-  struct alignas(64) Pool {
-    Mutex mu;
-    std::vector<Node*> free QR_GUARDED_BY(mu);
-  };
-  Pool pools_[kPools];
+  using Nodes = TypeStableNodes<Node, kNodes>;
+  Nodes nodes_;
   static inline std::atomic<int64_t> live_states_{0};
 };
 
