@@ -79,7 +79,7 @@ class AuthTest : public ServiceTest {
     EXPECT_EQ(client->Submit(kEndlessQuery).status, 200);
     return client;
   }
-  std::shared_ptr<ClientRequestState> Query(const std::string& id) {
+  ClientRequestStatePtr Query(const std::string& id) {
     UniqueId uid;
     EXPECT_TRUE(ParseId(id, &uid).ok());
     return server_->coordinator()->Find(uid);

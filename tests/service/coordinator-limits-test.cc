@@ -40,7 +40,7 @@ class CoordinatorLimitsTest : public ServiceTest {
     ASSERT_FALSE(c->done());
     UniqueId id;
     ASSERT_TRUE(ParseId(c->result().id, &id).ok());
-    std::shared_ptr<ClientRequestState> req = server_->coordinator()->Find(id);
+    ClientRequestStatePtr req = server_->coordinator()->Find(id);
     ASSERT_NE(req, nullptr);
     EXPECT_TRUE(WaitFor([&] { return req->execution_done(); }, 60s));
     c->Advance();  // the buffered pages were dropped: the next answer is the failure
@@ -139,7 +139,7 @@ TEST_F(CoordinatorLimitsTest, ResultsSpoolSoTheExecutorFinishesWithoutTheClient)
   ASSERT_FALSE(c.done());
   UniqueId id;
   ASSERT_TRUE(ParseId(c.result().id, &id).ok());
-  std::shared_ptr<ClientRequestState> req = server_->coordinator()->Find(id);
+  ClientRequestStatePtr req = server_->coordinator()->Find(id);
   ASSERT_NE(req, nullptr);
   // ~6 MB of rows, far more than the 1 MiB buffer: the executor finishes anyway and frees
   // its running slot while the client has read one page.
@@ -266,7 +266,7 @@ TEST_F(CoordinatorShutdownTest, RunningQueryIsCanceledAfterTheGracePeriod) {
   c.Advance();
   UniqueId id;
   ASSERT_TRUE(ParseId(c.result().id, &id).ok());
-  std::shared_ptr<ClientRequestState> req = server_->coordinator()->Find(id);
+  ClientRequestStatePtr req = server_->coordinator()->Find(id);
   ASSERT_NE(req, nullptr);
   auto start = Clock::now();
   std::future<int> shutdown = BeginShutdown(500ms);
@@ -295,7 +295,7 @@ TEST_F(CoordinatorShutdownTest, ShutdownWhileQueriesExecuteIsClean) {
     a.Advance();
     b.Advance();
     // References that outlive the coordinator, as a parked long poll's has in the daemon.
-    std::vector<std::shared_ptr<ClientRequestState>> held = server_->coordinator()->InFlight();
+    std::vector<ClientRequestStatePtr> held = server_->coordinator()->InFlight();
     EXPECT_EQ(held.size(), 2u);
     EXPECT_EQ(server_->Shutdown(0), 2) << "iteration " << i;
     EXPECT_EQ(server_->exec_mgr()->num_live(), 0);

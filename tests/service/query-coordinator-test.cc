@@ -48,14 +48,14 @@ class QueryCoordinatorTest : public ::testing::Test {
     }
   }
 
-  std::shared_ptr<ClientRequestState> Submit(const std::string& sql, const std::string& user = "u") {
+  ClientRequestStatePtr Submit(const std::string& sql, const std::string& user = "u") {
     SessionInfo s;
     s.user = user;
     return coord_->Submit(std::make_shared<const std::string>(sql), s);
   }
 
   /// Fetches 'token', waiting (on the request's waiter, bounded) until a page is ready.
-  Outcome FetchWait(const std::shared_ptr<ClientRequestState>& req, int64_t token,
+  Outcome FetchWait(const ClientRequestStatePtr& req, int64_t token,
                     QueryPage* page) {
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
     while (std::chrono::steady_clock::now() < deadline) {
@@ -72,7 +72,7 @@ class QueryCoordinatorTest : public ::testing::Test {
   }
 
   /// Runs a request to its final page; returns the rows and the final page.
-  int64_t Drain(const std::shared_ptr<ClientRequestState>& req, QueryPage* last) {
+  int64_t Drain(const ClientRequestStatePtr& req, QueryPage* last) {
     int64_t rows = 0;
     for (int64_t token = 0;; ++token) {
       EXPECT_EQ(FetchWait(req, token, last), Outcome::kPage);
@@ -139,7 +139,7 @@ TEST_F(QueryCoordinatorTest, QueryCanceledBeforeItsAdmissionCountsNothing) {
   o.max_in_flight_queries = 1;
   o.max_in_flight_queries_per_user = 1;
   bool cancel_next = true;
-  o.after_register_for_testing = [&](const std::shared_ptr<ClientRequestState>& req) {
+  o.after_register_for_testing = [&](const ClientRequestStatePtr& req) {
     if (std::exchange(cancel_next, false)) {
       ASSERT_TRUE(coord_->Cancel(req->query_id()).ok());
     }
@@ -228,7 +228,7 @@ TEST_F(QueryCoordinatorTest, CanceledQueuedQueriesLeaveTheQueueAndSlotsAreNotLea
   Start(o);
   auto running = Submit(kForever);
   for (int round = 0; round < 3; ++round) {
-    std::vector<std::shared_ptr<ClientRequestState>> queued;
+    std::vector<ClientRequestStatePtr> queued;
     for (int i = 0; i < 4; ++i) queued.push_back(Submit("SELECT 1"));
     EXPECT_EQ(coord_->GetMetrics().queued, 4);
     for (auto& q : queued) ASSERT_TRUE(coord_->Cancel(q->query_id()).ok());
@@ -359,7 +359,7 @@ TEST_F(QueryCoordinatorTest, QueryLogIsBounded) {
   QueryCoordinator::Options o;
   o.query_log_size = 3;
   Start(o);
-  std::vector<std::shared_ptr<ClientRequestState>> reqs;
+  std::vector<ClientRequestStatePtr> reqs;
   for (int i = 0; i < 5; ++i) {
     reqs.push_back(Submit("SELECT " + std::to_string(i)));
     QueryPage last;
@@ -379,7 +379,7 @@ TEST_F(QueryCoordinatorTest, AnErrorNotFetchedYetOutlivesTheLogsSize) {
   Start(o);
   auto failed = Submit("SET SESSION no_such_property = 'x'");
   ASSERT_EQ(failed->state(), State::kFailed);
-  std::vector<std::shared_ptr<ClientRequestState>> others;
+  std::vector<ClientRequestStatePtr> others;
   for (int i = 0; i < 3; ++i) {
     others.push_back(Submit("SELECT " + std::to_string(i)));
     QueryPage last;
@@ -395,7 +395,7 @@ TEST_F(QueryCoordinatorTest, AnErrorNotFetchedYetOutlivesTheLogsSize) {
   coord_->ExpireQueries();
   EXPECT_EQ(coord_->Find(failed->query_id()), nullptr);
   // Unfetched errors are kept up to --query_log_size of them besides the log, not more.
-  std::vector<std::shared_ptr<ClientRequestState>> unfetched;
+  std::vector<ClientRequestStatePtr> unfetched;
   for (int i = 0; i < 5; ++i) unfetched.push_back(Submit("SET SESSION nope = 'x'"));
   EXPECT_EQ(coord_->Completed().size(), 2u);
   EXPECT_EQ(coord_->Find(unfetched[0]->query_id()), nullptr);

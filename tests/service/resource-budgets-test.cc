@@ -81,7 +81,7 @@ TEST_F(ResourceLimitsTest, UnfetchedResultsHitTheGlobalResultBudget) {
   // unfetched one holds its bytes of the budget until its client fetches or cancels it.
   const std::string sql = "SELECT zeroblob(900000) AS b";
   std::vector<std::unique_ptr<StatementClient>> held;
-  std::vector<std::shared_ptr<ClientRequestState>> reqs;
+  std::vector<ClientRequestStatePtr> reqs;
   for (int i = 0; i < 3; ++i) {
     held.push_back(SubmitUnfetched(port_, sql));
     reqs.push_back(RequestOf(held.back()->result().id));

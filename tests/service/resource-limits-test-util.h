@@ -36,14 +36,14 @@ class ResourceLimitsTest : public ServiceTest {
   }
 
   /// The coordinator's request behind a statement client (null if unknown).
-  std::shared_ptr<ClientRequestState> RequestOf(const std::string& id) {
+  ClientRequestStatePtr RequestOf(const std::string& id) {
     UniqueId uid;
     if (!ParseId(id, &uid).ok()) return nullptr;
     return server_->coordinator()->Find(uid);
   }
 
   /// Waits until 'req' is terminal; false at the deadline.
-  static bool WaitTerminal(const std::shared_ptr<ClientRequestState>& req) {
+  static bool WaitTerminal(const ClientRequestStatePtr& req) {
     return WaitFor([&] { return ClientRequestState::IsTerminal(req->state()); }, kDeadline);
   }
 
@@ -133,7 +133,7 @@ inline std::unique_ptr<StatementClient> SubmitAndFetchOnce(int port, const State
 inline constexpr int64_t kManualExpirationMs = 3600 * 1000;
 
 /// Waits until 'req' has had no client activity for more than 'timeout_ms'.
-inline bool WaitQuietFor(const std::shared_ptr<ClientRequestState>& req, int64_t timeout_ms) {
+inline bool WaitQuietFor(const ClientRequestStatePtr& req, int64_t timeout_ms) {
   return WaitFor(
       [&] {
         const int64_t now = Clock::now().time_since_epoch().count();

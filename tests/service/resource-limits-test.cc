@@ -111,10 +111,10 @@ TEST_F(ResourceLimitsTest, QueuedQueryOfAnotherUserRunsBeforeTheBackloggedUsersN
   };
   // "Started" is when the executor took it: ClientRequestState::state() turns RUNNING only
   // when a client fetches, and nobody fetches here.
-  auto started = [](const std::shared_ptr<ClientRequestState>& r) {
+  auto started = [](const ClientRequestStatePtr& r) {
     return r->exec_elapsed_ms() >= 0;
   };
-  std::vector<std::shared_ptr<ClientRequestState>> a;
+  std::vector<ClientRequestStatePtr> a;
   for (int i = 0; i < 5; ++i) a.push_back(submit("alice"));
   ASSERT_TRUE(WaitFor([&] { return started(a[0]); }, kDeadline));
   // Bob's query holds the slot until canceled too, so the order of admission shows in the

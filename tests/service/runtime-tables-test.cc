@@ -226,7 +226,7 @@ TEST_F(RuntimeTablesTest, EveryQueryIsListedExactlyOnceWhileQueriesComplete) {
   o.coordinator.abandoned_query_timeout_ms = 0;
   Start(o);
   QueryCoordinator* coordinator = server_->coordinator();
-  std::vector<std::shared_ptr<ClientRequestState>> load;
+  std::vector<ClientRequestStatePtr> load;
   std::set<std::string> ids;
   for (int i = 0; i < kQueriesInFlight; ++i) {
     SessionInfo s;
@@ -296,7 +296,7 @@ TEST_F(RuntimeTablesTest, AnAggregateShowsLiveCpuAndProgressBeforeItsFirstRow) {
   ASSERT_EQ(client.Submit(kEndlessQuery).status, 200);
   UniqueId id;
   ASSERT_TRUE(ParseId(client.result().id, &id).ok());
-  std::shared_ptr<ClientRequestState> req = server_->coordinator()->Find(id);
+  ClientRequestStatePtr req = server_->coordinator()->Find(id);
   ASSERT_NE(req, nullptr);
   ASSERT_TRUE(WaitFor([&] {
     ClientRequestState::Info info = req->GetInfo();
@@ -333,7 +333,7 @@ TEST_F(RuntimeTablesTest, KillQueryCancelsWithItsMessageUnderTheCancelRules) {
   EXPECT_EQ(denied.error_name(), "NOT_FOUND") << denied.error.dump();
   UniqueId uid;
   ASSERT_TRUE(ParseId(id, &uid).ok());
-  std::shared_ptr<ClientRequestState> req = server_->coordinator()->Find(uid);
+  ClientRequestStatePtr req = server_->coordinator()->Find(uid);
   ASSERT_NE(req, nullptr);
   EXPECT_FALSE(ClientRequestState::IsTerminal(req->state()));
   // Positional arguments, the admin: the query ends with the message.

@@ -12,9 +12,11 @@
 //     counting over other SeqlockTagMaps, with hazard records or type-stable nodes
 //     (hazard-query-registry.h, runtime/stable-query-registry.h).
 //  2. BM_RequestLifecycle<Map>/queries:Q/accesses:A - the same for the coordinator side's
-//     ClientRequestStateMap: register, A lookups that copy the shared_ptr, unregister; and
-//     HazardSeqlockTag*Shards, the same lookups over a SeqlockTagMap read without a lock
-//     (hazard-shared-map.h).
+//     registries: register, A lookups that take a reference, unregister. ClientRequestStateMap
+//     (the daemon's: StableRefs over a map read without a lock, util/stable-ref-registry.h),
+//     ShardLockRequestMap (the one before issue 20: shared_ptrs in a ShardedQueryMap) and
+//     HazardSeqlockTag*Shards (shared_ptr lookups over a SeqlockTagMap read without a lock,
+//     hazard-shared-map.h).
 //  3. The map benchmarks of map-benchmarks.h: fixed-thread mixes, lookups during a full
 //     iteration, uncontended Get (alone, and interleaved with its bare inner map: BM_GetVsBare;
 //     BM_GetRefVsBare does the same with a reference taken to what each Get found and dropped,
@@ -26,9 +28,10 @@
 //     whose lookups take a reference (QueryExecMgr, ShardLockQueryExecMgr, QueryStateRegistry
 //     and the steps to it (QueryStateNewNodes, QueryStateSlabs, QueryStateHugeSlabs,
 //     QueryStateGuessOne), and the other StableQueryRegistry and HazardQueryRegistry
-//     variants); BM_<Mix>Shared<Map>: the same
-//     over maps of shared_ptrs (ClientRequestStateMap and HazardSharedMap). Each with its
-//     default twice (*Again), as an A/A control of the machine's spread.
+//     variants); BM_<Mix>Shared<Map>: the same over the coordinator's registries
+//     (StableRefRegistry, the daemon's; ShardLockRequestMap and HazardSharedMap, maps of
+//     shared_ptrs). Each with its baseline twice (*Again), as an A/A control of the machine's
+//     spread.
 // Every throughput benchmark reports ops_per_s, ns_per_op and ctx_switches_per_op counters;
 // scripts/bench.sh runs it and renders docs/benchmarks.md.
 //

@@ -80,7 +80,7 @@ struct HistoryFixture {
     co.query_log_size = 100;
     co.history = history.get();
     coordinator = std::make_unique<QueryCoordinator>(co, &exec_mgr, nullptr);
-    std::vector<std::shared_ptr<ClientRequestState>> restored;
+    std::vector<ClientRequestStatePtr> restored;
     for (int i = std::max(0, n - 100); i < n; ++i) {
       restored.push_back(RestoreFromHistory(MakeRecord(i)));
     }
@@ -155,7 +155,7 @@ void BM_HistorySearch(benchmark::State& state) {
 /// runs).
 struct Fixture {
   explicit Fixture(int n) : coordinator(MakeOptions(n), &exec_mgr, nullptr) {
-    std::vector<std::shared_ptr<ClientRequestState>> restored;
+    std::vector<ClientRequestStatePtr> restored;
     for (int i = 0; i < n; ++i) restored.push_back(RestoreFromHistory(MakeRecord(i)));
     coordinator.RestoreCompleted(std::move(restored));
   }

@@ -188,10 +188,39 @@ class ShardedQueryRegistry {
   QueryExecMgr mgr_;
 };
 
+/// The coordinator's registry before issue 20 (ShardLockRequestMap): shared_ptrs in a
+/// ShardedQueryMap, a lookup copying one under the shard's shared lock.
 using RequestPtr = std::shared_ptr<ClientRequestState>;
-static_assert(std::is_same_v<ShardedQueryMap<RequestPtr, UniqueId, FlatMap<RequestPtr>>,
-                             ClientRequestStateMap>,
-              "the coordinator variant must be the real ClientRequestStateMap");
+
+/// The coordinator's registry (ClientRequestStateMap, util/stable-ref-registry.h) with the
+/// benchmark's map interface.
+class StableRequestMap {
+ public:
+  explicit StableRequestMap(int num_shards) : map_(num_shards) {}
+  bool Add(const UniqueId& id, const ClientRequestStatePtr& req) {
+    DCHECK(id == req->query_id());
+    return map_.Add(req);
+  }
+  bool Get(const UniqueId& id, ClientRequestStatePtr* out) const {
+    *out = map_.Get(id);
+    return static_cast<bool>(*out);
+  }
+  bool Delete(const UniqueId& id) { return map_.Delete(id); }
+
+ private:
+  ClientRequestStateMap map_;
+};
+
+/// A request for 'Map': a StableRef for the coordinator's registry, a shared_ptr for the others.
+template <class Map>
+auto MakeRequestFor(const UniqueId& id, const std::shared_ptr<const std::string>& statement,
+                    const SessionInfo& session) {
+  if constexpr (std::is_same_v<Map, StableRequestMap>) {
+    return MakeClientRequestState(id, statement, session);
+  } else {
+    return std::make_shared<ClientRequestState>(id, statement, session);
+  }
+}
 
 /// BM_QueryLifecycle<Registry>/queries:Q/accesses:A (see the file comment).
 template <class Registry>
@@ -237,10 +266,10 @@ void BM_RequestLifecycle(benchmark::State& state, int num_shards) {
   Totals totals;
   for (auto _ : state) {
     RoundResult r = RunThreadsToCompletion(queries, [&](int t) {
-      auto request = std::make_shared<ClientRequestState>(ids[t], statement, session);
+      auto request = MakeRequestFor<Map>(ids[t], statement, session);
       CHECK(map.Add(ids[t], request));
       for (int a = 0; a < accesses; ++a) {
-        RequestPtr found;
+        decltype(request) found;
         map.Get(ids[t], &found);
         benchmark::DoNotOptimize(found.get());
       }
@@ -318,9 +347,12 @@ void RegisterLifecycleBenchmarks(const std::string& grid_points, double min_time
                       min_time_s);
     for (int n : shard_counts) {
       RegisterLifecycle(
-          "BM_RequestLifecycle<ClientRequestStateMap" + std::to_string(n) + "Shards>",
+          "BM_RequestLifecycle<ShardLockRequestMap" + std::to_string(n) + "Shards>",
           &BM_RequestLifecycle<ShardedQueryMapVariant<RequestPtr, FlatMap<RequestPtr>>>, n, queries,
           accesses, min_time_s);
+      RegisterLifecycle(
+          "BM_RequestLifecycle<ClientRequestStateMap" + std::to_string(n) + "Shards>",
+          &BM_RequestLifecycle<StableRequestMap>, n, queries, accesses, min_time_s);
     }
     // The same shared_ptr lookups over a map read without a lock (hazard-shared-map.h).
     for (int n : shard_counts) {
@@ -521,8 +553,8 @@ void RegisterReferenceMixBenchmarks(const MapBenchmarkOptions& o) {
   using SharedMap = ShardedQueryMapVariant<SharedValue, FlatMap<SharedValue>>;
   RegisterMixFamily(
       "Shared",
-      {{"ClientRequestStateMap256", &BM_SharedMix<SharedMap>},
-       {"ClientRequestStateMap256Again", &BM_SharedMix<SharedMap>},
+      {{"ShardLockRequestMap256", &BM_SharedMix<SharedMap>},
+       {"ShardLockRequestMap256Again", &BM_SharedMix<SharedMap>},
        {"HazardSeqlockTag256", &BM_SharedMix<HazardSharedMap<const Entry, true>>},
        {"HazardFenceSeqlockTag256", &BM_SharedMix<HazardSharedMap<const Entry, false>>},
        {"StableRefRegistry256", &BM_StableRefMix}},

@@ -16,9 +16,10 @@ namespace qr::bench {
 void RegisterLifecycleBenchmarks(const std::string& grid_points, double min_time_s);
 
 /// The mixes over the executor's registries (BM_<Mix>Refs: QueryExecMgr, its ShardLock
-/// predecessor and the other lock-free variants) and over the coordinator's maps of
-/// shared_ptrs (BM_<Mix>Shared: ClientRequestStateMap and HazardSharedMap), each default twice:
-/// *Again is the spread of identical code side by side (an A/A control).
+/// predecessor and the other lock-free variants) and over the coordinator's registries
+/// (BM_<Mix>Shared: StableRefRegistry, the daemon's, and the maps of shared_ptrs
+/// ShardLockRequestMap and HazardSharedMap), each baseline twice: *Again is the spread of
+/// identical code side by side (an A/A control).
 void RegisterReferenceMixBenchmarks(const MapBenchmarkOptions& o);
 
 /// --callgrind_variant for the registries of the Refs mixes: builds 'variant' with 'entries'

@@ -16,6 +16,7 @@
 #include "service/session-statements.h"
 #include "util/mutex.h"
 #include "util/sharded-query-map-util.h"
+#include "util/stable-ref-registry.h"
 #include "util/thread-annotations.h"
 #include "util/unique-id.h"
 
@@ -257,7 +258,19 @@ class ClientRequestState {
   uint64_t next_waiter_id_ QR_GUARDED_BY(lock_) = 1;
 };
 
-/// The coordinator's process-wide registry of in-flight client requests.
-using ClientRequestStateMap = ShardedQueryMap<std::shared_ptr<ClientRequestState>>;
+/// A counted reference to a request: std::shared_ptr's interface over a node in type-stable
+/// memory, so that the registry's lookups take no lock (util/stable-ref-registry.h). Made by
+/// MakeClientRequestState; the last reference destroys the request.
+using ClientRequestStatePtr = StableRef<ClientRequestState>;
+
+/// A new request with one reference (the arguments are ClientRequestState's constructor's).
+template <class... Args>
+ClientRequestStatePtr MakeClientRequestState(const UniqueId& query_id, Args&&... args) {
+  return MakeStable<ClientRequestState>(query_id, query_id, std::forward<Args>(args)...);
+}
+
+/// The coordinator's process-wide registry of in-flight client requests (lookups without a
+/// lock; issue 20, item 3).
+using ClientRequestStateMap = StableRefRegistry<ClientRequestState>;
 
 }  // namespace qr

@@ -246,7 +246,7 @@ Status CoordinatorServer::ConfigureResources() {
   return Status::OK();
 }
 
-Status CoordinatorServer::OpenHistory(std::vector<std::shared_ptr<ClientRequestState>>* restored) {
+Status CoordinatorServer::OpenHistory(std::vector<ClientRequestStatePtr>* restored) {
   if (options_.history.dir.empty()) return Status::OK();
   const auto start = std::chrono::steady_clock::now();
   // Opening creates the directory (or says why it cannot) and starts a new, empty segment;
@@ -407,7 +407,7 @@ Status CoordinatorServer::Start() {
   QueryCoordinator::Options coordinator_options = options_.coordinator;
   coordinator_options.exec_defaults.memory_budget = result_memory_.get();
   coordinator_options.exec_defaults.max_memory_bytes = options_.query_max_memory_bytes;
-  std::vector<std::shared_ptr<ClientRequestState>> restored;
+  std::vector<ClientRequestStatePtr> restored;
   QR_RETURN_IF_ERROR(OpenHistory(&restored));
   coordinator_options.history = history_.get();
   coordinator_ = std::make_unique<QueryCoordinator>(coordinator_options, exec_mgr_.get(),

@@ -237,7 +237,7 @@ class CoordinatorServer {
   std::unique_ptr<QueryHistory> history_;
   HistoryReadStats history_restored_;
   /// Reads the history back and opens it for writing; 'restored' gets the requests.
-  Status OpenHistory(std::vector<std::shared_ptr<ClientRequestState>>* restored);
+  Status OpenHistory(std::vector<ClientRequestStatePtr>* restored);
   std::unique_ptr<QueryCoordinator> coordinator_;
   /// Sets up authentication and TLS in 'http'.
   Status ConfigureSecurity(Webserver::Options* http);

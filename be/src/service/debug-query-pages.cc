@@ -49,7 +49,7 @@ HttpResponse UnknownQuery(const UniqueId& id) {
 
 /// What a per-query page does with its query once found and accessible.
 using WithQuery =
-    std::function<void(std::shared_ptr<ClientRequestState> state, ResponseCallback respond)>;
+    std::function<void(ClientRequestStatePtr state, ResponseCallback respond)>;
 
 /// Calls 'then' with query 'id' if it exists and the requester may access it (see
 /// AccessControl), else answers 404. A query in memory (running, or in the completed-query
@@ -59,7 +59,7 @@ using WithQuery =
 /// there. When --queries_list_max_pending are pending the answer is 503 (QueuedOnWorkers).
 void WithAccessibleQuery(const Ctx& ctx, const HttpRequest& req, const UniqueId& id,
                          ResponseCallback respond, WithQuery then) {
-  if (std::shared_ptr<ClientRequestState> state = ctx->coordinator->Find(id)) {
+  if (ClientRequestStatePtr state = ctx->coordinator->Find(id)) {
     if (!ctx->access->MayAccess(ctx->access->Identify(req), *state)) {
       return respond(UnknownQuery(id));
     }
@@ -75,7 +75,7 @@ void WithAccessibleQuery(const Ctx& ctx, const HttpRequest& req, const UniqueId&
                     // Past the log, in the durable history: one record read from its segment.
                     std::vector<std::optional<QueryHistoryRecord>> records;
                     ctx->coordinator->options().history->ReadRecords({entry}, &records);
-                    std::shared_ptr<ClientRequestState> state;
+                    ClientRequestStatePtr state;
                     if (records[0]) state = RestoreFromHistory(std::move(*records[0]));
                     if (!state || !ctx->access->MayAccess(who, *state)) {
                       return respond(UnknownQuery(id));
@@ -123,7 +123,7 @@ void HandleQueryStatement(const Ctx& ctx, HttpRequest& req, ResponseCallback res
   if (!ParseQueryIdParam(req, &id, &error)) return respond(std::move(error));
   if (Forwarded(*ctx, req, id, respond)) return;
   WithAccessibleQuery(ctx, req, id, std::move(respond),
-                      [](std::shared_ptr<ClientRequestState> state, ResponseCallback respond) {
+                      [](ClientRequestStatePtr state, ResponseCallback respond) {
                         HttpResponse r;
                         r.content_type = "text/plain; charset=utf-8";
                         r.shared_body = state->statement();  // shared, not copied
@@ -144,7 +144,7 @@ void HandleQueryDetail(const Ctx& ctx, HttpRequest& req, ResponseCallback respon
   if (Forwarded(*ctx, req, id, respond)) return;
   WithAccessibleQuery(
       ctx, req, id, std::move(respond),
-      [](std::shared_ptr<ClientRequestState> state, ResponseCallback respond) {
+      [](ClientRequestStatePtr state, ResponseCallback respond) {
         HttpResponse r =
             HttpResponse::Json(200, debug_pages::RenderQueryDetailJson(*state) + "\n");
         AddSecurityHeaders(&r, false);
@@ -162,7 +162,7 @@ void HandleQueryPlan(const Ctx& ctx, HttpRequest& req, ResponseCallback respond)
   // Another member's query is explained by its owner, which may take its plan timeout.
   if (Forwarded(*ctx, req, id, respond, ctx->server->options().query_plan_timeout)) return;
   WithAccessibleQuery(ctx, req, id, std::move(respond), [ctx, id](
-                                                            std::shared_ptr<ClientRequestState> state,
+                                                            ClientRequestStatePtr state,
                                                             ResponseCallback respond) {
     ExplainBound bound{&ctx->server->webserver()->io_context(),
                        ctx->server->options().query_plan_timeout,
@@ -211,7 +211,7 @@ void HandleCancel(const Ctx& ctx, HttpRequest& req, ResponseCallback respond) {
   WithAccessibleQuery(
       ctx, req, id, std::move(respond),
       [ctx, id, principal, remote = req.remote_address](
-          std::shared_ptr<ClientRequestState> state, ResponseCallback respond) {
+          ClientRequestStatePtr state, ResponseCallback respond) {
         const std::string& user = principal.user;
         if (user != state->user() && !principal.admin) {
           return respond(JsonError(403, "User " + QuoteForError(user) +

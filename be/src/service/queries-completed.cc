@@ -47,7 +47,7 @@ QueryListPage SelectCompleted(const QueryCoordinator& coordinator, const QueryLi
   *partial = false;
   std::function<bool(const ClientRequestState&)> visible_request;
   if (visible) visible_request = [&visible](const ClientRequestState& q) { return visible(q.user()); };
-  const std::vector<std::shared_ptr<ClientRequestState>> log = coordinator.Completed();
+  const std::vector<ClientRequestStatePtr> log = coordinator.Completed();
   QueryListPage page = SelectQueries(log, params, /*use_cursor=*/true, visible_request);
   const QueryHistory* history = coordinator.options().history;
   HistorySelectParams hp;
@@ -95,7 +95,7 @@ QueryListPage SelectCompleted(const QueryCoordinator& coordinator, const QueryLi
         continue;
       }
       ++text_matched;
-      std::shared_ptr<ClientRequestState> req = RestoreFromHistory(std::move(*records[i]));
+      ClientRequestStatePtr req = RestoreFromHistory(std::move(*records[i]));
       ClientRequestState::Info info = req->GetInfo();
       const char* state = DisplayState(*req, info.state);
       rows.push_back(ListedQuery{std::move(req), std::move(info), state,

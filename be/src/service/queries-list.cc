@@ -251,13 +251,13 @@ const char* DisplayState(const ClientRequestState& req, ClientRequestState::Stat
   return ClientRequestState::StateName(state);
 }
 
-QueryListPage SelectQueries(const std::vector<std::shared_ptr<ClientRequestState>>& requests,
+QueryListPage SelectQueries(const std::vector<ClientRequestStatePtr>& requests,
                             const QueryListParams& params, bool use_cursor,
                             const std::function<bool(const ClientRequestState&)>& visible) {
   // A candidate: the request and its sort key. The counters (a copy under the request's lock)
   // are read here only when the filter or the key needs them, and again for the kept rows.
   struct Candidate {
-    const std::shared_ptr<ClientRequestState>* request;
+    const ClientRequestStatePtr* request;
     int64_t key;
   };
   const bool need_info = !params.states.empty() || params.sort != QuerySortKey::kStart;
@@ -304,7 +304,7 @@ QueryListPage SelectQueries(const std::vector<std::shared_ptr<ClientRequestState
   }
   page.rows.reserve(keep);
   for (size_t i = 0; i < keep; ++i) {
-    const std::shared_ptr<ClientRequestState>& req = *candidates[i].request;
+    const ClientRequestStatePtr& req = *candidates[i].request;
     ClientRequestState::Info info = req->GetInfo();
     const char* state = DisplayState(*req, info.state);
     page.rows.push_back(ListedQuery{req, std::move(info), state, candidates[i].key});

@@ -104,7 +104,7 @@ bool ParseQueryListParams(const HttpRequest& req, size_t max_limit, QueryListPar
 /// fields agree with each other; a running query's duration or rows may have moved on since
 /// it was sorted).
 struct ListedQuery {
-  std::shared_ptr<ClientRequestState> request;
+  ClientRequestStatePtr request;
   ClientRequestState::Info info;
   const char* display_state = "";
   int64_t key = 0;
@@ -126,7 +126,7 @@ const char* DisplayState(const ClientRequestState& req, ClientRequestState::Stat
 /// Filters 'requests' by 'params' (and 'visible', when set), sorts them, skips to the cursor
 /// when 'use_cursor', and keeps 'params.limit' rows. Only the kept rows are snapshotted
 /// (GetInfo()), plus every candidate when a state filter or a counter sort needs it.
-QueryListPage SelectQueries(const std::vector<std::shared_ptr<ClientRequestState>>& requests,
+QueryListPage SelectQueries(const std::vector<ClientRequestStatePtr>& requests,
                             const QueryListParams& params, bool use_cursor,
                             const std::function<bool(const ClientRequestState&)>& visible);
 

@@ -17,7 +17,7 @@ int64_t NowNs() { return std::chrono::steady_clock::now().time_since_epoch().cou
 }  // namespace
 
 int QueryCoordinator::Shutdown(int64_t grace_ms) {
-  std::vector<std::shared_ptr<ClientRequestState>> queued;
+  std::vector<ClientRequestStatePtr> queued;
   {
     MutexLock l(&admission_lock_);
     shutting_down_.store(true, std::memory_order_release);
@@ -116,8 +116,8 @@ void QueryCoordinator::ExpireQueries() {
   }
 }
 
-std::shared_ptr<ClientRequestState> QueryCoordinator::KeepUnfetchedLocked(
-    std::shared_ptr<ClientRequestState> req) {
+ClientRequestStatePtr QueryCoordinator::KeepUnfetchedLocked(
+    ClientRequestStatePtr req) {
   unfetched_index_[req->query_id()] = req;
   unfetched_.push_back(Unfetched{std::move(req), NowNs()});
   // As many as the log holds: the statements they keep (up to --max_statement_bytes each)
@@ -125,7 +125,7 @@ std::shared_ptr<ClientRequestState> QueryCoordinator::KeepUnfetchedLocked(
   if (unfetched_.size() <= static_cast<size_t>(std::max(0, options_.query_log_size))) {
     return nullptr;
   }
-  std::shared_ptr<ClientRequestState> dropped = std::move(unfetched_.front().req);
+  ClientRequestStatePtr dropped = std::move(unfetched_.front().req);
   unfetched_.pop_front();
   unfetched_index_.erase(dropped->query_id());
   return dropped;
@@ -138,7 +138,7 @@ int64_t QueryCoordinator::UnfetchedWindowNs() const {
 }
 
 void QueryCoordinator::PruneUnfetched(int64_t now_ns) {
-  std::vector<std::shared_ptr<ClientRequestState>> dropped;  // destroyed outside the lock
+  std::vector<ClientRequestStatePtr> dropped;  // destroyed outside the lock
   const int64_t window_ns = UnfetchedWindowNs();
   MutexLock l(&log_lock_);
   while (!unfetched_.empty() && (unfetched_.front().req->final_page_delivered() ||

@@ -44,7 +44,7 @@ QueryCoordinator::~QueryCoordinator() {
   queued_ = 0;
 }
 
-std::shared_ptr<ClientRequestState> QueryCoordinator::Submit(
+ClientRequestStatePtr QueryCoordinator::Submit(
     std::shared_ptr<const std::string> statement, SessionInfo session) {
   // Session statements (PREPARE, EXECUTE, USE, SET SESSION, ...) are planned here, from the
   // session the client sent; a plan that failed fails the query before admission.
@@ -54,11 +54,10 @@ std::shared_ptr<ClientRequestState> QueryCoordinator::Submit(
   if (!plan_error && plan.kill_query_id) {
     plan_error = KillQuery(*plan.kill_query_id, plan.kill_message, session);
   }
-  auto req = std::make_shared<ClientRequestState>(GenerateQueryId(member_id()),
-                                                  std::move(statement), std::move(session),
-                                                  std::move(plan));
+  ClientRequestStatePtr req = MakeClientRequestState(
+      GenerateQueryId(member_id()), std::move(statement), std::move(session), std::move(plan));
   // Ids are random 80-bit values (96 with no owner); a collision is a bug worth crashing on.
-  CHECK(registry_.Add(req->query_id(), req).ok());
+  CHECK(registry_.Add(req));
   submitted_.fetch_add(1, std::memory_order_relaxed);
   LOG(INFO) << "Query " << PrintId(req->query_id()) << " submitted by "
             << DescribeUser(req->user(), req->principal()) << " from "
@@ -68,7 +67,7 @@ std::shared_ptr<ClientRequestState> QueryCoordinator::Submit(
 
   std::optional<QueryError> rejection;
   bool start = false;
-  std::vector<std::shared_ptr<ClientRequestState>> runnable;
+  std::vector<ClientRequestStatePtr> runnable;
   if (plan_error) {
     LOG(INFO) << "Query " << PrintId(req->query_id()) << " failed before it ran: "
               << plan_error->name << ": " << QuoteForError(plan_error->message, 300);
@@ -91,10 +90,10 @@ std::shared_ptr<ClientRequestState> QueryCoordinator::Submit(
   return req;
 }
 
-std::vector<std::shared_ptr<ClientRequestState>> QueryCoordinator::TakeRunnableLocked() {
-  std::vector<std::shared_ptr<ClientRequestState>> out;
+std::vector<ClientRequestStatePtr> QueryCoordinator::TakeRunnableLocked() {
+  std::vector<ClientRequestStatePtr> out;
   while (running_ < options_.max_running_queries) {
-    std::shared_ptr<ClientRequestState> next = DequeueLocked();
+    ClientRequestStatePtr next = DequeueLocked();
     if (!next) break;
     out.push_back(std::move(next));
   }
@@ -102,7 +101,7 @@ std::vector<std::shared_ptr<ClientRequestState>> QueryCoordinator::TakeRunnableL
 }
 
 std::optional<QueryError> QueryCoordinator::AdmitLocked(
-    const std::shared_ptr<ClientRequestState>& req, bool* start) {
+    const ClientRequestStatePtr& req, bool* start) {
   // Registered, hence findable, before it got here: a cancel may have ended it meanwhile.
   // Its Complete() found nothing counted (or will: Terminate() set the state before it
   // takes this lock), so it is neither counted nor queued; its client fetches the end.
@@ -167,7 +166,7 @@ int QueryCoordinator::max_running_per_user() const {
              : std::max(1, options_.max_running_queries * 3 / 4);
 }
 
-std::shared_ptr<ClientRequestState> QueryCoordinator::DequeueLocked() {
+ClientRequestStatePtr QueryCoordinator::DequeueLocked() {
   if (shutting_down()) return nullptr;
   // The slot goes to the queued user served least recently (never served: first), so one
   // user's backlog cannot starve another's query, whoever queued first; a user at its
@@ -184,7 +183,7 @@ std::shared_ptr<ClientRequestState> QueryCoordinator::DequeueLocked() {
       }
     }
     if (best == nullptr) return nullptr;
-    std::shared_ptr<ClientRequestState> next = std::move(best->queue.front());
+    ClientRequestStatePtr next = std::move(best->queue.front());
     best->queue.pop_front();
     --queued_;
     if (best->queue.empty()) queued_users_.erase(chosen);
@@ -197,7 +196,7 @@ std::shared_ptr<ClientRequestState> QueryCoordinator::DequeueLocked() {
   }
 }
 
-void QueryCoordinator::RemoveFromQueueLocked(const std::shared_ptr<ClientRequestState>& req) {
+void QueryCoordinator::RemoveFromQueueLocked(const ClientRequestStatePtr& req) {
   auto it = users_.find(req->user());
   if (it == users_.end()) return;
   auto& queue = it->second.queue;
@@ -214,7 +213,7 @@ void QueryCoordinator::RemoveFromQueueLocked(const std::shared_ptr<ClientRequest
   }
 }
 
-void QueryCoordinator::StartExecution(const std::shared_ptr<ClientRequestState>& req) {
+void QueryCoordinator::StartExecution(const ClientRequestStatePtr& req) {
   QueryContext ctx = options_.exec_defaults;
   ctx.statement = req->statement();
   ctx.sql = req->plan().sql;
@@ -246,14 +245,14 @@ void QueryCoordinator::StartExecution(const std::shared_ptr<ClientRequestState>&
   engine_->Execute(std::move(exec));
 }
 
-void QueryCoordinator::OnExecutionChange(const std::shared_ptr<ClientRequestState>& req) {
+void QueryCoordinator::OnExecutionChange(const ClientRequestStatePtr& req) {
   req->OnExecutionChange();
   if (req->execution_done()) ReleaseSlot(req);
 }
 
-void QueryCoordinator::ReleaseSlot(const std::shared_ptr<ClientRequestState>& req) {
+void QueryCoordinator::ReleaseSlot(const ClientRequestStatePtr& req) {
   if (!req->holds_admission_slot.exchange(false)) return;
-  std::vector<std::shared_ptr<ClientRequestState>> runnable;
+  std::vector<ClientRequestStatePtr> runnable;
   {
     MutexLock l(&admission_lock_);
     --running_;
@@ -268,9 +267,8 @@ void QueryCoordinator::ReleaseSlot(const std::shared_ptr<ClientRequestState>& re
   for (const auto& next : runnable) StartExecution(next);
 }
 
-std::shared_ptr<ClientRequestState> QueryCoordinator::Find(const UniqueId& id) const {
-  std::optional<std::shared_ptr<ClientRequestState>> r = registry_.Get(id);
-  if (r) return std::move(*r);
+ClientRequestStatePtr QueryCoordinator::Find(const UniqueId& id) const {
+  if (ClientRequestStatePtr r = registry_.Get(id)) return r;
   MutexLock l(&log_lock_);
   if (auto it = log_index_.find(id); it != log_index_.end()) return it->second;
   auto it = unfetched_index_.find(id);
@@ -278,7 +276,7 @@ std::shared_ptr<ClientRequestState> QueryCoordinator::Find(const UniqueId& id) c
 }
 
 ClientRequestState::FetchOutcome QueryCoordinator::Fetch(
-    const std::shared_ptr<ClientRequestState>& req, int64_t token, bool may_wait,
+    const ClientRequestStatePtr& req, int64_t token, bool may_wait,
     std::function<void()> waiter, QueryPage* page, uint64_t* waiter_id) {
   auto outcome =
       req->Fetch(token, may_wait, std::move(waiter), page, waiter_id, options_.max_page_retries);
@@ -289,17 +287,17 @@ ClientRequestState::FetchOutcome QueryCoordinator::Fetch(
   return outcome;
 }
 
-bool QueryCoordinator::FailRequest(const std::shared_ptr<ClientRequestState>& req,
+bool QueryCoordinator::FailRequest(const ClientRequestStatePtr& req,
                                    QueryError error) {
   return TerminateRequest(req, State::kFailed, std::move(error));
 }
 
-bool QueryCoordinator::CancelRequest(const std::shared_ptr<ClientRequestState>& req,
+bool QueryCoordinator::CancelRequest(const ClientRequestStatePtr& req,
                                      QueryError reason, std::string who) {
   return TerminateRequest(req, State::kCanceled, std::move(reason), std::move(who));
 }
 
-bool QueryCoordinator::TerminateRequest(const std::shared_ptr<ClientRequestState>& req,
+bool QueryCoordinator::TerminateRequest(const ClientRequestStatePtr& req,
                                         State terminal, QueryError error, std::string who) {
   if (!req->Terminate(terminal, std::move(error), std::move(who))) return false;
   {
@@ -315,7 +313,7 @@ std::optional<QueryError> QueryCoordinator::KillQuery(const std::string& query_i
                                                       const std::string& message,
                                                       const SessionInfo& caller) {
   UniqueId id;
-  std::shared_ptr<ClientRequestState> target;
+  ClientRequestStatePtr target;
   if (ParseId(query_id, &id).ok()) target = Find(id);
   // Another user's query is answered as if it did not exist, as /cancel_query does.
   if (!target || (!caller.sees_all_queries && target->user() != caller.user)) {
@@ -337,7 +335,7 @@ std::optional<QueryError> QueryCoordinator::KillQuery(const std::string& query_i
 }
 
 Status QueryCoordinator::Cancel(const UniqueId& id, std::string_view who) {
-  std::shared_ptr<ClientRequestState> req = Find(id);
+  ClientRequestStatePtr req = Find(id);
   if (!req) return NotFound("query " + PrintId(id) + " is not known (never existed, or expired)");
   if (CancelRequest(req, QueryError::UserCanceled(), std::string(who))) {
     LOG(INFO) << "Query " << PrintId(id) << " of " << DescribeUser(req->user(), req->principal())
@@ -346,13 +344,13 @@ Status QueryCoordinator::Cancel(const UniqueId& id, std::string_view who) {
   return Status::OK();
 }
 
-void QueryCoordinator::Complete(const std::shared_ptr<ClientRequestState>& req) {
-  std::shared_ptr<ClientRequestState> evicted;  // destroyed at the end, outside the lock
+void QueryCoordinator::Complete(const ClientRequestStatePtr& req) {
+  ClientRequestStatePtr evicted;  // destroyed at the end, outside the lock
   {
     // The move from the registry to the log happens under 'log_lock_': Find() looks in the
     // registry, then in the log under 'log_lock_', so it never misses a completing request.
     MutexLock l(&log_lock_);
-    if (!registry_.Delete(req->query_id()).ok()) return;  // someone else completed it
+    if (!registry_.Delete(req->query_id())) return;  // someone else completed it
     log_.push_back(req);
     log_index_[req->query_id()] = req;
     if (static_cast<int>(log_.size()) > std::max(0, options_.query_log_size)) {
@@ -409,19 +407,17 @@ void QueryCoordinator::RecordCompletion(const ClientRequestState& req) {
                            : "");
 }
 
-std::vector<std::shared_ptr<ClientRequestState>> QueryCoordinator::InFlight() const {
-  std::vector<std::shared_ptr<ClientRequestState>> out;
-  for (auto& [id, req] : registry_.Snapshot()) out.push_back(std::move(req));
-  return out;
+std::vector<ClientRequestStatePtr> QueryCoordinator::InFlight() const {
+  return registry_.Snapshot();
 }
 
-std::vector<std::shared_ptr<ClientRequestState>> QueryCoordinator::Completed() const {
+std::vector<ClientRequestStatePtr> QueryCoordinator::Completed() const {
   MutexLock l(&log_lock_);
-  return std::vector<std::shared_ptr<ClientRequestState>>(log_.rbegin(), log_.rend());
+  return std::vector<ClientRequestStatePtr>(log_.rbegin(), log_.rend());
 }
 
 void QueryCoordinator::RestoreCompleted(
-    std::vector<std::shared_ptr<ClientRequestState>> requests) {
+    std::vector<ClientRequestStatePtr> requests) {
   MutexLock l(&log_lock_);
   const size_t limit = static_cast<size_t>(std::max(0, options_.query_log_size));
   for (auto& req : requests) {

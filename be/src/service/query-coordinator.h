@@ -85,7 +85,7 @@ class QueryCoordinator {
     QueryContext exec_defaults;
     /// Tests only: called by Submit() once the request is registered (so Find() and
     /// Cancel() see it) and before it is admitted.
-    std::function<void(const std::shared_ptr<ClientRequestState>&)> after_register_for_testing;
+    std::function<void(const ClientRequestStatePtr&)> after_register_for_testing;
   };
 
   /// Borrows 'exec_mgr' and 'engine', which must outlive the coordinator.
@@ -96,14 +96,14 @@ class QueryCoordinator {
   /// Registers a new request and admits it, queues it, or fails it (QUERY_QUEUE_FULL,
   /// SERVER_SHUTTING_DOWN). The request is returned in every case; a failed one reports its
   /// error on the first fetch, as the protocol wants.
-  std::shared_ptr<ClientRequestState> Submit(std::shared_ptr<const std::string> statement,
+  ClientRequestStatePtr Submit(std::shared_ptr<const std::string> statement,
                                              SessionInfo session);
 
   /// An in-flight request, or a completed one still in the log; nullptr if neither.
-  std::shared_ptr<ClientRequestState> Find(const UniqueId& id) const;
+  ClientRequestStatePtr Find(const UniqueId& id) const;
 
   /// ClientRequestState::Fetch(), plus completing the request once it is terminal.
-  ClientRequestState::FetchOutcome Fetch(const std::shared_ptr<ClientRequestState>& req,
+  ClientRequestState::FetchOutcome Fetch(const ClientRequestStatePtr& req,
                                          int64_t token, bool may_wait,
                                          std::function<void()> waiter, QueryPage* page,
                                          uint64_t* waiter_id);
@@ -113,10 +113,10 @@ class QueryCoordinator {
   Status Cancel(const UniqueId& id, std::string_view who = "the coordinator");
   /// Ends 'req' as FAILED with 'error': cancels its execution (if any), takes it out of the
   /// admission queue (if queued) and completes it. False if it was already terminal.
-  bool FailRequest(const std::shared_ptr<ClientRequestState>& req, QueryError error);
+  bool FailRequest(const ClientRequestStatePtr& req, QueryError error);
   /// Ends 'req' as CANCELED with 'reason' (USER_CANCELED), the same way; 'who' is shown as
   /// who canceled (the per-query page). False if already terminal.
-  bool CancelRequest(const std::shared_ptr<ClientRequestState>& req,
+  bool CancelRequest(const ClientRequestStatePtr& req,
                      QueryError reason = QueryError::UserCanceled(), std::string who = {});
   /// CALL system.runtime.kill_query: cancels query 'query_id' for 'caller' with 'message',
   /// under /cancel_query's rules (with authentication, a non-admin only their own queries;
@@ -125,12 +125,12 @@ class QueryCoordinator {
                                       const SessionInfo& caller);
 
   /// In-flight requests (a registry snapshot: no lock held while the caller works).
-  std::vector<std::shared_ptr<ClientRequestState>> InFlight() const;
+  std::vector<ClientRequestStatePtr> InFlight() const;
   /// Completed requests, newest first.
-  std::vector<std::shared_ptr<ClientRequestState>> Completed() const;
+  std::vector<ClientRequestStatePtr> Completed() const;
   /// Puts completed requests of an earlier run (oldest first, from the query history) into
   /// the completed-query log, as if they had just completed; the log keeps its size limit.
-  void RestoreCompleted(std::vector<std::shared_ptr<ClientRequestState>> requests);
+  void RestoreCompleted(std::vector<ClientRequestStatePtr> requests);
 
   /// Graceful shutdown: new submissions and queued queries fail with SERVER_SHUTTING_DOWN,
   /// in-flight ones get until 'grace_ms' to finish (executing, and their clients fetching
@@ -178,30 +178,30 @@ class QueryCoordinator {
   const Options& options() const { return options_; }
 
  private:
-  void StartExecution(const std::shared_ptr<ClientRequestState>& req);
-  void OnExecutionChange(const std::shared_ptr<ClientRequestState>& req);
-  void ReleaseSlot(const std::shared_ptr<ClientRequestState>& req);
+  void StartExecution(const ClientRequestStatePtr& req);
+  void OnExecutionChange(const ClientRequestStatePtr& req);
+  void ReleaseSlot(const ClientRequestStatePtr& req);
   /// Why 'req' (just registered) may not be admitted, or nullopt; counts it in flight if it
   /// may. Decides to run it now ('*start') or queue it.
-  std::optional<QueryError> AdmitLocked(const std::shared_ptr<ClientRequestState>& req,
+  std::optional<QueryError> AdmitLocked(const ClientRequestStatePtr& req,
                                         bool* start) QR_REQUIRES(admission_lock_);
   /// The next queued request to run: the oldest query of the queued user served least
   /// recently (skipping users at their running cap); takes a running slot for it. nullptr if
   /// none may run.
-  std::shared_ptr<ClientRequestState> DequeueLocked() QR_REQUIRES(admission_lock_);
+  ClientRequestStatePtr DequeueLocked() QR_REQUIRES(admission_lock_);
   /// Dequeues (DequeueLocked()) while running slots are free.
-  std::vector<std::shared_ptr<ClientRequestState>> TakeRunnableLocked() QR_REQUIRES(admission_lock_);
-  void RemoveFromQueueLocked(const std::shared_ptr<ClientRequestState>& req)
+  std::vector<ClientRequestStatePtr> TakeRunnableLocked() QR_REQUIRES(admission_lock_);
+  void RemoveFromQueueLocked(const ClientRequestStatePtr& req)
       QR_REQUIRES(admission_lock_);
   /// FailRequest() and CancelRequest(): 'terminal' is kFailed or kCanceled.
-  bool TerminateRequest(const std::shared_ptr<ClientRequestState>& req,
+  bool TerminateRequest(const ClientRequestStatePtr& req,
                         ClientRequestState::State terminal, QueryError error,
                         std::string who = {});
   /// Fails the in-flight requests whose clients are not fetching; returns how many.
   int CancelIdleAtShutdown();
   int max_running_per_user() const;
   /// Moves a terminal request from the registry to the log (idempotent).
-  void Complete(const std::shared_ptr<ClientRequestState>& req);
+  void Complete(const ClientRequestStatePtr& req);
   void RecordCompletion(const ClientRequestState& req);
   void ExpirationLoop();
 
@@ -226,7 +226,7 @@ class QueryCoordinator {
     int running = 0;
     /// When this user last got a running slot ('admissions_' then); 0: never.
     uint64_t last_admitted = 0;
-    std::deque<std::shared_ptr<ClientRequestState>> queue;
+    std::deque<ClientRequestStatePtr> queue;
   };
   std::unordered_map<std::string, UserState> users_ QR_GUARDED_BY(admission_lock_);
   /// Users with queued queries (each once).
@@ -242,7 +242,7 @@ class QueryCoordinator {
   /// 'unfetched_': until fetched, for UnfetchedWindowNs(), at most 'query_log_size' of
   /// them. Returns the one that had to go for it (null if none), for the caller to
   /// destroy outside the lock.
-  std::shared_ptr<ClientRequestState> KeepUnfetchedLocked(std::shared_ptr<ClientRequestState> req)
+  ClientRequestStatePtr KeepUnfetchedLocked(ClientRequestStatePtr req)
       QR_REQUIRES(log_lock_);
   /// How long an unfetched query is kept: the wait a query's first fetch gets
   /// ('abandoned_query_timeout_ms', else 'idle_query_timeout_ms'; no limit if both are 0).
@@ -253,16 +253,16 @@ class QueryCoordinator {
 
   /// Protects the completed-query log.
   mutable Mutex log_lock_;
-  std::deque<std::shared_ptr<ClientRequestState>> log_ QR_GUARDED_BY(log_lock_);
-  std::unordered_map<UniqueId, std::shared_ptr<ClientRequestState>, UniqueIdHash> log_index_
+  std::deque<ClientRequestStatePtr> log_ QR_GUARDED_BY(log_lock_);
+  std::unordered_map<UniqueId, ClientRequestStatePtr, UniqueIdHash> log_index_
       QR_GUARDED_BY(log_lock_);
   /// KeepUnfetchedLocked()'s queries, oldest first ('left_log_ns': when, steady clock).
   struct Unfetched {
-    std::shared_ptr<ClientRequestState> req;
+    ClientRequestStatePtr req;
     int64_t left_log_ns;
   };
   std::deque<Unfetched> unfetched_ QR_GUARDED_BY(log_lock_);
-  std::unordered_map<UniqueId, std::shared_ptr<ClientRequestState>, UniqueIdHash>
+  std::unordered_map<UniqueId, ClientRequestStatePtr, UniqueIdHash>
       unfetched_index_ QR_GUARDED_BY(log_lock_);
 
   std::atomic<int64_t> submitted_{0}, finished_{0}, failed_{0}, canceled_{0};

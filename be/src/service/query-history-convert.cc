@@ -49,7 +49,7 @@ QueryHistoryRecord MakeHistoryRecord(const ClientRequestState& req,
   return r;
 }
 
-std::shared_ptr<ClientRequestState> RestoreFromHistory(QueryHistoryRecord record) {
+ClientRequestStatePtr RestoreFromHistory(QueryHistoryRecord record) {
   using State = ClientRequestState::State;
   SessionInfo session;
   // Not recorded: the least (an EXPLAIN of it from /query_plan runs with this session).
@@ -79,8 +79,8 @@ std::shared_ptr<ClientRequestState> RestoreFromHistory(QueryHistoryRecord record
   restored.bytes_delivered = record.bytes_delivered;
   restored.rows_produced = record.rows_produced;
   restored.cpu_time_ns = record.cpu_time_ns;
-  return std::make_shared<ClientRequestState>(record.query_id, std::move(record.statement),
-                                              std::move(session), restored);
+  return MakeClientRequestState(record.query_id, std::move(record.statement),
+                                std::move(session), restored);
 }
 
 }  // namespace qr

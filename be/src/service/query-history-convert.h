@@ -12,6 +12,6 @@ QueryHistoryRecord MakeHistoryRecord(const ClientRequestState& req,
                                      const ClientRequestState::Info& info);
 
 /// A completed request for the query log, rebuilt from a record of an earlier run.
-std::shared_ptr<ClientRequestState> RestoreFromHistory(QueryHistoryRecord record);
+ClientRequestStatePtr RestoreFromHistory(QueryHistoryRecord record);
 
 }  // namespace qr

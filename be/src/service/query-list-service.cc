@@ -45,7 +45,7 @@ std::string StatementService::LocalQueryList(const HttpRequest& req) const {
       options_.list_stmt_size > 0 ? options_.list_stmt_size : FLAGS_query_stmt_size);
   std::string body = "[";
   bool first = true;
-  auto add = [&](const std::shared_ptr<ClientRequestState>& q) {
+  auto add = [&](const ClientRequestStatePtr& q) {
     if (!access_->MayAccess(principal, *q)) return;
     if (!first) body.push_back(',');
     first = false;
@@ -92,7 +92,7 @@ void StatementService::HandleQueryGet(HttpRequest& req, ResponseCallback respond
     return;
   }
   if (Forwarded(req, id, std::chrono::milliseconds(0), /*results=*/false, respond)) return;
-  std::shared_ptr<ClientRequestState> q = FindAccessible(req, id);
+  ClientRequestStatePtr q = FindAccessible(req, id);
   if (q == nullptr) {
     respond(HttpResponse::Text(410, "Query " + PrintId(id) + " is unknown or expired\n"));
     return;

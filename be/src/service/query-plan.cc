@@ -55,7 +55,7 @@ StatementPlanResult PlanFromRows(const std::string& rows) {
 /// nothing).
 struct ExplainFetch : std::enable_shared_from_this<ExplainFetch> {
   QueryCoordinator* coordinator = nullptr;
-  std::shared_ptr<ClientRequestState> req;
+  ClientRequestStatePtr req;
   int64_t token = 0;
   std::string rows;
   std::function<void(StatementPlanResult)> done;
@@ -67,11 +67,13 @@ struct ExplainFetch : std::enable_shared_from_this<ExplainFetch> {
   /// then delivers the error page).
   void StartTimer(const ExplainBound& bound) {
     timer = std::make_shared<boost::asio::steady_timer>(*bound.io, bound.timeout);
-    timer->async_wait([coordinator = coordinator, weak = std::weak_ptr(req),
+    // The query by id, not by reference: the timer must not keep it alive.
+    timer->async_wait([coordinator = coordinator, id = req->query_id(),
                        timeout = bound.timeout,
                        timeouts = bound.timeouts](const boost::system::error_code& ec) {
-      std::shared_ptr<ClientRequestState> query = weak.lock();
-      if (ec || !query) return;
+      if (ec) return;
+      ClientRequestStatePtr query = coordinator->Find(id);
+      if (!query) return;
       const std::string ms = std::to_string(timeout.count());
       const bool failed = coordinator->FailRequest(
           query, QueryError::ExceededTimeLimit(

@@ -110,7 +110,7 @@ bool CoordinatorRuntimeTables::CompletedQueries(const SqlViewer& viewer, size_t 
     // The log, oldest first: one snapshot, in one batch.
     if (*position != 0) return false;
     *position = 1;
-    std::vector<std::shared_ptr<ClientRequestState>> log = c->Completed();
+    std::vector<ClientRequestStatePtr> log = c->Completed();
     const auto now_wall = std::chrono::system_clock::now();
     const auto now_steady = std::chrono::steady_clock::now();
     for (auto it = log.rbegin(); it != log.rend(); ++it) {
@@ -176,8 +176,8 @@ std::vector<RuntimeQueryRow> CoordinatorRuntimeTables::LocalQueries(const SqlVie
   // The registry first, then the log: Complete() moves a request from one to the other under
   // the log's lock, so a request missing from the registry's snapshot is in the log read
   // after it; one in both (it completed in between) is listed once.
-  std::vector<std::shared_ptr<ClientRequestState>> in_flight = c->InFlight();
-  std::vector<std::shared_ptr<ClientRequestState>> completed = c->Completed();
+  std::vector<ClientRequestStatePtr> in_flight = c->InFlight();
+  std::vector<ClientRequestStatePtr> completed = c->Completed();
   auto visible = [&](const ClientRequestState& q) {
     return viewer.sees_all || q.user() == viewer.user;
   };

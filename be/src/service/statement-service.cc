@@ -64,7 +64,7 @@ bool ParseStatementPath(std::string_view path, UniqueId* id, std::string_view* s
 class PendingFetch : public std::enable_shared_from_this<PendingFetch> {
  public:
   /// A retry refused by --max_page_retries is answered after 'refusal_delay'.
-  PendingFetch(QueryCoordinator* coord, std::shared_ptr<ClientRequestState> req, int64_t token,
+  PendingFetch(QueryCoordinator* coord, ClientRequestStatePtr req, int64_t token,
                ResultsUris uris, ResponseCallback respond, boost::asio::io_context& io,
                std::chrono::milliseconds refusal_delay)
       : coord_(coord), req_(std::move(req)), token_(token), uris_(std::move(uris)),
@@ -172,7 +172,7 @@ class PendingFetch : public std::enable_shared_from_this<PendingFetch> {
   }
 
   QueryCoordinator* const coord_;
-  const std::shared_ptr<ClientRequestState> req_;
+  const ClientRequestStatePtr req_;
   const int64_t token_;
   const ResultsUris uris_;
   const ResponseCallback respond_;
@@ -293,7 +293,7 @@ void StatementService::HandleSubmit(HttpRequest& req, ResponseCallback respond) 
       header_bytes < options_.max_header_bytes ? options_.max_header_bytes - header_bytes : 0;
   // The statement text moves into one shared immutable buffer: never copied again.
   auto statement = std::make_shared<const std::string>(std::move(req.body));
-  std::shared_ptr<ClientRequestState> state =
+  ClientRequestStatePtr state =
       coordinator_->Submit(std::move(statement), std::move(session));
   HttpResponse resp;
   RenderSubmitted(*state, ResultsUris{BaseUri(req)}, &resp);
@@ -347,7 +347,7 @@ void StatementService::HandleStatementGet(HttpRequest& req, ResponseCallback res
                 respond)) {
     return;
   }
-  std::shared_ptr<ClientRequestState> state = FindAccessible(req, id);
+  ClientRequestStatePtr state = FindAccessible(req, id);
   if (state == nullptr || !state->SlugMatches(slug)) {
     respond(NotFoundText("Query not found: " + PrintId(id)));
     return;
@@ -373,7 +373,7 @@ void StatementService::HandleStatementDelete(HttpRequest& req, ResponseCallback 
     return;
   }
   if (Forwarded(req, id, std::chrono::milliseconds(0), /*results=*/false, respond)) return;
-  std::shared_ptr<ClientRequestState> state = FindAccessible(req, id);
+  ClientRequestStatePtr state = FindAccessible(req, id);
   if (state == nullptr) {
     // Gone (expired, or fetched to its end), or another user's (answered alike): nothing to
     // cancel. 204 as Trino answers and as DELETE /v1/query/{id} does: a client's cancel of a
@@ -410,9 +410,9 @@ bool StatementService::Forwarded(HttpRequest& req, const UniqueId& id,
   return forwarder_->MaybeForward(id, req, wait, gone, webserver_->io_context(), respond);
 }
 
-std::shared_ptr<ClientRequestState> StatementService::FindAccessible(const HttpRequest& req,
+ClientRequestStatePtr StatementService::FindAccessible(const HttpRequest& req,
                                                                      const UniqueId& id) const {
-  std::shared_ptr<ClientRequestState> state = coordinator_->Find(id);
+  ClientRequestStatePtr state = coordinator_->Find(id);
   if (state == nullptr || !access_->MayAccess(access_->Identify(req), *state)) return nullptr;
   return state;
 }

@@ -86,7 +86,7 @@ class StatementService {
   std::string BaseUri(const HttpRequest& req) const;
   /// The query 'id' if it exists and 'req' may access it, else nullptr: callers answer both
   /// cases alike, so nobody learns whether someone else's query exists.
-  std::shared_ptr<ClientRequestState> FindAccessible(const HttpRequest& req,
+  ClientRequestStatePtr FindAccessible(const HttpRequest& req,
                                                      const UniqueId& id) const;
 
   const Options options_;
