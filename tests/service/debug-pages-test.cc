@@ -467,6 +467,17 @@ TEST_F(DebugPagesTest, AdmittedQueryWaitingForAnExecutorThreadIsQueued) {
   EXPECT_NE(metrics.body.find("\nqr_executor_threads_busy 1\n"), std::string::npos);
   // The executor's states: both in the one 2 MiB slab mapped at this server's first query.
   EXPECT_NE(metrics.body.find("\nqr_executor_state_memory_bytes 2097152\n"), std::string::npos);
+  // The coordinator's requests, for the process (other servers of this test binary count too):
+  // at least these two, in whole 2 MiB slabs.
+  auto sample = [&](const std::string& name) -> int64_t {
+    const size_t at = metrics.body.find("\n" + name + " ");
+    if (at == std::string::npos) return -1;
+    return std::stoll(metrics.body.substr(at + name.size() + 2));
+  };
+  EXPECT_GE(sample("qr_coordinator_requests_live"), 2);
+  const int64_t request_bytes = sample("qr_coordinator_request_memory_bytes");
+  EXPECT_GE(request_bytes, 2097152);
+  EXPECT_EQ(request_bytes % 2097152, 0);
   EXPECT_EQ(second.Cancel().status, 204);
   EXPECT_EQ(first->Cancel().status, 204);
 }

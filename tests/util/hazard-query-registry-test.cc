@@ -223,7 +223,8 @@ TEST(StableQueryRegistryTest, ANodeReusedBeforeTheReferenceIsNotReturnedWithAnAd
 }
 
 /// Ends the query 'victim' inside a lookup, between its find and its reference, once: the
-/// lookup's CAS then meets a count of 0 on a node that still holds the victim's id.
+/// lookup then meets a count that takes no reference (0 for the CAS variants, dead for kAdd)
+/// on a node that still holds the victim's id.
 struct EndOnce : NoSeams {
   static inline QueryState* victim = nullptr;
   template <class Registry>

@@ -38,7 +38,7 @@
 // Items 1, 2 and 5 are registered by registry-benchmarks.cc, 3 by map-benchmarks.cc.
 //
 // --callgrind_variant=NAME runs only an uncontended Get loop for valgrind --tool=callgrind (for
-// a registry of the Refs mixes, each Get with the Release of what it found).
+// a registry of the Refs and Shared mixes, each Get with the release of what it found).
 
 #include <atomic>
 #include <chrono>

@@ -15,7 +15,7 @@ trap 'rm -rf "$work"' EXIT
 variants='GlobalMutex|ShardedQueryMap256|BareFlatFind|GlobalBoostMutex|SpinLock4ShardsExclusive'
 variants+='|QueryExecMgr4Shards|QueryExecMgr256Shards|BoostConcurrentFlatMap|SeqlockTagMap256|Machine'
 variants+='|HazardSeqlockTag4Shards|QueryExecMgr256|StableSeqlockTag256|HazardSeqlockTag256'
-variants+='|ClientRequestStateMap256'
+variants+='|ShardLockRequestMap256|StableRefRegistry256|ClientRequestStateMap256Shards'
 "$bench" --passes=2 --mix_threads=1,2 --mix_entries=1000 --mix_round_ms=20 \
   --iteration_round_ms=20 --grid=5x100 --grid_min_time_s=0.01 --get_min_time_s=0.01 \
   --get_vs_bare_rounds=10 --iteration_probe_realtime=false \
@@ -26,7 +26,8 @@ for reference in false true; do
   "$bench" --callgrind_variant=ShardedQueryMap256 --callgrind_ops=1000 \
     --callgrind_reference=$reference >/dev/null 2>"$work/err" || { cat "$work/err"; exit 1; }
 done
-for registry in QueryStateRegistry256 ShardLockQueryExecMgr256; do
+for registry in QueryStateRegistry256 ShardLockQueryExecMgr256 StableRefRegistry256 \
+    ShardLockRequestMap256; do
   "$bench" --callgrind_variant=$registry --callgrind_ops=1000 >/dev/null 2>"$work/err" ||
     { cat "$work/err"; exit 1; }
 done

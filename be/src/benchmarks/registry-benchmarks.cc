@@ -544,13 +544,58 @@ void BM_StableRefMix(benchmark::State& state, int shards, Mix mix, int threads, 
   ReportLockStats(*map, totals.ops, &state);
 }
 
+using SharedMap = ShardedQueryMapVariant<SharedValue, FlatMap<SharedValue>>;
+
+/// A Shared mix's lookup: a new reference to what 'id' maps to, or null.
+SharedValue LookUp(SharedMap& map, const UniqueId& id) {
+  SharedValue v;
+  map.Get(id, &v);
+  return v;
+}
+StableRef<Entry> LookUp(StableRefRegistry<Entry>& map, const UniqueId& id) { return map.Get(id); }
+
+/// CallgrindRegistryLoop for the coordinator's registries (--toggle-collect=
+/// *CallgrindSharedLoop*): 'ops' lookups, each taking a reference and dropping it.
+template <class Map>
+[[gnu::noinline, gnu::flatten]] uint64_t CallgrindSharedLoop(Map& map, const Workload& w,
+                                                             int ops) {
+  const std::vector<uint32_t>& seq = w.ops[0];
+  const size_t mask = seq.size() - 1;
+  uint64_t found = 0;
+  size_t p = 0;
+  for (int i = 0; i < ops; ++i) {
+    auto v = LookUp(map, w.keys[seq[p] & kOpKeyMask]);
+    benchmark::DoNotOptimize(v.get());
+    found += v ? 1 : 0;
+    p = (p + 1) & mask;
+  }
+  return found;
+}
+
+int CallgrindSharedGets(const std::string& variant, int entries, int ops) {
+  const Workload& w = GetWorkload(Mix::kLookupOnly, 1, entries);
+  if (variant == "ShardLockRequestMap256") {
+    const std::vector<SharedValue> values = MakeSharedValues(w);
+    SharedMap map(256);
+    for (int i = 0; i < w.entries; ++i) CHECK(map.Add(w.keys[i], values[i]));
+    CHECK_EQ(CallgrindSharedLoop(map, w, ops), static_cast<uint64_t>(ops));
+    return 0;
+  }
+  if (variant == "StableRefRegistry256") {
+    StableRefRegistry<Entry> map(256);
+    for (int i = 0; i < w.entries; ++i) CHECK(map.Add(MakeStable<Entry>(w.keys[i], w.values[i])));
+    CHECK_EQ(CallgrindSharedLoop(map, w, ops), static_cast<uint64_t>(ops));
+    return 0;
+  }
+  return -1;
+}
+
 }  // namespace
 
 void RegisterReferenceMixBenchmarks(const MapBenchmarkOptions& o) {
   std::vector<std::pair<std::string, MixBenchmark>> refs;
   for (const RegistryVariant& v : RegistryVariants()) refs.emplace_back(v.name, v.mix);
   RegisterMixFamily("Refs", refs, o);
-  using SharedMap = ShardedQueryMapVariant<SharedValue, FlatMap<SharedValue>>;
   RegisterMixFamily(
       "Shared",
       {{"ShardLockRequestMap256", &BM_SharedMix<SharedMap>},
@@ -565,7 +610,7 @@ int RunCallgrindRegistryGets(const std::string& variant, int entries, int ops) {
   for (const RegistryVariant& v : RegistryVariants()) {
     if (variant == v.name) return v.callgrind(entries, ops);
   }
-  return -1;
+  return CallgrindSharedGets(variant, entries, ops);
 }
 
 }  // namespace qr::bench

@@ -25,7 +25,9 @@ void RegisterReferenceMixBenchmarks(const MapBenchmarkOptions& o);
 /// --callgrind_variant for the registries of the Refs mixes: builds 'variant' with 'entries'
 /// queries and does 'ops' lookups of them, each a Get and the Release of what it found, in a
 /// non-inlined loop named CallgrindRegistryLoop (for valgrind --tool=callgrind
-/// --toggle-collect). Returns 0, or -1 when 'variant' is not one of those registries.
+/// --toggle-collect). Also the coordinator's registries of the Shared mixes
+/// (ShardLockRequestMap256, StableRefRegistry256): each lookup takes a reference and drops it,
+/// in CallgrindSharedLoop. Returns 0, or -1 when 'variant' is not one of those registries.
 int RunCallgrindRegistryGets(const std::string& variant, int entries, int ops);
 
 }  // namespace qr::bench

@@ -294,6 +294,13 @@ void AppendRegistryMetrics(const QueryCoordinator& coordinator, const QueryExecM
          "Memory the executor's registry holds for query states: 2 MiB slabs, kept while the "
          "daemon runs (the peak of live queries, about 1,927 states a slab).",
          static_cast<int64_t>(exec.registry().NodeBytes()), out);
+  Scalar("qr_coordinator_requests_live", "gauge",
+         "Client requests alive: in flight, in the completed-query log, or still referenced.",
+         ClientRequestStatePtr::Live(), out);
+  Scalar("qr_coordinator_request_memory_bytes", "gauge",
+         "Memory the process holds for client requests: 2 MiB slabs, kept while the daemon "
+         "runs (the peak of live requests).",
+         static_cast<int64_t>(ClientRequestStatePtr::NodeBytes()), out);
 }
 
 /// Use of the memory and disk budgets, next to their limits in qr_limit.

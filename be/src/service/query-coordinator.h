@@ -97,7 +97,7 @@ class QueryCoordinator {
   /// SERVER_SHUTTING_DOWN). The request is returned in every case; a failed one reports its
   /// error on the first fetch, as the protocol wants.
   ClientRequestStatePtr Submit(std::shared_ptr<const std::string> statement,
-                                             SessionInfo session);
+                               SessionInfo session);
 
   /// An in-flight request, or a completed one still in the log; nullptr if neither.
   ClientRequestStatePtr Find(const UniqueId& id) const;

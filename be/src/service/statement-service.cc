@@ -411,7 +411,7 @@ bool StatementService::Forwarded(HttpRequest& req, const UniqueId& id,
 }
 
 ClientRequestStatePtr StatementService::FindAccessible(const HttpRequest& req,
-                                                                     const UniqueId& id) const {
+                                                       const UniqueId& id) const {
   ClientRequestStatePtr state = coordinator_->Find(id);
   if (state == nullptr || !access_->MayAccess(access_->Identify(req), *state)) return nullptr;
   return state;

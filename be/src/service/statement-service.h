@@ -87,7 +87,7 @@ class StatementService {
   /// The query 'id' if it exists and 'req' may access it, else nullptr: callers answer both
   /// cases alike, so nobody learns whether someone else's query exists.
   ClientRequestStatePtr FindAccessible(const HttpRequest& req,
-                                                     const UniqueId& id) const;
+                                       const UniqueId& id) const;
 
   const Options options_;
   QueryCoordinator* const coordinator_;

@@ -124,6 +124,9 @@ class StableRef {
 
   /// Objects of type T made and not destroyed yet (for tests and /metrics).
   static int64_t Live() { return live_.load(std::memory_order_relaxed); }
+  /// Bytes of type-stable memory held for T's nodes (2 MiB slabs, for the peak of live objects;
+  /// kept until exit).
+  static size_t NodeBytes() { return stable_ref_internal::NodesOf<T>().Bytes(); }
 
  private:
   using Node = stable_ref_internal::Node<T>;
